@@ -1,0 +1,1645 @@
+//! The config file (TOML): server settings, access tokens, user presets and
+//! configured ports, checked and resolved into plain values.
+//!
+//! Parsing happens in two steps. serde reads the text into `Raw*` structs
+//! that mirror the file (unknown keys are errors, values the checks need to
+//! point at are [`toml::Spanned`]); then [`Config::parse`] checks values,
+//! resolves `extends` chains and applies port overrides. Every error is a
+//! [`ConfigError`] located at the offending key or value.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use toml::Spanned;
+
+use crate::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
+use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
+
+/// Retention per port when the config does not say: 1 MiB.
+pub const DEFAULT_RETENTION: usize = 1 << 20;
+/// Smallest retention the config accepts: 4 KiB.
+pub const MIN_RETENTION: usize = 4 << 10;
+/// Largest retention the config accepts: 1 GiB.
+pub const MAX_RETENTION: usize = 1 << 30;
+/// Device globs ad-hoc connects may open when the config does not say.
+pub const DEFAULT_ADHOC_DEVICES: [&str; 3] =
+    ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*"];
+
+/// The whole configuration, checked and resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// The `[server]` table.
+    pub server: ServerConfig,
+    /// HTTP access tokens (`[[tokens]]`), parsed and checked but not yet
+    /// enforced by anything.
+    pub tokens: Vec<TokenConfig>,
+    /// Built-in presets plus the user's, all resolved.
+    pub presets: BTreeMap<String, Preset>,
+    /// Configured ports, resolved: port keys override the preset's values,
+    /// which override those of the preset it extends.
+    pub ports: BTreeMap<String, PortConfig>,
+}
+
+/// The `[server]` table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerConfig {
+    /// Address (`host:port`) for streamable HTTP at `/mcp`; none: stdio only.
+    pub listen: Option<String>,
+    /// Output bytes kept per port ([`DEFAULT_RETENTION`] unless set).
+    pub retention: usize,
+    /// Directory for per-port transcripts; none: no transcripts.
+    pub log_dir: Option<PathBuf>,
+    /// Whether `connect` may open devices that are not configured ports.
+    pub allow_adhoc: bool,
+    /// Globs of the device paths ad-hoc connects may open.
+    pub adhoc_devices: Vec<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: None,
+            retention: DEFAULT_RETENTION,
+            log_dir: None,
+            allow_adhoc: false,
+            adhoc_devices: DEFAULT_ADHOC_DEVICES.map(String::from).to_vec(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Whether an ad-hoc connect may open `path`: ad-hoc connects are on and
+    /// the path matches one of `adhoc_devices`. `*` does not cross a `/`,
+    /// and a path with `.` or `..` components or a relative path never
+    /// matches. Symlinks are not followed: `/dev/serial/by-id/*` is
+    /// udev-managed.
+    pub fn adhoc_allowed(&self, path: &str) -> bool {
+        if !self.allow_adhoc
+            || !path.starts_with('/')
+            || path.split('/').any(|part| part == "." || part == "..")
+        {
+            return false;
+        }
+        let options = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: true,
+        };
+        self.adhoc_devices
+            .iter()
+            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches_with(path, options)))
+    }
+}
+
+/// What a token may do (`access` of a `[[tokens]]` entry), weakest first.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenAccess {
+    /// Read output and status.
+    Read,
+    /// Also send to devices.
+    Write,
+    /// Also take over writers and change line settings.
+    Admin,
+}
+
+/// One `[[tokens]]` entry: a bearer token for the HTTP transport.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenConfig {
+    /// Name shown in logs and the audit trail.
+    pub name: String,
+    /// File holding the secret (the secret itself is never in the config).
+    pub secret_file: PathBuf,
+    /// Globs of port names the token reaches.
+    pub ports: Vec<String>,
+    /// What the token may do.
+    pub access: TokenAccess,
+}
+
+/// A configured (or ad-hoc) port with its preset applied.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PortConfig {
+    /// Port name (`[ports.NAME]`).
+    pub name: String,
+    /// Device path, e.g. `/dev/serial/by-id/usb-FTDI_...-if00-port0`.
+    pub device: String,
+    /// Name of the preset it started from.
+    pub preset: String,
+    /// Baud rate and framing.
+    pub line: LineSettings,
+    /// What is appended to text sent to the device.
+    pub line_ending: LineEnding,
+    /// Prompt regex source (`regex::bytes` syntax).
+    pub prompt: String,
+    /// Triggers answered while a read waits, in order.
+    pub auto_reply: Vec<AutoReply>,
+    /// Pager prompt literals removed by output cleanup.
+    pub pagers: Vec<String>,
+    /// Regex sources marking cleaned output lines as errors.
+    pub error_patterns: Vec<String>,
+    /// Command that turns paging off.
+    pub paging_off: Option<String>,
+}
+
+impl PortConfig {
+    fn from_preset(name: &str, device: &str, p: Preset) -> PortConfig {
+        PortConfig {
+            name: name.to_owned(),
+            device: device.to_owned(),
+            preset: p.name,
+            line: p.line,
+            line_ending: p.line_ending,
+            prompt: p.prompt,
+            auto_reply: p.auto_reply,
+            pagers: p.pagers,
+            error_patterns: p.error_patterns,
+            paging_off: p.paging_off,
+        }
+    }
+}
+
+/// A config error at a place in the file. Displays as
+/// `file:line:col: message`, or `file: message` when it has no place
+/// (`line` 0: the file could not be read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file name as given.
+    pub file: String,
+    /// 1-based line; 0 when the error has no place in the file.
+    pub line: usize,
+    /// 1-based column, counted in characters.
+    pub col: usize,
+    /// What is wrong, naming the key (e.g. `ports.core-sw1.baud: ...`).
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.col, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Reads and parses the config file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, &file),
+            Err(e) => Err(ConfigError {
+                file,
+                line: 0,
+                col: 0,
+                message: format!("cannot read the config file: {e}"),
+            }),
+        }
+    }
+
+    /// Parses config text; `file_name` is what errors call the file.
+    pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigError> {
+        let src = Source {
+            file: file_name,
+            text,
+        };
+        let raw: RawFile = toml::from_str(text).map_err(|e| src.toml_error(&e))?;
+        raw.resolve(&src)
+    }
+
+    /// The configuration without a file: built-in presets, no ports, server
+    /// defaults.
+    pub fn default_with_builtins() -> Config {
+        Config {
+            server: ServerConfig::default(),
+            tokens: Vec::new(),
+            presets: builtin_map(),
+            ports: BTreeMap::new(),
+        }
+    }
+
+    /// A [`PortConfig`] for a port that is not in the config (an ad-hoc
+    /// connect) or a configured port switched to another preset: `preset`
+    /// (default `generic`) applied to `device`. The error says what is wrong
+    /// and lists the presets.
+    pub fn resolve_port(
+        &self,
+        name: &str,
+        device: &str,
+        preset: Option<&str>,
+    ) -> Result<PortConfig, String> {
+        check_name(name).map_err(|e| format!("bad port name {name:?}: {e}"))?;
+        if device.is_empty() {
+            return Err("the device path is empty; give one like /dev/ttyUSB0".into());
+        }
+        let preset = preset.unwrap_or(DEFAULT_PRESET);
+        let p = self.presets.get(preset).ok_or_else(|| {
+            format!(
+                "unknown preset {preset:?}; presets: {}",
+                self.preset_names().join(", ")
+            )
+        })?;
+        Ok(PortConfig::from_preset(name, device, p.clone()))
+    }
+
+    /// The configured port whose device path is `device`, if any.
+    pub fn port_by_device(&self, device: &str) -> Option<&PortConfig> {
+        self.ports.values().find(|p| p.device == device)
+    }
+
+    fn preset_names(&self) -> Vec<&str> {
+        self.presets.keys().map(String::as_str).collect()
+    }
+}
+
+/// Parses a size: a whole or decimal number with an optional unit,
+/// `B`, `KB`/`MB`/`GB` (powers of 1000) or `K`/`KiB`, `M`/`MiB`, `G`/`GiB`
+/// (powers of 1024), case-insensitive, e.g. `"1MiB"`, `"512KiB"`, `"4096"`,
+/// `"1MB"` (1 000 000), `"2GiB"`.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = (&t[..split], t[split..].trim());
+    let bad_number = || {
+        format!(
+            "bad size {s:?}: expected a number with an optional unit, e.g. \"1MiB\" or \"4096\""
+        )
+    };
+    if number.is_empty() {
+        return Err(bad_number());
+    }
+    let multiplier: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "bad size {s:?}: unknown unit {unit:?}; use a number of bytes \
+                 or a unit B, KiB, MiB, GiB, KB, MB or GB, e.g. \"16MiB\""
+            ));
+        }
+    };
+    let too_big = || format!("size {s:?} is too large");
+    let bytes = if number.contains('.') {
+        let v: f64 = number.parse().map_err(|_| bad_number())?;
+        let bytes = (v * multiplier as f64).round();
+        if bytes >= usize::MAX as f64 {
+            return Err(too_big());
+        }
+        if bytes != v * multiplier as f64 {
+            return Err(format!("size {s:?} is not a whole number of bytes"));
+        }
+        bytes as u64
+    } else {
+        let v: u64 = number.parse().map_err(|_| bad_number())?;
+        v.checked_mul(multiplier).ok_or_else(too_big)?
+    };
+    usize::try_from(bytes).map_err(|_| too_big())
+}
+
+/// Checks a port or preset name: `[A-Za-z0-9][A-Za-z0-9_.-]*`.
+fn check_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    match chars.next() {
+        None => Err("it is empty".into()),
+        Some(c) if !c.is_ascii_alphanumeric() => Err("it must start with a letter or digit".into()),
+        _ if !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) => {
+            Err("use only letters, digits, '_', '.' and '-' (like core-sw1 or rack2.pdu_a)".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn builtin_map() -> BTreeMap<String, Preset> {
+    presets::builtin_presets()
+        .into_iter()
+        .map(|p| (p.name.clone(), p))
+        .collect()
+}
+
+/// The text being parsed, to turn byte spans into `file:line:col`.
+struct Source<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn error(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
+        let offset = span.start.min(self.text.len());
+        let offset = (0..=offset)
+            .rev()
+            .find(|&i| self.text.is_char_boundary(i))
+            .unwrap_or(0);
+        let before = &self.text[..offset];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        ConfigError {
+            file: self.file.to_owned(),
+            line: before.matches('\n').count() + 1,
+            col: before[line_start..].chars().count() + 1,
+            message: message.into(),
+        }
+    }
+
+    /// A TOML syntax or deserialization error, its message on one line and
+    /// prefixed with the key path it happened under.
+    fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
+        let message = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        let message = if message.is_empty() {
+            "TOML syntax error".to_owned()
+        } else {
+            message
+        };
+        match e.span() {
+            Some(span) => {
+                let message = match key_path(self.text, span.start) {
+                    Some(path) => format!("{path}: {message}"),
+                    None => message,
+                };
+                self.error(span, message)
+            }
+            None => ConfigError {
+                file: self.file.to_owned(),
+                line: 0,
+                col: 0,
+                message,
+            },
+        }
+    }
+}
+
+/// The config's tables with each key's value span, to name the key a serde
+/// error happened under (serde's messages say what is wrong but not where).
+/// Deserialized leniently; None when even this fails.
+#[derive(Deserialize)]
+struct Shape {
+    server: Option<Spanned<ShapeTable>>,
+    tokens: Option<Vec<Spanned<ShapeTable>>>,
+    presets: Option<BTreeMap<String, Spanned<ShapeTable>>>,
+    ports: Option<BTreeMap<String, Spanned<ShapeTable>>>,
+}
+
+type ShapeTable = BTreeMap<String, Spanned<IgnoredAny>>;
+
+/// The dotted key path (e.g. `ports.core-sw1.baud`) of the value at
+/// `offset`, or of the table it lies in (for an unknown key, a missing
+/// field).
+fn key_path(text: &str, offset: usize) -> Option<String> {
+    let Ok(shape) = toml::from_str::<Shape>(text) else {
+        return line_key_path(text, offset);
+    };
+    let mut tables: Vec<(String, &Spanned<ShapeTable>)> = Vec::new();
+    if let Some(t) = &shape.server {
+        tables.push(("server".into(), t));
+    }
+    for (i, t) in shape.tokens.iter().flatten().enumerate() {
+        tables.push((format!("tokens[{i}]"), t));
+    }
+    for (section, map) in [("presets", &shape.presets), ("ports", &shape.ports)] {
+        for (name, t) in map.iter().flatten() {
+            tables.push((format!("{section}.{}", toml_key(name)), t));
+        }
+    }
+    let inside = |span: Range<usize>| span.contains(&offset);
+    for (path, table) in &tables {
+        for (key, value) in table.get_ref() {
+            if inside(value.span()) {
+                return Some(format!("{path}.{}", toml_key(key)));
+            }
+        }
+    }
+    tables
+        .into_iter()
+        .find(|(_, t)| inside(t.span()))
+        .map(|(path, _)| path)
+}
+
+/// Fallback of [`key_path`] when the tables cannot be read with spans (a
+/// table made by dotted keys has none): the key on the offset's line before
+/// its `=`, under the nearest table header above it.
+fn line_key_path(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = &text[line_start..];
+    let line = &line[..line.find('\n').unwrap_or(line.len())];
+    let eq = line.find('=').filter(|&eq| line_start + eq < offset)?;
+    let key = line[..eq].trim();
+    if key.is_empty() || key.starts_with('[') || key.starts_with('#') {
+        return None;
+    }
+    let header = text[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| {
+            let l = l.split(']').next().unwrap_or(l);
+            l.trim_start_matches('[').trim().to_owned()
+        });
+    Some(match header {
+        Some(h) if !h.is_empty() => format!("{h}.{key}"),
+        _ => key.to_owned(),
+    })
+}
+
+/// A key as written in TOML: bare when it can be, quoted otherwise.
+fn toml_key(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        key.to_owned()
+    } else {
+        format!("{key:?}")
+    }
+}
+
+/// A size from the file: a string like `"16MiB"` or an integer of bytes.
+struct Size(usize);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Size, D::Error> {
+        struct SizeVisitor;
+        impl Visitor<'_> for SizeVisitor {
+            type Value = Size;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a size like \"1MiB\" or a number of bytes")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Size, E> {
+                parse_size(v).map(Size).map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Size, E> {
+                usize::try_from(v)
+                    .map(Size)
+                    .map_err(|_| E::custom(format!("bad size {v}: it is negative")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Size, E> {
+                usize::try_from(v)
+                    .map(Size)
+                    .map_err(|_| E::custom(format!("size {v} is too large")))
+            }
+        }
+        d.deserialize_any(SizeVisitor)
+    }
+}
+
+/// An `auto_reply` table `{ "--More--" = " " }`, in the order written.
+struct AutoReplyTable(Vec<(Spanned<String>, String)>);
+
+impl<'de> Deserialize<'de> for AutoReplyTable {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<AutoReplyTable, D::Error> {
+        struct TableVisitor;
+        impl<'de> Visitor<'de> for TableVisitor {
+            type Value = AutoReplyTable;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table of trigger = reply strings, e.g. { \"--More--\" = \" \" }")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AutoReplyTable, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(AutoReplyTable(entries))
+            }
+        }
+        d.deserialize_map(TableVisitor)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "the config file's top-level table")]
+struct RawFile {
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    tokens: Vec<RawToken>,
+    #[serde(default)]
+    presets: BTreeMap<Spanned<String>, RawPreset>,
+    #[serde(default)]
+    ports: BTreeMap<Spanned<String>, RawPort>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, expecting = "a [server] table")]
+struct RawServer {
+    listen: Option<Spanned<String>>,
+    retention: Option<Spanned<Size>>,
+    log_dir: Option<Spanned<PathBuf>>,
+    allow_adhoc: Option<bool>,
+    adhoc_devices: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [[tokens]] table")]
+struct RawToken {
+    name: Spanned<String>,
+    secret_file: Spanned<PathBuf>,
+    ports: Vec<Spanned<String>>,
+    #[serde(default = "read_access")]
+    access: TokenAccess,
+}
+
+fn read_access() -> TokenAccess {
+    TokenAccess::Read
+}
+
+/// The keys a preset and a port may both set.
+#[derive(Default)]
+struct Overrides {
+    baud: Option<Spanned<u32>>,
+    data_bits: Option<Spanned<u8>>,
+    parity: Option<Parity>,
+    stop_bits: Option<Spanned<u8>>,
+    flow_control: Option<FlowControl>,
+    line_ending: Option<LineEnding>,
+    prompt: Option<Spanned<String>>,
+    auto_reply: Option<AutoReplyTable>,
+    pagers: Option<Vec<Spanned<String>>>,
+    error_patterns: Option<Vec<Spanned<String>>>,
+    paging_off: Option<String>,
+}
+
+// `#[serde(flatten)]` would share the override keys between presets and
+// ports, but it defeats both `deny_unknown_fields` and `Spanned`, so the
+// keys are listed twice.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [presets.NAME] table")]
+struct RawPreset {
+    extends: Option<Spanned<String>>,
+    description: Option<String>,
+    baud: Option<Spanned<u32>>,
+    data_bits: Option<Spanned<u8>>,
+    parity: Option<Parity>,
+    stop_bits: Option<Spanned<u8>>,
+    flow_control: Option<FlowControl>,
+    line_ending: Option<LineEnding>,
+    prompt: Option<Spanned<String>>,
+    auto_reply: Option<AutoReplyTable>,
+    pagers: Option<Vec<Spanned<String>>>,
+    error_patterns: Option<Vec<Spanned<String>>>,
+    paging_off: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [ports.NAME] table")]
+struct RawPort {
+    device: Spanned<String>,
+    preset: Option<Spanned<String>>,
+    baud: Option<Spanned<u32>>,
+    data_bits: Option<Spanned<u8>>,
+    parity: Option<Parity>,
+    stop_bits: Option<Spanned<u8>>,
+    flow_control: Option<FlowControl>,
+    line_ending: Option<LineEnding>,
+    prompt: Option<Spanned<String>>,
+    auto_reply: Option<AutoReplyTable>,
+    pagers: Option<Vec<Spanned<String>>>,
+    error_patterns: Option<Vec<Spanned<String>>>,
+    paging_off: Option<String>,
+}
+
+impl RawPreset {
+    fn split(self) -> (Option<Spanned<String>>, Option<String>, Overrides) {
+        let o = Overrides {
+            baud: self.baud,
+            data_bits: self.data_bits,
+            parity: self.parity,
+            stop_bits: self.stop_bits,
+            flow_control: self.flow_control,
+            line_ending: self.line_ending,
+            prompt: self.prompt,
+            auto_reply: self.auto_reply,
+            pagers: self.pagers,
+            error_patterns: self.error_patterns,
+            paging_off: self.paging_off,
+        };
+        (self.extends, self.description, o)
+    }
+}
+
+impl RawPort {
+    fn split(self) -> (Spanned<String>, Option<Spanned<String>>, Overrides) {
+        let o = Overrides {
+            baud: self.baud,
+            data_bits: self.data_bits,
+            parity: self.parity,
+            stop_bits: self.stop_bits,
+            flow_control: self.flow_control,
+            line_ending: self.line_ending,
+            prompt: self.prompt,
+            auto_reply: self.auto_reply,
+            pagers: self.pagers,
+            error_patterns: self.error_patterns,
+            paging_off: self.paging_off,
+        };
+        (self.device, self.preset, o)
+    }
+}
+
+impl Overrides {
+    /// Checks the values and writes them over `p`. `path` is the table's
+    /// key path for messages, e.g. `ports.core-sw1`.
+    fn apply(self, p: &mut Preset, path: &str, src: &Source) -> Result<(), ConfigError> {
+        let check_line = |span: Range<usize>, key: &str, line: LineSettings| {
+            line.validate()
+                .map_err(|e| src.error(span, format!("{path}.{key}: {e}")))
+        };
+        if let Some(v) = self.baud {
+            let line = LineSettings {
+                baud: *v.get_ref(),
+                ..LineSettings::default()
+            };
+            check_line(v.span(), "baud", line)?;
+            p.line.baud = line.baud;
+        }
+        if let Some(v) = self.data_bits {
+            let line = LineSettings {
+                data_bits: *v.get_ref(),
+                ..LineSettings::default()
+            };
+            check_line(v.span(), "data_bits", line)?;
+            p.line.data_bits = line.data_bits;
+        }
+        if let Some(v) = self.stop_bits {
+            let line = LineSettings {
+                stop_bits: *v.get_ref(),
+                ..LineSettings::default()
+            };
+            check_line(v.span(), "stop_bits", line)?;
+            p.line.stop_bits = line.stop_bits;
+        }
+        if let Some(v) = self.parity {
+            p.line.parity = v;
+        }
+        if let Some(v) = self.flow_control {
+            p.line.flow_control = v;
+        }
+        if let Some(v) = self.line_ending {
+            p.line_ending = v;
+        }
+        if let Some(v) = self.prompt {
+            check_regex(&v, &format!("{path}.prompt"), "text", src)?;
+            p.prompt = v.into_inner();
+        }
+        if let Some(table) = self.auto_reply {
+            let mut replies = Vec::new();
+            for (trigger, reply) in table.0 {
+                if trigger.get_ref().is_empty() {
+                    return Err(src.error(
+                        trigger.span(),
+                        format!("{path}.auto_reply: a trigger is empty; give the text to answer, e.g. \"--More--\""),
+                    ));
+                }
+                replies.push(AutoReply {
+                    trigger: trigger.into_inner(),
+                    reply,
+                });
+            }
+            p.auto_reply = replies;
+        }
+        if let Some(pagers) = self.pagers {
+            let mut list = Vec::new();
+            for pager in pagers {
+                if pager.get_ref().is_empty() {
+                    return Err(src.error(
+                        pager.span(),
+                        format!("{path}.pagers: a pager is empty; give its literal text, e.g. \" --More-- \""),
+                    ));
+                }
+                list.push(pager.into_inner());
+            }
+            p.pagers = list;
+        }
+        if let Some(patterns) = self.error_patterns {
+            let mut list = Vec::new();
+            for pattern in patterns {
+                check_regex(&pattern, &format!("{path}.error_patterns"), "line", src)?;
+                list.push(pattern.into_inner());
+            }
+            p.error_patterns = list;
+        }
+        if let Some(v) = self.paging_off {
+            p.paging_off = if v.trim().is_empty() { None } else { Some(v) };
+        }
+        Ok(())
+    }
+}
+
+/// Compiles a regex source from the file; it must not match empty `what`
+/// (a prompt that matches nothing would end every read at once).
+fn check_regex(
+    source: &Spanned<String>,
+    key: &str,
+    what: &str,
+    src: &Source,
+) -> Result<(), ConfigError> {
+    let text = source.get_ref();
+    match regex::bytes::Regex::new(text) {
+        Ok(re) if re.is_match(b"") => Err(src.error(
+            source.span(),
+            format!("{key}: regex {text:?} matches an empty {what}; make it match the prompt's characters, e.g. \"[>#] ?$\""),
+        )),
+        Ok(_) => Ok(()),
+        Err(e) => Err(src.error(
+            source.span(),
+            format!("{key}: bad regex {text:?}: {}", regex_error(&e)),
+        )),
+    }
+}
+
+/// The regex crate's message without its multi-line drawing of the pattern.
+fn regex_error(e: &regex::Error) -> String {
+    match e {
+        regex::Error::Syntax(s) => {
+            let detail: Vec<&str> = s
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("error:"))
+                .map(str::trim)
+                .collect();
+            if detail.is_empty() {
+                s.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+            } else {
+                detail.join("; ")
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+impl RawFile {
+    fn resolve(self, src: &Source) -> Result<Config, ConfigError> {
+        let server = self.server.resolve(src)?;
+        let tokens = resolve_tokens(self.tokens, src)?;
+        let presets = resolve_presets(self.presets, src)?;
+        let ports = resolve_ports(self.ports, &presets, src)?;
+        Ok(Config {
+            server,
+            tokens,
+            presets,
+            ports,
+        })
+    }
+}
+
+impl RawServer {
+    fn resolve(self, src: &Source) -> Result<ServerConfig, ConfigError> {
+        let mut s = ServerConfig::default();
+        if let Some(listen) = self.listen {
+            check_listen(listen.get_ref())
+                .map_err(|e| src.error(listen.span(), format!("server.listen: {e}")))?;
+            s.listen = Some(listen.into_inner());
+        }
+        if let Some(r) = self.retention {
+            let bytes = r.get_ref().0;
+            if !(MIN_RETENTION..=MAX_RETENTION).contains(&bytes) {
+                return Err(src.error(
+                    r.span(),
+                    format!("server.retention: {bytes} bytes is out of range: use 4KiB to 1GiB, e.g. \"1MiB\""),
+                ));
+            }
+            s.retention = bytes;
+        }
+        if let Some(dir) = self.log_dir {
+            if dir.get_ref().as_os_str().is_empty() {
+                return Err(src.error(
+                    dir.span(),
+                    "server.log_dir: it is empty; give a directory or leave log_dir out",
+                ));
+            }
+            s.log_dir = Some(dir.into_inner());
+        }
+        if let Some(v) = self.allow_adhoc {
+            s.allow_adhoc = v;
+        }
+        if let Some(globs) = self.adhoc_devices {
+            s.adhoc_devices = check_globs(globs, "server.adhoc_devices", src)?;
+        }
+        Ok(s)
+    }
+}
+
+/// `host:port`, with an IPv6 host in brackets.
+fn check_listen(s: &str) -> Result<(), String> {
+    if s.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(());
+    }
+    let ok = match s.rsplit_once(':') {
+        Some((host, port)) => {
+            !host.is_empty() && !host.contains(':') && port.parse::<u16>().is_ok()
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{s:?} is not host:port; use e.g. \"127.0.0.1:7301\""
+        ))
+    }
+}
+
+fn check_globs(
+    globs: Vec<Spanned<String>>,
+    key: &str,
+    src: &Source,
+) -> Result<Vec<String>, ConfigError> {
+    globs
+        .into_iter()
+        .map(|g| match glob::Pattern::new(g.get_ref()) {
+            Ok(_) if g.get_ref().is_empty() => {
+                Err(src.error(g.span(), format!("{key}: a glob is empty")))
+            }
+            Ok(_) => Ok(g.into_inner()),
+            Err(e) => Err(src.error(g.span(), format!("{key}: bad glob {:?}: {e}", g.get_ref()))),
+        })
+        .collect()
+}
+
+fn resolve_tokens(raw: Vec<RawToken>, src: &Source) -> Result<Vec<TokenConfig>, ConfigError> {
+    let mut names = BTreeSet::new();
+    let mut tokens = Vec::new();
+    for (i, t) in raw.into_iter().enumerate() {
+        let path = format!("tokens[{i}]");
+        let name = t.name.get_ref();
+        if name.trim().is_empty() {
+            return Err(src.error(t.name.span(), format!("{path}.name: it is empty")));
+        }
+        if !names.insert(name.clone()) {
+            return Err(src.error(
+                t.name.span(),
+                format!("{path}.name: another token is already named {name:?}"),
+            ));
+        }
+        if t.secret_file.get_ref().as_os_str().is_empty() {
+            return Err(src.error(
+                t.secret_file.span(),
+                format!("{path}.secret_file: it is empty"),
+            ));
+        }
+        tokens.push(TokenConfig {
+            name: t.name.into_inner(),
+            secret_file: t.secret_file.into_inner(),
+            ports: check_globs(t.ports, &format!("{path}.ports"), src)?,
+            access: t.access,
+        });
+    }
+    Ok(tokens)
+}
+
+/// A user preset waiting to be resolved.
+struct PendingPreset {
+    key: Range<usize>,
+    extends: Option<Spanned<String>>,
+    description: Option<String>,
+    overrides: Option<Overrides>,
+}
+
+fn resolve_presets(
+    raw: BTreeMap<Spanned<String>, RawPreset>,
+    src: &Source,
+) -> Result<BTreeMap<String, Preset>, ConfigError> {
+    let mut done = builtin_map();
+    let mut pending: HashMap<String, PendingPreset> = HashMap::new();
+    let mut order = Vec::new();
+    for (name, raw) in raw {
+        let span = name.span();
+        let name = name.into_inner();
+        check_name(&name).map_err(|e| {
+            src.error(
+                span.clone(),
+                format!("presets: bad preset name {name:?}: {e}"),
+            )
+        })?;
+        if done.contains_key(&name) {
+            return Err(src.error(
+                span,
+                format!("presets.{name}: {name:?} is a built-in preset; give yours another name and extends = {name:?}"),
+            ));
+        }
+        let (extends, description, overrides) = raw.split();
+        order.push((span.start, name.clone()));
+        pending.insert(
+            name,
+            PendingPreset {
+                key: span,
+                extends,
+                description,
+                overrides: Some(overrides),
+            },
+        );
+    }
+    // Resolve in file order so that the first error reported is the first
+    // in the file.
+    order.sort();
+    let mut known: Vec<String> = done.keys().cloned().collect();
+    known.extend(pending.keys().cloned());
+    known.sort();
+    for (_, name) in order {
+        let mut stack = Vec::new();
+        resolve_preset(&name, &mut pending, &mut done, &mut stack, &known, src)?;
+    }
+    Ok(done)
+}
+
+/// Resolves user preset `name` (its base first), with `stack` the chain of
+/// presets being resolved, to report cycles.
+fn resolve_preset(
+    name: &str,
+    pending: &mut HashMap<String, PendingPreset>,
+    done: &mut BTreeMap<String, Preset>,
+    stack: &mut Vec<String>,
+    known: &[String],
+    src: &Source,
+) -> Result<(), ConfigError> {
+    if done.contains_key(name) {
+        return Ok(());
+    }
+    let entry = &pending[name];
+    let path = format!("presets.{}", toml_key(name));
+    let (base, base_span) = match &entry.extends {
+        Some(e) => (e.get_ref().clone(), e.span()),
+        None => (DEFAULT_PRESET.to_owned(), entry.key.clone()),
+    };
+    stack.push(name.to_owned());
+    if !done.contains_key(&base) {
+        if stack.contains(&base) {
+            let mut chain = stack[stack.iter().position(|n| *n == base).unwrap_or(0)..].to_vec();
+            chain.push(base.clone());
+            return Err(src.error(
+                base_span,
+                format!(
+                    "{path}.extends: presets extend each other in a cycle: {}",
+                    chain.join(" → ")
+                ),
+            ));
+        }
+        if !pending.contains_key(&base) {
+            return Err(src.error(
+                base_span,
+                format!(
+                    "{path}.extends: unknown preset {base:?}; presets: {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+        resolve_preset(&base, pending, done, stack, known, src)?;
+    }
+    stack.pop();
+    let entry = pending.get_mut(name).expect("pending preset");
+    let overrides = entry.overrides.take().unwrap_or_default();
+    let mut preset = done[&base].clone();
+    preset.name = name.to_owned();
+    preset.description = entry
+        .description
+        .take()
+        .unwrap_or_else(|| format!("based on {base}: {}", preset.description));
+    overrides.apply(&mut preset, &path, src)?;
+    done.insert(name.to_owned(), preset);
+    Ok(())
+}
+
+fn resolve_ports(
+    raw: BTreeMap<Spanned<String>, RawPort>,
+    presets: &BTreeMap<String, Preset>,
+    src: &Source,
+) -> Result<BTreeMap<String, PortConfig>, ConfigError> {
+    let mut raw: Vec<(Spanned<String>, RawPort)> = raw.into_iter().collect();
+    raw.sort_by_key(|(name, _)| name.span().start);
+    let mut devices: HashMap<String, String> = HashMap::new();
+    let mut ports = BTreeMap::new();
+    for (name, raw) in raw {
+        let name_span = name.span();
+        let name = name.into_inner();
+        check_name(&name)
+            .map_err(|e| src.error(name_span, format!("ports: bad port name {name:?}: {e}")))?;
+        let path = format!("ports.{}", toml_key(&name));
+        let (device, preset_name, overrides) = raw.split();
+        let dev = device.get_ref();
+        if dev.trim().is_empty() {
+            return Err(src.error(
+                device.span(),
+                format!("{path}.device: it is empty; give the device path, e.g. /dev/serial/by-id/usb-FTDI_..."),
+            ));
+        }
+        if let Some(other) = devices.get(dev) {
+            return Err(src.error(
+                device.span(),
+                format!("{path}.device: {dev:?} is already the device of port {other}; one device, one port"),
+            ));
+        }
+        devices.insert(dev.clone(), name.clone());
+        let preset = match &preset_name {
+            Some(p) => presets.get(p.get_ref()).ok_or_else(|| {
+                src.error(
+                    p.span(),
+                    format!(
+                        "{path}.preset: unknown preset {:?}; presets: {}",
+                        p.get_ref(),
+                        presets.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            })?,
+            None => &presets[DEFAULT_PRESET],
+        };
+        let mut p = preset.clone();
+        overrides.apply(&mut p, &path, src)?;
+        let port = PortConfig::from_preset(&name, device.get_ref(), p);
+        ports.insert(name, port);
+    }
+    Ok(ports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "test.toml";
+
+    fn parse(text: &str) -> Config {
+        Config::parse(text, FILE).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The error as `line:col: message`.
+    fn error(text: &str) -> String {
+        let e = Config::parse(text, FILE).expect_err("expected an error");
+        let shown = e.to_string();
+        assert_eq!(shown, format!("{FILE}:{}:{}: {}", e.line, e.col, e.message));
+        assert!(!e.message.contains('\n'), "multi-line message: {shown}");
+        format!("{}:{}: {}", e.line, e.col, e.message)
+    }
+
+    /// Asserts the error is at `at` (`line:col`) and its message contains
+    /// every one of `parts`.
+    fn assert_error(text: &str, at: &str, parts: &[&str]) {
+        let e = error(text);
+        assert!(e.starts_with(&format!("{at}: ")), "want {at}, got {e}");
+        for part in parts {
+            assert!(e.contains(part), "{e:?} lacks {part:?}");
+        }
+    }
+
+    const FULL: &str = r#"
+[server]
+listen = "127.0.0.1:7301"
+retention = "16MiB"
+log_dir = "/var/log/serialgate"
+allow_adhoc = true
+adhoc_devices = ["/dev/ttyUSB*", "/dev/serial/by-id/*"]
+
+[[tokens]]
+name = "noc-agent"
+secret_file = "/etc/serialgate/tokens/noc-agent"
+ports = ["core-*"]
+access = "write"
+
+[presets.my-ios]
+extends = "cisco-ios"
+prompt = '(?m)^core-[\w.-]+(\([\w.-]+\))?[#>] ?$'
+baud = 19200
+auto_reply = { "--More--" = " ", "[confirm]" = "\r", "(y/n)" = "n" }
+
+[presets.my-ios-fast]
+extends = "my-ios"
+description = "core switches at 115200"
+baud = 115200
+
+[ports.core-sw1]
+device = "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0"
+preset = "my-ios"
+baud = 9600
+
+[ports.core-sw2]
+device = "/dev/ttyUSB1"
+preset = "my-ios-fast"
+parity = "even"
+line_ending = "crlf"
+paging_off = ""
+
+[ports.lab]
+device = "/dev/ttyUSB2"
+"#;
+
+    #[test]
+    fn full_example_resolves() {
+        let c = parse(FULL);
+        assert_eq!(c.server.listen.as_deref(), Some("127.0.0.1:7301"));
+        assert_eq!(c.server.retention, 16 << 20);
+        assert_eq!(c.server.log_dir, Some(PathBuf::from("/var/log/serialgate")));
+        assert!(c.server.allow_adhoc);
+        assert_eq!(
+            c.server.adhoc_devices,
+            ["/dev/ttyUSB*", "/dev/serial/by-id/*"]
+        );
+        assert_eq!(
+            c.tokens,
+            [TokenConfig {
+                name: "noc-agent".into(),
+                secret_file: "/etc/serialgate/tokens/noc-agent".into(),
+                ports: vec!["core-*".into()],
+                access: TokenAccess::Write,
+            }]
+        );
+
+        let ios = presets::builtin("cisco-ios").unwrap();
+        let my = &c.presets["my-ios"];
+        assert_eq!(my.line.baud, 19200);
+        assert_eq!(my.prompt, r"(?m)^core-[\w.-]+(\([\w.-]+\))?[#>] ?$");
+        assert_eq!(my.error_patterns, ios.error_patterns);
+        assert_eq!(my.paging_off.as_deref(), Some("terminal length 0"));
+        assert!(my.description.starts_with("based on cisco-ios: "));
+        // the table's order is kept
+        assert_eq!(
+            my.auto_reply,
+            [
+                AutoReply::new("--More--", " "),
+                AutoReply::new("[confirm]", "\r"),
+                AutoReply::new("(y/n)", "n"),
+            ]
+        );
+        let fast = &c.presets["my-ios-fast"];
+        assert_eq!(fast.description, "core switches at 115200");
+        assert_eq!(fast.line.baud, 115200);
+        assert_eq!(fast.prompt, my.prompt);
+        assert_eq!(fast.auto_reply, my.auto_reply);
+        // built-ins are all there
+        for p in presets::builtin_presets() {
+            assert_eq!(c.presets[&p.name], p);
+        }
+
+        // port key beats preset beats extends-base
+        let sw1 = &c.ports["core-sw1"];
+        assert_eq!(sw1.name, "core-sw1");
+        assert_eq!(
+            sw1.device,
+            "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0"
+        );
+        assert_eq!(sw1.preset, "my-ios");
+        assert_eq!(sw1.line.baud, 9600);
+        assert_eq!(sw1.prompt, my.prompt);
+        assert_eq!(sw1.auto_reply, my.auto_reply);
+        assert_eq!(sw1.pagers, ios.pagers);
+        assert_eq!(sw1.line_ending, LineEnding::Cr);
+
+        let sw2 = &c.ports["core-sw2"];
+        assert_eq!(sw2.preset, "my-ios-fast");
+        assert_eq!(sw2.line.baud, 115200);
+        assert_eq!(sw2.line.parity, Parity::Even);
+        assert_eq!(sw2.line.data_bits, 8);
+        assert_eq!(sw2.line_ending, LineEnding::Crlf);
+        assert_eq!(sw2.paging_off, None);
+
+        let lab = &c.ports["lab"];
+        let generic = presets::builtin("generic").unwrap();
+        assert_eq!(lab.preset, "generic");
+        assert_eq!(lab.prompt, generic.prompt);
+        assert_eq!(lab.line, LineSettings::default());
+        assert_eq!(
+            c.port_by_device("/dev/ttyUSB2").map(|p| p.name.as_str()),
+            Some("lab")
+        );
+    }
+
+    #[test]
+    fn empty_file_is_defaults() {
+        let c = parse("");
+        assert_eq!(c, Config::default_with_builtins());
+        assert_eq!(c.server.retention, 1 << 20);
+        assert!(!c.server.allow_adhoc);
+        assert_eq!(
+            c.server.adhoc_devices,
+            ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*"]
+        );
+        assert_eq!(c.presets.len(), 7);
+        assert!(c.ports.is_empty() && c.tokens.is_empty());
+    }
+
+    #[test]
+    fn user_preset_without_extends_extends_generic() {
+        let c = parse("[presets.pdu]\nbaud = 115200\nprompt = 'pdu> ?$'\n");
+        let pdu = &c.presets["pdu"];
+        let generic = presets::builtin("generic").unwrap();
+        assert_eq!(pdu.line.baud, 115200);
+        assert_eq!(pdu.prompt, "pdu> ?$");
+        assert_eq!(pdu.auto_reply, generic.auto_reply);
+        assert!(pdu.description.starts_with("based on generic"));
+    }
+
+    #[test]
+    fn extends_a_later_preset() {
+        let c = parse(
+            "[presets.a]\nextends = \"b\"\nstop_bits = 2\n\
+             [presets.b]\nextends = \"linux\"\n",
+        );
+        assert_eq!(c.presets["a"].line.baud, 115200);
+        assert_eq!(c.presets["a"].line.stop_bits, 2);
+        assert_eq!(c.presets["b"].line.stop_bits, 1);
+    }
+
+    #[test]
+    fn retention_as_integer() {
+        assert_eq!(
+            parse("[server]\nretention = 65536\n").server.retention,
+            65536
+        );
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("16MiB"), Ok(16 << 20));
+        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4096B"), Ok(4096));
+        assert_eq!(parse_size("1MB"), Ok(1_000_000));
+        assert_eq!(parse_size("64kb"), Ok(64_000));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("1 GB"), Ok(1_000_000_000));
+        assert_eq!(parse_size("8K"), Ok(8192));
+        assert_eq!(parse_size("1.5MiB"), Ok(3 << 19));
+        assert_eq!(parse_size(" 2M "), Ok(2 << 20));
+        for junk in ["", "MiB", "1XB", "one", "1.2.3KiB", "-1", "1MiB2", "0.3B"] {
+            let e = parse_size(junk).expect_err(junk);
+            assert!(e.contains(&format!("{junk:?}")), "{e}");
+        }
+        assert!(
+            parse_size("1XB")
+                .unwrap_err()
+                .contains("unknown unit \"XB\"")
+        );
+        assert!(
+            parse_size("99999999999999GiB")
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
+
+    #[test]
+    fn syntax_error() {
+        assert_error("[server]\nlisten = \n", "2:10", &[]);
+        assert_error("[ports\n", "1:7", &["table header"]);
+    }
+
+    #[test]
+    fn unknown_keys() {
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nbauds = 9600\n",
+            "3:1",
+            &["ports.a: unknown field `bauds`, expected one of", "`baud`"],
+        );
+        assert_error(
+            "[server]\nretention = 65536\nlog_max = 3\n",
+            "3:1",
+            &["server: unknown field `log_max`"],
+        );
+        assert_error("auth = 1\n", "1:1", &["unknown field `auth`"]);
+        assert_error(
+            "[presets.x]\nextend = \"linux\"\n",
+            "2:1",
+            &["presets.x: unknown field `extend`", "`extends`"],
+        );
+        assert_error(
+            "[[tokens]]\nname = \"a\"\nsecret_file = \"/s\"\nports = [\"*\"]\nrole = \"admin\"\n",
+            "5:1",
+            &["tokens[0]: unknown field `role`"],
+        );
+    }
+
+    #[test]
+    fn wrong_types() {
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nbaud = \"9600\"\n",
+            "3:8",
+            &["ports.a.baud: invalid type: string \"9600\", expected u32"],
+        );
+        assert_error(
+            "[server]\nallow_adhoc = \"yes\"\n",
+            "2:15",
+            &["server.allow_adhoc: invalid type"],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nparity = \"Even\"\n",
+            "3:10",
+            &["ports.a.parity: unknown variant `Even`", "`even`"],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nauto_reply = { \"--More--\" = 32 }\n",
+            "3:29",
+            &["ports.a.auto_reply: invalid type: integer `32`"],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\ndata_bits = 300\n",
+            "3:13",
+            &["ports.a.data_bits: invalid value: integer `300`"],
+        );
+        assert_error(
+            "[ports.a]\nbaud = 9600\n",
+            "1:1",
+            &["ports.a: missing field `device`"],
+        );
+        assert_error(
+            "[[tokens]]\nname = \"a\"\nsecret_file = \"/s\"\nports = [\"*\"]\naccess = \"root\"\n",
+            "5:10",
+            &[
+                "tokens[0].access: unknown variant `root`",
+                "`read`, `write`",
+            ],
+        );
+    }
+
+    #[test]
+    fn bad_values() {
+        assert_error(
+            "[server]\nretention = \"1XB\"\n",
+            "2:13",
+            &["server.retention: bad size \"1XB\""],
+        );
+        assert_error(
+            "[server]\nretention = \"1KiB\"\n",
+            "2:13",
+            &["server.retention: 1024 bytes is out of range"],
+        );
+        assert_error(
+            "[server]\nretention = \"2GiB\"\n",
+            "2:13",
+            &["server.retention:", "out of range"],
+        );
+        assert_error(
+            "[server]\nretention = -5\n",
+            "2:13",
+            &["server.retention: bad size -5"],
+        );
+        assert_error(
+            "[server]\nlisten = \"7301\"\n",
+            "2:10",
+            &["server.listen: \"7301\" is not host:port"],
+        );
+        assert_error(
+            "[server]\nadhoc_devices = [\"/dev/ttyUSB*\", \"/dev/[\"]\n",
+            "2:34",
+            &["server.adhoc_devices: bad glob \"/dev/[\""],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nbaud = 0\n",
+            "3:8",
+            &["ports.a.baud: baud 0 is out of range"],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\ndata_bits = 9\n",
+            "3:13",
+            &["ports.a.data_bits: data_bits 9 is out of range"],
+        );
+        assert_error(
+            "[presets.p]\nstop_bits = 3\n",
+            "2:13",
+            &["presets.p.stop_bits: stop_bits 3 is out of range"],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"\"\n",
+            "2:10",
+            &["ports.a.device: it is empty"],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nauto_reply = { \"\" = \" \" }\n",
+            "3:16",
+            &["ports.a.auto_reply: a trigger is empty"],
+        );
+        assert_error(
+            "[[tokens]]\nname = \"a\"\nsecret_file = \"/s\"\nports = [\"*\"]\n\
+             [[tokens]]\nname = \"a\"\nsecret_file = \"/t\"\nports = [\"*\"]\n",
+            "6:8",
+            &["tokens[1].name: another token is already named \"a\""],
+        );
+    }
+
+    #[test]
+    fn bad_regexes() {
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nprompt = '(?m)^sw(\\d+#'\n",
+            "3:10",
+            &["ports.a.prompt: bad regex \"(?m)^sw(\\\\d+#\": unclosed group"],
+        );
+        assert_error(
+            "[presets.p]\nerror_patterns = [\"^% Invalid\", \"[oops\"]\n",
+            "2:33",
+            &["presets.p.error_patterns: bad regex \"[oops\": unclosed character class"],
+        );
+        assert_error(
+            "[presets.p]\nprompt = \"#?$\"\n",
+            "2:10",
+            &["presets.p.prompt: regex \"#?$\" matches an empty text"],
+        );
+    }
+
+    #[test]
+    fn unknown_presets_and_cycles() {
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\npreset = \"cisco-iso\"\n",
+            "3:10",
+            &[
+                "ports.a.preset: unknown preset \"cisco-iso\"; presets: ",
+                "cisco-ios",
+            ],
+        );
+        assert_error(
+            "[presets.p]\nextends = \"junos\"\n",
+            "2:11",
+            &[
+                "presets.p.extends: unknown preset \"junos\"",
+                "juniper-junos, linux, p",
+            ],
+        );
+        assert_error(
+            "[presets.a]\nextends = \"b\"\n[presets.b]\nextends = \"a\"\n",
+            "4:11",
+            &["presets.b.extends: presets extend each other in a cycle: a → b → a"],
+        );
+        assert_error(
+            "[presets.a]\nextends = \"a\"\n",
+            "2:11",
+            &["presets.a.extends:", "cycle: a → a"],
+        );
+        assert_error(
+            "[presets.cisco-ios]\nbaud = 115200\n",
+            "1:10",
+            &["presets.cisco-ios: \"cisco-ios\" is a built-in preset"],
+        );
+    }
+
+    #[test]
+    fn duplicate_devices_and_bad_names() {
+        assert_error(
+            "[ports.b]\ndevice = \"/dev/ttyUSB0\"\n\n[ports.a]\ndevice = \"/dev/ttyUSB0\"\n",
+            "5:10",
+            &["ports.a.device: \"/dev/ttyUSB0\" is already the device of port b"],
+        );
+        assert_error(
+            "[ports.\"core sw1\"]\ndevice = \"/dev/ttyUSB0\"\n",
+            "1:8",
+            &["bad port name \"core sw1\"", "letters, digits"],
+        );
+        assert_error(
+            "[ports._x]\ndevice = \"/dev/ttyUSB0\"\n",
+            "1:8",
+            &["bad port name \"_x\": it must start with a letter or digit"],
+        );
+        assert_error("[presets.\"a/b\"]\n", "1:10", &["bad preset name \"a/b\""]);
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        assert_error(
+            "# é€\n[ports.a]\ndevice = \"/dev/ttyUSB0\" # ü\nbaud = \"ü\"\n",
+            "4:8",
+            &["ports.a.baud"],
+        );
+        assert_error("x = \"é\"; y\n", "1:8", &[]);
+    }
+
+    #[test]
+    fn load_reads_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nbaud = 0\n").unwrap();
+        let e = Config::load(&path).unwrap_err();
+        assert_eq!(e.file, path.display().to_string());
+        assert_eq!((e.line, e.col), (3, 8));
+        let missing = dir.path().join("missing.toml");
+        let e = Config::load(&missing).unwrap_err();
+        assert_eq!(e.line, 0);
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}: cannot read", missing.display()))
+        );
+    }
+
+    #[test]
+    fn adhoc_globbing() {
+        let mut s = ServerConfig::default();
+        assert!(!s.adhoc_allowed("/dev/ttyUSB0"), "off by default");
+        s.allow_adhoc = true;
+        for ok in [
+            "/dev/ttyUSB0",
+            "/dev/ttyUSB12",
+            "/dev/ttyACM0",
+            "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0",
+        ] {
+            assert!(s.adhoc_allowed(ok), "{ok}");
+        }
+        for no in [
+            "/dev/ttyS0",
+            "/dev/sda",
+            "ttyUSB0",
+            "/dev/ttyUSB0/../sda",
+            "/dev/serial/by-id/../../sda",
+            "/dev/serial/by-id/./x",
+            "/dev/serial/by-id/a/b",
+            "/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0",
+            "",
+        ] {
+            assert!(!s.adhoc_allowed(no), "{no}");
+        }
+        s.adhoc_devices = vec!["/dev/tty[SU]*".into()];
+        assert!(s.adhoc_allowed("/dev/ttyS1"));
+        assert!(!s.adhoc_allowed("/dev/ttyACM0"));
+    }
+
+    #[test]
+    fn resolve_port_for_adhoc() {
+        let c = parse("[presets.lab]\nextends = \"linux\"\nbaud = 57600\n");
+        let p = c.resolve_port("ttyUSB0", "/dev/ttyUSB0", None).unwrap();
+        let generic = presets::builtin("generic").unwrap();
+        assert_eq!(p.name, "ttyUSB0");
+        assert_eq!(p.device, "/dev/ttyUSB0");
+        assert_eq!(p.preset, "generic");
+        assert_eq!(p.prompt, generic.prompt);
+        assert_eq!(p.line, generic.line);
+
+        let p = c
+            .resolve_port("r1", "/dev/ttyACM0", Some("cisco-ios"))
+            .unwrap();
+        assert_eq!(p.preset, "cisco-ios");
+        assert_eq!(p.paging_off.as_deref(), Some("terminal length 0"));
+
+        let p = c.resolve_port("box", "/dev/ttyUSB3", Some("lab")).unwrap();
+        assert_eq!((p.preset.as_str(), p.line.baud), ("lab", 57600));
+
+        let e = c
+            .resolve_port("r1", "/dev/ttyUSB0", Some("nope"))
+            .unwrap_err();
+        assert!(
+            e.contains("unknown preset \"nope\"") && e.contains("cisco-nxos, generic, huawei-vrp"),
+            "{e}"
+        );
+        let e = c
+            .resolve_port("bad name", "/dev/ttyUSB0", None)
+            .unwrap_err();
+        assert!(e.contains("bad port name"), "{e}");
+        assert!(c.resolve_port("r1", "", None).is_err());
+    }
+
+    #[test]
+    fn example_config_parses() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml");
+        let c = Config::load(Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            c.ports
+                .values()
+                .all(|p| p.device.starts_with("/dev/serial/by-id/"))
+        );
+        assert_eq!(
+            c.ports.values().filter(|p| p.preset == "cisco-ios").count(),
+            2
+        );
+        assert_eq!(c.ports["core-sw2"].line.baud, 19200);
+        let lab = &c.ports["lab-rtr1"];
+        assert_eq!((lab.preset.as_str(), lab.line.baud), ("lab-ios", 115200));
+        assert_eq!(lab.error_patterns, c.presets["cisco-ios"].error_patterns);
+        assert_eq!(c.server, ServerConfig::default());
+    }
+
+    #[test]
+    fn dotted_keys_are_named_too() {
+        assert_error(
+            "ports.a.device = 3\n",
+            "1:18",
+            &["ports.a.device: invalid type: integer `3`, expected a string"],
+        );
+        assert_error(
+            "[ports]\na.device = \"/dev/ttyUSB0\"\na.baud = \"x\"\n",
+            "3:10",
+            &["ports.a.baud: invalid type"],
+        );
+        assert_error(
+            "server = 3\n",
+            "1:10",
+            &["server: invalid type: integer `3`, expected a [server] table"],
+        );
+    }
+}

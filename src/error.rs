@@ -1,0 +1,81 @@
+//! The errors a tool call can end with: one stable code each (DESIGN §5),
+//! mapped to MCP results in one place (`mcp/`).
+
+use std::fmt;
+
+/// The stable codes agents match on; the text after the code says what to
+/// do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// No connected port by that name in this session.
+    UnknownConnection,
+    /// An argument is missing, of the wrong type, or out of range.
+    InvalidArgument,
+    /// A prompt or trigger regex does not compile.
+    BadRegex,
+    /// The device cannot be opened (missing, busy elsewhere, not allowed).
+    PortUnavailable,
+    /// The device went away while the call used it.
+    PortLost,
+    /// Another session holds the port for writing.
+    Busy,
+    /// The caller may not do this.
+    Forbidden,
+    /// A cursor beyond the newest byte.
+    CursorOutOfRange,
+    /// A cursor inside a multi-byte UTF-8 character.
+    CursorSplitsUtf8,
+    /// A deadline passed before the operation could finish.
+    Timeout,
+}
+
+impl ErrorCode {
+    /// The code as it appears at the start of an error text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownConnection => "unknown_connection",
+            ErrorCode::InvalidArgument => "invalid_argument",
+            ErrorCode::BadRegex => "bad_regex",
+            ErrorCode::PortUnavailable => "port_unavailable",
+            ErrorCode::PortLost => "port_lost",
+            ErrorCode::Busy => "busy",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::CursorOutOfRange => "cursor_out_of_range",
+            ErrorCode::CursorSplitsUtf8 => "cursor_splits_utf8",
+            ErrorCode::Timeout => "timeout",
+        }
+    }
+}
+
+/// A failed operation: a code and a message that says what to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateError {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// What went wrong and what to do about it.
+    pub message: String,
+}
+
+impl GateError {
+    /// An error with a code and a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> GateError {
+        GateError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`ErrorCode::InvalidArgument`].
+    pub fn invalid(message: impl Into<String>) -> GateError {
+        GateError::new(ErrorCode::InvalidArgument, message)
+    }
+}
+
+impl fmt::Display for GateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for GateError {}

@@ -1,0 +1,266 @@
+//! The gateway: every port this daemon runs, configured or ad-hoc, shared
+//! by all MCP sessions. Configured ports open at start-up and stay open, so
+//! output is captured while no agent is attached.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, PortConfig};
+use crate::error::{ErrorCode, GateError};
+use crate::port::{Port, PortSpec, PortState};
+
+/// How long an ad-hoc `connect` waits for the device to open.
+pub const ADHOC_OPEN_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A port the gateway runs, with the config it was made from.
+#[derive(Clone)]
+pub struct GatewayPort {
+    /// The running port.
+    pub port: Port,
+    /// Its resolved configuration (preset applied).
+    pub config: PortConfig,
+    /// Opened by a `connect` with a device path, not by the config file.
+    pub adhoc: bool,
+}
+
+/// Every port of this daemon, by name. A cheap clonable handle.
+#[derive(Clone)]
+pub struct Gateway {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    config: Config,
+    ports: Mutex<BTreeMap<String, Entry>>,
+    shutdown: CancellationToken,
+}
+
+struct Entry {
+    port: GatewayPort,
+    /// Sessions attached to an ad-hoc port; it closes when this drops to 0.
+    users: usize,
+}
+
+impl Gateway {
+    /// Starts every configured port. Ports that cannot be opened yet keep
+    /// retrying in the background.
+    pub fn start(config: Config, shutdown: CancellationToken) -> Gateway {
+        let mut ports = BTreeMap::new();
+        for (name, pc) in &config.ports {
+            let spec = PortSpec {
+                name: name.clone(),
+                device: pc.device.clone(),
+                line: pc.line,
+                retention: config.server.retention,
+            };
+            let port = Port::start(spec, &shutdown);
+            ports.insert(
+                name.clone(),
+                Entry {
+                    port: GatewayPort {
+                        port,
+                        config: pc.clone(),
+                        adhoc: false,
+                    },
+                    users: 0,
+                },
+            );
+        }
+        Gateway {
+            shared: Arc::new(Shared {
+                config,
+                ports: Mutex::new(ports),
+                shutdown,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.shared.ports.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The loaded configuration.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// Every running port, by name.
+    pub fn ports(&self) -> Vec<GatewayPort> {
+        self.lock().values().map(|e| e.port.clone()).collect()
+    }
+
+    /// A running port by name.
+    pub fn port(&self, name: &str) -> Option<GatewayPort> {
+        self.lock().get(name).map(|e| e.port.clone())
+    }
+
+    /// Attaches a session to a configured port (by name) or, when ad-hoc
+    /// connections are allowed, to a device path (opened now if no port has
+    /// it yet). `adhoc` gives the name and preset for a new ad-hoc port.
+    pub async fn attach(
+        &self,
+        target: &str,
+        adhoc: &AdhocRequest,
+    ) -> Result<GatewayPort, GateError> {
+        if let Some(existing) = self.find(target) {
+            return Ok(existing);
+        }
+        if !target.starts_with('/') {
+            let known: Vec<String> = self.lock().keys().cloned().collect();
+            return Err(GateError::new(
+                ErrorCode::UnknownConnection,
+                format!(
+                    "no configured port named {target:?}; configured ports: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 if ad-hoc connections are allowed",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        self.open_adhoc(target, adhoc).await
+    }
+
+    /// Finds a port by name or device path and counts the new user.
+    fn find(&self, target: &str) -> Option<GatewayPort> {
+        let mut ports = self.lock();
+        let entry = ports
+            .values_mut()
+            .find(|e| e.port.port.name() == target || e.port.config.device == target)?;
+        entry.users += 1;
+        Some(entry.port.clone())
+    }
+
+    async fn open_adhoc(&self, path: &str, req: &AdhocRequest) -> Result<GatewayPort, GateError> {
+        let server = &self.shared.config.server;
+        if !server.allow_adhoc {
+            return Err(GateError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{path} is not a configured port and ad-hoc connections are off; add it under [ports] in the config, or set allow_adhoc = true in [server]"
+                ),
+            ));
+        }
+        if path.split('/').any(|part| part == ".." || part == ".") || !server.adhoc_allowed(path) {
+            return Err(GateError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{path} is outside adhoc_devices ({}); use a path matching one of them",
+                    server.adhoc_devices.join(", ")
+                ),
+            ));
+        }
+        let name = match &req.name {
+            Some(n) => n.clone(),
+            None => path.rsplit('/').next().unwrap_or(path).to_owned(),
+        };
+        if self.lock().contains_key(&name) {
+            return Err(GateError::invalid(format!(
+                "a port named {name:?} already exists; pick another `name`"
+            )));
+        }
+        let mut config = self
+            .shared
+            .config
+            .resolve_port(&name, path, req.preset.as_deref())
+            .map_err(GateError::invalid)?;
+        if let Some(line) = req.line {
+            config.line = line;
+        }
+        config.line.validate().map_err(GateError::invalid)?;
+        let spec = PortSpec {
+            name: name.clone(),
+            device: path.to_owned(),
+            line: config.line,
+            retention: server.retention,
+        };
+        let port = Port::start(spec, &self.shared.shutdown);
+        let state = port
+            .wait_for_state(ADHOC_OPEN_TIMEOUT, |s| s != PortState::Opening)
+            .await;
+        if state != PortState::Open {
+            let why = port
+                .events()
+                .last()
+                .map(|e| e.what.clone())
+                .unwrap_or_default();
+            port.close().await;
+            return Err(GateError::new(
+                ErrorCode::PortUnavailable,
+                format!(
+                    "cannot open {path}: {why}; check the path (list_ports shows serial devices), permissions (dialout group) and that no other program holds it"
+                ),
+            ));
+        }
+        let gp = GatewayPort {
+            port,
+            config,
+            adhoc: true,
+        };
+        let inserted = {
+            let mut ports = self.lock();
+            let free = !ports.contains_key(&name);
+            if free {
+                ports.insert(
+                    name.clone(),
+                    Entry {
+                        port: gp.clone(),
+                        users: 1,
+                    },
+                );
+            }
+            free
+        };
+        if !inserted {
+            // Another session opened a port by that name meanwhile.
+            gp.port.close().await;
+            return Err(GateError::invalid(format!(
+                "a port named {name:?} already exists; pick another `name`"
+            )));
+        }
+        Ok(gp)
+    }
+
+    /// A session lets go of a port; an ad-hoc port with no users left is
+    /// closed and forgotten.
+    pub async fn detach(&self, name: &str) {
+        let closing = {
+            let mut ports = self.lock();
+            let Some(entry) = ports.get_mut(name) else {
+                return;
+            };
+            entry.users = entry.users.saturating_sub(1);
+            if entry.port.adhoc && entry.users == 0 {
+                ports.remove(name).map(|e| e.port.port)
+            } else {
+                None
+            }
+        };
+        if let Some(port) = closing {
+            port.close().await;
+        }
+    }
+
+    /// Closes every port (shutdown).
+    pub async fn close_all(&self) {
+        self.shared.shutdown.cancel();
+        for gp in self.ports() {
+            gp.port.close().await;
+        }
+    }
+}
+
+/// What a `connect` to a device path asks of a new ad-hoc port.
+#[derive(Debug, Clone, Default)]
+pub struct AdhocRequest {
+    /// The port's name (default: the device's file name).
+    pub name: Option<String>,
+    /// The preset (default: `generic`).
+    pub preset: Option<String>,
+    /// Line settings, when the caller gave any.
+    pub line: Option<crate::settings::LineSettings>,
+}

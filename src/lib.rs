@@ -1,0 +1,36 @@
+//! serialgate: the serial consoles of routers, switches and other equipment,
+//! in reach of AI agents over MCP.
+//!
+//! # Layout
+//!
+//! - [`settings`]: serial line settings and line endings, plain values.
+//! - [`config`] and [`presets`]: the TOML config and the device presets.
+//! - [`log`]: the OutputLog, every byte a device sent at absolute offsets.
+//! - [`matcher`]: incremental prompt and auto-reply trigger matching.
+//! - [`clean`]: what an engineer would read, from raw console bytes.
+//! - [`port`]: one serial line: device, reader task, writer, state, waits.
+//! - [`gateway`]: every port of the daemon, configured or ad-hoc.
+//! - [`mcp`]: the MCP tools, thin over the ports; [`serve`] runs them.
+//! - [`devices`]: serial devices present on the machine.
+//! - [`error`]: the stable error codes of tool results.
+//! - [`sim`]: simulated devices on pseudo-terminals (tests, demo, benches).
+//! - [`client`] and [`demo`]: an MCP client of the binary, and the demo.
+//!
+//! Dependencies point inwards: `mcp` → `gateway` → `port` → `log`/`matcher`.
+#![deny(missing_docs)]
+
+pub mod clean;
+pub mod client;
+pub mod config;
+pub mod demo;
+pub mod devices;
+pub mod error;
+pub mod gateway;
+pub mod log;
+pub mod matcher;
+pub mod mcp;
+pub mod port;
+pub mod presets;
+pub mod serve;
+pub mod settings;
+pub mod sim;

@@ -1,0 +1,157 @@
+//! The `serialgate` command line: parses arguments and calls the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serialgate::config::Config;
+
+/// Serial consoles of routers, switches and other equipment, in reach of AI
+/// agents over MCP.
+#[derive(Parser)]
+#[command(name = "serialgate", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway: open the configured ports and serve MCP over stdio.
+    Serve {
+        /// Config file (TOML). Without it: no configured ports, built-in presets.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// Validate a config file and print the ports and presets it defines.
+    CheckConfig {
+        /// Config file (TOML).
+        file: PathBuf,
+    },
+    /// List serial devices on this machine with USB ids and by-id paths.
+    ListPorts,
+    /// Run a simulated device on a pseudo-terminal until interrupted.
+    Simulate {
+        /// Device profile: cisco-ios or silent.
+        profile: String,
+        /// Symlink to create pointing at the pseudo-terminal.
+        #[arg(long)]
+        link: Option<PathBuf>,
+    },
+    /// Start a simulated switch and the gateway, and drive a short agent
+    /// session through the real MCP path.
+    Demo,
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SERIALGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    // stdout belongs to MCP: logs go to stderr.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("serialgate: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve { config } => {
+                let config = match config {
+                    Some(path) => Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?,
+                    None => Config::default_with_builtins(),
+                };
+                serialgate::serve::serve_stdio(config).await
+            }
+            Command::CheckConfig { file } => check_config(&file),
+            Command::ListPorts => {
+                list_ports();
+                Ok(())
+            }
+            Command::Simulate { profile, link } => simulate(&profile, link).await,
+            Command::Demo => serialgate::demo::run().await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("serialgate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
+    let config = Config::load(file).map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!("{}: ok", file.display());
+    println!("ports:");
+    for (name, p) in &config.ports {
+        println!(
+            "  {name}: {} preset={} {} line_ending={:?}",
+            p.device, p.preset, p.line, p.line_ending
+        );
+    }
+    if config.ports.is_empty() {
+        println!("  (none)");
+    }
+    println!(
+        "presets: {}",
+        config
+            .presets
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+fn list_ports() {
+    let devices = serialgate::devices::list();
+    if devices.is_empty() {
+        println!("no serial devices found");
+    }
+    for d in devices {
+        let usb = match (&d.vid, &d.pid) {
+            (Some(v), Some(p)) => format!(" usb {v}:{p}"),
+            _ => String::new(),
+        };
+        let text = [
+            d.manufacturer.as_deref(),
+            d.product.as_deref(),
+            d.serial_number.as_deref().map(|s| s.trim()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+        println!("{} [{}]{usb} {text}", d.path, d.kind);
+        if let Some(by_id) = d.by_id {
+            println!("    {by_id}");
+        }
+    }
+}
+
+async fn simulate(profile: &str, link: Option<PathBuf>) -> anyhow::Result<()> {
+    let profile: serialgate::sim::Profile = profile.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let device = serialgate::sim::spawn(profile, link).await?;
+    eprintln!(
+        "simulated device on {} (Ctrl-C to stop)",
+        device.path().display()
+    );
+    serialgate::serve::terminated().await;
+    Ok(())
+}

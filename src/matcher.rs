@@ -1,0 +1,393 @@
+//! Incremental prompt and trigger matching over bytes that arrive in
+//! chunks. Synchronous and free of I/O: waiting lives in `port/`.
+//!
+//! Each wake-up scans only the new bytes plus a bounded look-behind
+//! ([`PromptScanner::window_start`]), so waiting on a 10 MB output costs time
+//! linear in its size.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex::bytes::Regex;
+
+/// How far back a regex prompt is rescanned at most: a prompt must fit in
+/// the current line and in this many bytes.
+pub const REGEX_LOOK_BEHIND: u64 = 4096;
+
+/// A half-open range `[start, end)` of absolute log offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// First byte of the match.
+    pub start: u64,
+    /// One past its last byte.
+    pub end: u64,
+}
+
+/// What marks the end of a command's output: a literal or a regex.
+#[derive(Debug, Clone)]
+pub enum Prompt {
+    /// Exact bytes.
+    Literal(Vec<u8>),
+    /// A `regex::bytes` pattern, multi-line; `$` also matches at the end of
+    /// what has arrived.
+    Regex(Regex),
+}
+
+impl Prompt {
+    /// A literal prompt. Empty literals are refused by the caller.
+    pub fn literal(text: &str) -> Prompt {
+        Prompt::Literal(text.as_bytes().to_vec())
+    }
+
+    /// A regex prompt, compiled multi-line: `^` and `$` match at line
+    /// boundaries, and `$` also at the end of what has arrived. (Without it,
+    /// `^` would mean "start of whatever window was scanned", which depends
+    /// on how the bytes were chunked; `(?-m)` turns it off.) A size limit
+    /// keeps a hostile pattern from taking the daemon's memory.
+    pub fn regex(source: &str) -> Result<Prompt, regex::Error> {
+        regex::bytes::RegexBuilder::new(source)
+            .multi_line(true)
+            .size_limit(1 << 20)
+            .dfa_size_limit(4 << 20)
+            .build()
+            .map(Prompt::Regex)
+    }
+
+    /// The pattern as the user wrote it.
+    pub fn source(&self) -> String {
+        match self {
+            Prompt::Literal(b) => String::from_utf8_lossy(b).into_owned(),
+            Prompt::Regex(r) => r.as_str().to_owned(),
+        }
+    }
+
+    /// First match in `hay` starting at or after `at` (bytes before `at`
+    /// are context for `^` and `\b`).
+    pub fn find_at(&self, hay: &[u8], at: usize) -> Option<(usize, usize)> {
+        match self {
+            Prompt::Literal(lit) => {
+                memchr::memmem::find(&hay[at..], lit).map(|i| (at + i, at + i + lit.len()))
+            }
+            Prompt::Regex(re) => re.find_at(hay, at).map(|m| (m.start(), m.end())),
+        }
+    }
+}
+
+/// The state of one wait for a prompt: where matching must start (the
+/// reader's cursor) and how far earlier scans got.
+#[derive(Debug, Clone)]
+pub struct PromptScanner {
+    prompt: Prompt,
+    cursor: u64,
+    scanned_to: u64,
+}
+
+impl PromptScanner {
+    /// A scanner for output starting at `cursor`.
+    pub fn new(prompt: Prompt, cursor: u64) -> PromptScanner {
+        PromptScanner {
+            prompt,
+            cursor,
+            scanned_to: cursor,
+        }
+    }
+
+    /// The prompt being waited for.
+    pub fn prompt(&self) -> &Prompt {
+        &self.prompt
+    }
+
+    /// The first offset the next [`scan`](Self::scan) needs in its window
+    /// (one byte of context before the rescan point, when there is one).
+    pub fn window_start(&self) -> u64 {
+        let back = match &self.prompt {
+            Prompt::Literal(lit) => lit.len().saturating_sub(1) as u64,
+            Prompt::Regex(_) => REGEX_LOOK_BEHIND,
+        };
+        let from = self.scanned_to.saturating_sub(back).max(self.cursor);
+        from.saturating_sub(1)
+    }
+
+    /// Scans `window`, the log bytes from absolute offset `base` to the head
+    /// (`base` at most [`window_start`](Self::window_start), clamped to what
+    /// is retained), and returns the first prompt match at or after the
+    /// cursor. Without a match, remembers how far it got.
+    pub fn scan(&mut self, window: &[u8], base: u64) -> Option<Span> {
+        let head = base + window.len() as u64;
+        let from = match &self.prompt {
+            Prompt::Literal(lit) => self
+                .scanned_to
+                .saturating_sub(lit.len().saturating_sub(1) as u64),
+            Prompt::Regex(_) => {
+                // Rescan the unterminated last line, bounded to 4 KiB: that
+                // is where a prompt sits and where `$` moved.
+                let bound = self.scanned_to.saturating_sub(REGEX_LOOK_BEHIND).max(base);
+                let seen = &window
+                    [(bound - base) as usize..(self.scanned_to.clamp(bound, head) - base) as usize];
+                match memchr::memrchr(b'\n', seen) {
+                    Some(i) => bound + i as u64 + 1,
+                    None => bound,
+                }
+            }
+        };
+        let from = from.max(self.cursor).max(base).min(head);
+        let found = self.prompt.find_at(window, (from - base) as usize);
+        self.scanned_to = head;
+        found.map(|(s, e)| Span {
+            start: base + s as u64,
+            end: base + e as u64,
+        })
+    }
+}
+
+/// Auto-reply triggers (`--More--` → space): each occurrence in the output
+/// is answered once, scanning only new bytes.
+#[derive(Debug, Clone)]
+pub struct TriggerScanner {
+    automaton: AhoCorasick,
+    replies: Vec<Vec<u8>>,
+    triggers: Vec<String>,
+    overlap: u64,
+    scanned_to: u64,
+    answered_to: u64,
+}
+
+/// One trigger occurrence to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerHit {
+    /// Where the trigger was seen.
+    pub span: Span,
+    /// Index of the trigger in the list given to [`TriggerScanner::new`].
+    pub index: usize,
+}
+
+impl TriggerScanner {
+    /// A scanner for `(trigger, reply)` pairs over output from `cursor`.
+    /// Empty triggers are refused by the caller.
+    pub fn new(pairs: &[(String, String)], cursor: u64) -> Result<TriggerScanner, String> {
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(pairs.iter().map(|(t, _)| t.as_bytes()))
+            .map_err(|e| e.to_string())?;
+        let overlap = pairs
+            .iter()
+            .map(|(t, _)| t.len())
+            .max()
+            .unwrap_or(1)
+            .saturating_sub(1) as u64;
+        Ok(TriggerScanner {
+            automaton,
+            replies: pairs.iter().map(|(_, r)| r.as_bytes().to_vec()).collect(),
+            triggers: pairs.iter().map(|(t, _)| t.clone()).collect(),
+            overlap,
+            scanned_to: cursor,
+            answered_to: cursor,
+        })
+    }
+
+    /// No triggers at all.
+    pub fn is_empty(&self) -> bool {
+        self.replies.is_empty()
+    }
+
+    /// The reply for a hit.
+    pub fn reply(&self, hit: &TriggerHit) -> &[u8] {
+        &self.replies[hit.index]
+    }
+
+    /// The trigger text of a hit.
+    pub fn trigger(&self, hit: &TriggerHit) -> &str {
+        &self.triggers[hit.index]
+    }
+
+    /// The first offset the next [`scan`](Self::scan) needs.
+    pub fn window_start(&self) -> u64 {
+        self.scanned_to
+            .saturating_sub(self.overlap)
+            .max(self.answered_to)
+    }
+
+    /// New trigger occurrences in `window` (log bytes from `base`) that end
+    /// at or before `limit` (the start of a matched prompt, or the head).
+    pub fn scan(&mut self, window: &[u8], base: u64, limit: u64) -> Vec<TriggerHit> {
+        let mut hits = Vec::new();
+        if self.is_empty() {
+            return hits;
+        }
+        let from = self.window_start().max(base);
+        let limit = limit.clamp(from, base + window.len() as u64);
+        let hay = &window[(from - base) as usize..(limit - base) as usize];
+        for m in self.automaton.find_iter(hay) {
+            let span = Span {
+                start: from + m.start() as u64,
+                end: from + m.end() as u64,
+            };
+            if span.end > self.scanned_to && span.start >= self.answered_to {
+                self.answered_to = span.end;
+                hits.push(TriggerHit {
+                    span,
+                    index: m.pattern().as_usize(),
+                });
+            }
+        }
+        self.scanned_to = self.scanned_to.max(limit);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Feeds `log` to a scanner in the given chunk sizes, as the port's
+    /// waiter does, and returns the first match.
+    fn scan_chunked(prompt: &Prompt, log: &[u8], cursor: usize, chunks: &[usize]) -> Option<Span> {
+        let mut scanner = PromptScanner::new(prompt.clone(), cursor as u64);
+        let mut head = cursor;
+        let mut sizes = chunks.iter().cycle();
+        while head < log.len() {
+            head = (head + sizes.next().copied().unwrap_or(1).max(1)).min(log.len());
+            let base = scanner.window_start() as usize;
+            if let Some(span) = scanner.scan(&log[base..head], base as u64) {
+                return Some(span);
+            }
+        }
+        None
+    }
+
+    /// What one search over the whole log gives, with `$` at every arrival
+    /// point the chunking produced (the reference the scanner must equal).
+    fn reference(prompt: &Prompt, log: &[u8], cursor: usize, chunks: &[usize]) -> Option<Span> {
+        let mut head = cursor;
+        let mut sizes = chunks.iter().cycle();
+        while head < log.len() {
+            head = (head + sizes.next().copied().unwrap_or(1).max(1)).min(log.len());
+            if let Some((s, e)) = prompt.find_at(&log[..head], cursor) {
+                return Some(Span {
+                    start: s as u64,
+                    end: e as u64,
+                });
+            }
+        }
+        None
+    }
+
+    fn check(prompt: &Prompt, log: &[u8]) {
+        for chunking in [
+            vec![log.len().max(1)],
+            vec![1],
+            vec![2],
+            vec![3, 7],
+            vec![4096],
+            vec![5, 1, 13],
+        ] {
+            assert_eq!(
+                scan_chunked(prompt, log, 0, &chunking),
+                reference(prompt, log, 0, &chunking),
+                "chunks {chunking:?} prompt {}",
+                prompt.source()
+            );
+        }
+        // Split at every position.
+        for split in 1..log.len() {
+            let chunks = [split, log.len()];
+            assert_eq!(
+                scan_chunked(prompt, log, 0, &chunks),
+                reference(prompt, log, 0, &chunks),
+                "split {split}"
+            );
+        }
+    }
+
+    const SHOW: &[u8] = b"SW1#show clock\r\n*12:00:01.123 UTC Mon Nov 30 2026\r\nSW1#";
+
+    #[test]
+    fn literal_prompt_found_across_any_split() {
+        let p = Prompt::literal("SW1#");
+        check(&p, SHOW);
+        assert_eq!(
+            scan_chunked(&p, SHOW, 1, &[1]),
+            Some(Span { start: 51, end: 55 })
+        );
+    }
+
+    #[test]
+    fn regex_prompt_with_dollar_means_end_of_arrival() {
+        let p = Prompt::regex(r"(?m)^[\w.-]+[#>] ?$").unwrap();
+        check(&p, SHOW);
+        // Arriving whole, `$` only holds at the real end.
+        assert_eq!(
+            scan_chunked(&p, SHOW, 0, &[SHOW.len()]),
+            Some(Span { start: 51, end: 55 })
+        );
+        // Arriving one byte at a time, the first `SW1#` is a prompt when it
+        // is the last thing that arrived: that is what `$` means.
+        assert_eq!(
+            scan_chunked(&p, SHOW, 0, &[1]),
+            Some(Span { start: 0, end: 4 })
+        );
+    }
+
+    #[test]
+    fn caret_sees_the_byte_before_the_cursor() {
+        let p = Prompt::regex(r"(?m)^SW1#").unwrap();
+        let log = b"xSW1#\nSW1#";
+        assert_eq!(
+            scan_chunked(&p, log, 1, &[100]),
+            Some(Span { start: 6, end: 10 })
+        );
+    }
+
+    #[test]
+    fn long_outputs_rescan_only_a_bounded_window() {
+        let mut log = Vec::new();
+        for i in 0..10_000 {
+            log.extend_from_slice(format!("line {i} of output\r\n").as_bytes());
+        }
+        let p = Prompt::regex(r"(?m)^SW1#$").unwrap();
+        let mut scanner = PromptScanner::new(p, 0);
+        let mut head = 0;
+        while head < log.len() {
+            head = (head + 4096).min(log.len());
+            let base = scanner.window_start();
+            assert!(head as u64 - base <= 4096 + REGEX_LOOK_BEHIND + 1);
+            assert_eq!(scanner.scan(&log[base as usize..head], base), None);
+        }
+    }
+
+    #[test]
+    fn triggers_answered_once_per_occurrence() {
+        let pairs = vec![("--More--".to_string(), " ".to_string())];
+        let log = b"a\r\n --More-- \x08\x08b\r\n --More-- ";
+        for split in 1..log.len() {
+            let mut t = TriggerScanner::new(&pairs, 0).unwrap();
+            let mut hits = Vec::new();
+            for head in [split, log.len(), log.len()] {
+                let base = t.window_start() as usize;
+                hits.extend(t.scan(&log[base..head], base as u64, head as u64));
+            }
+            let starts: Vec<u64> = hits.iter().map(|h| h.span.start).collect();
+            assert_eq!(starts, vec![4, 19], "split {split}");
+        }
+    }
+
+    #[test]
+    fn triggers_after_the_prompt_are_left_alone() {
+        let pairs = vec![("[confirm]".to_string(), "\r".to_string())];
+        let mut t = TriggerScanner::new(&pairs, 0).unwrap();
+        let log = b"SW1#reload\r\nProceed? [confirm]";
+        assert!(t.scan(log, 0, 4).is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn any_chunking_equals_one_search(
+            lines in prop::collection::vec("[a-z#> ]{0,12}", 0..30),
+            chunks in prop::collection::vec(1usize..40, 1..8),
+        ) {
+            let log = lines.join("\r\n").into_bytes();
+            for p in [Prompt::literal("a#"), Prompt::regex(r"(?m)^[a-z]+[#>] ?$").unwrap(), Prompt::regex(r"b+>").unwrap()] {
+                prop_assert_eq!(scan_chunked(&p, &log, 0, &chunks), reference(&p, &log, 0, &chunks));
+            }
+        }
+    }
+}

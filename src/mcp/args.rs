@@ -1,0 +1,189 @@
+//! Tool arguments: parsing with errors agents can act on, and lenient
+//! scalars (clients such as the MCP Inspector CLI send every argument as a
+//! string, and agents often send `null` for "absent").
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer};
+use serde_json::Value;
+
+use crate::error::GateError;
+
+/// Parses a tool's arguments into `T`; a wrong name, type or missing key
+/// becomes `invalid_argument` naming it.
+pub fn parse<T: DeserializeOwned>(
+    tool: &str,
+    args: rmcp::model::JsonObject,
+) -> Result<T, GateError> {
+    // JSON null means absent: drop such keys so defaults apply.
+    let args: serde_json::Map<String, Value> =
+        args.into_iter().filter(|(_, v)| !v.is_null()).collect();
+    serde_json::from_value(Value::Object(args)).map_err(|e| {
+        GateError::invalid(format!(
+            "{tool}: {e}; see the tool's input schema for names and types"
+        ))
+    })
+}
+
+fn from_string_or<'de, D, T>(d: D, what: &str) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => {
+            let trimmed = s.trim();
+            if trimmed.is_empty() {
+                return Ok(None);
+            }
+            serde_json::from_str(trimmed)
+                .map(Some)
+                .map_err(|_| de::Error::custom(format!("expected {what}, got the string {s:?}")))
+        }
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|_| de::Error::custom(format!("expected {what}, got {v}"))),
+    }
+}
+
+/// An optional unsigned integer, also given as a string.
+pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    from_string_or(d, "a non-negative integer")
+}
+
+/// An optional number, also given as a string.
+pub fn opt_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    from_string_or(d, "a number")
+}
+
+/// An optional boolean, also given as the string `true`/`false`.
+pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    from_string_or(d, "true or false")
+}
+
+/// An optional `{trigger: reply}` object, also given as a JSON string.
+pub fn opt_map<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    from_string_or(d, "an object of {\"trigger\": \"reply\"} strings")
+}
+
+/// An optional enum value (by its name), also tolerant of case.
+pub fn opt_enum<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => serde_json::from_value(Value::String(s.to_ascii_lowercase()))
+            .map(Some)
+            .map_err(|e| de::Error::custom(e.to_string())),
+        Some(v) => Err(de::Error::custom(format!("expected a name, got {v}"))),
+    }
+}
+
+/// Checks an optional number against a range, naming the argument.
+pub fn in_range(
+    name: &str,
+    value: Option<f64>,
+    default: f64,
+    min: f64,
+    max: f64,
+) -> Result<f64, GateError> {
+    let v = value.unwrap_or(default);
+    if !v.is_finite() || v < min || v > max {
+        return Err(GateError::invalid(format!(
+            "{name} must be between {min} and {max}, got {v}"
+        )));
+    }
+    Ok(v)
+}
+
+/// Parses a hex string such as `"0d0a"`, `"0D 0A"`, `"0x1b,0x5b"`.
+pub fn parse_hex(text: &str) -> Result<Vec<u8>, GateError> {
+    let cleaned: String = text
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ':')
+        .map(|part| {
+            part.strip_prefix("0x")
+                .or_else(|| part.strip_prefix("0X"))
+                .unwrap_or(part)
+        })
+        .collect();
+    if cleaned.is_empty() {
+        return Err(GateError::invalid(
+            "hex is empty; give bytes such as \"0d0a\" or \"1b 5b 41\"",
+        ));
+    }
+    if !cleaned.len().is_multiple_of(2) {
+        return Err(GateError::invalid(format!(
+            "hex {text:?} has an odd number of digits; give two digits per byte, e.g. \"0d0a\""
+        )));
+    }
+    (0..cleaned.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&cleaned[i..i + 2], 16).map_err(|_| {
+                GateError::invalid(format!(
+                    "hex {text:?} has a non-hex digit near {:?}; use 0-9 and a-f",
+                    &cleaned[i..i + 2]
+                ))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Probe {
+        #[serde(default, deserialize_with = "opt_f64")]
+        timeout: Option<f64>,
+        #[serde(default, deserialize_with = "opt_bool")]
+        regex: Option<bool>,
+        #[serde(default, deserialize_with = "opt_map")]
+        auto_reply: Option<BTreeMap<String, String>>,
+    }
+
+    fn obj(v: Value) -> rmcp::model::JsonObject {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn strings_nulls_and_values_all_parse() {
+        let p: Probe = parse("t", obj(serde_json::json!({"timeout": "2.5", "regex": "true", "auto_reply": "{\"--More--\": \" \"}"}))).unwrap();
+        assert_eq!(p.timeout, Some(2.5));
+        assert_eq!(p.regex, Some(true));
+        assert_eq!(p.auto_reply.unwrap()["--More--"], " ");
+        let p: Probe = parse(
+            "t",
+            obj(serde_json::json!({"timeout": null, "regex": false})),
+        )
+        .unwrap();
+        assert_eq!((p.timeout, p.regex), (None, Some(false)));
+    }
+
+    #[test]
+    fn wrong_names_and_types_are_invalid_argument() {
+        let e = parse::<Probe>("t", obj(serde_json::json!({"timeot": 1}))).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("invalid_argument: t: unknown field `timeot`"),
+            "{e}"
+        );
+        let e = parse::<Probe>("t", obj(serde_json::json!({"timeout": "soon"}))).unwrap_err();
+        assert!(e.to_string().contains("expected a number"), "{e}");
+    }
+
+    #[test]
+    fn hex_forms() {
+        assert_eq!(parse_hex("0d0a").unwrap(), b"\r\n");
+        assert_eq!(parse_hex("0x1b, 0x5b 41").unwrap(), b"\x1b[A");
+        assert!(parse_hex("abc").is_err());
+        assert!(parse_hex("zz").is_err());
+        assert!(parse_hex(" ").is_err());
+    }
+}

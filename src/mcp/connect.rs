@@ -1,0 +1,314 @@
+//! Tools that attach a session to ports: `connect`, `disconnect`.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::JsonObject;
+use rmcp::{Json, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::args::{self, parse};
+use super::session::{Connection, Profile};
+use super::{GateServer, ToolResult};
+use crate::config::PortConfig;
+use crate::error::{ErrorCode, GateError};
+use crate::gateway::AdhocRequest;
+use crate::matcher::Prompt;
+use crate::port::PortState;
+use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
+
+/// Arguments of `connect`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectArgs {
+    /// A configured port's name (see list_ports), or a device path such as
+    /// /dev/ttyUSB0 when the server allows ad-hoc connections.
+    pub port: String,
+    /// Name for an ad-hoc connection (default: the device's file name).
+    pub name: Option<String>,
+    /// Device preset (see list_presets): prompt, pager replies, error patterns.
+    pub preset: Option<String>,
+    /// Baud rate of an ad-hoc port, e.g. 9600 or 115200.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub baud: Option<u64>,
+    /// Data bits of an ad-hoc port: 5-8.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub data_bits: Option<u64>,
+    /// Parity of an ad-hoc port.
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub parity: Option<Parity>,
+    /// Stop bits of an ad-hoc port: 1 or 2.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub stop_bits: Option<u64>,
+    /// Flow control of an ad-hoc port.
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub flow_control: Option<FlowControl>,
+    /// What send_text appends by default: cr (default for consoles), lf, crlf, none.
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub line_ending: Option<LineEnding>,
+    /// Default prompt of this connection (default: the preset's regex).
+    pub prompt: Option<String>,
+    /// Treat `prompt` as a regex (default false: literal).
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub prompt_regex: Option<bool>,
+}
+
+/// Result of `connect`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ConnectResult {
+    /// The name to pass as `connection` to other tools.
+    pub connection: String,
+    /// The device path.
+    pub device: String,
+    /// opening, open, lost, reopening or closed.
+    pub state: PortState,
+    /// Baud rate and framing.
+    pub settings: LineSettings,
+    /// What send_text appends by default.
+    pub line_ending: LineEnding,
+    /// The preset in use.
+    pub preset: String,
+    /// The default prompt.
+    pub prompt: String,
+    /// Whether the prompt is a regex.
+    pub prompt_regex: bool,
+    /// The command that turns paging off on this device, if known.
+    pub paging_off: Option<String>,
+    /// Newest offset: this session's consume cursor starts here.
+    pub head: u64,
+    /// Oldest retained offset: earlier output is readable with read_output from here.
+    pub oldest: u64,
+}
+
+/// Arguments of `disconnect`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DisconnectArgs {
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `disconnect`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DisconnectResult {
+    /// The connection that was detached.
+    pub connection: String,
+    /// Always true: the session no longer uses the port.
+    pub detached: bool,
+}
+
+fn to_u8(name: &str, v: Option<u64>) -> Result<Option<u8>, GateError> {
+    v.map(|v| {
+        u8::try_from(v).map_err(|_| GateError::invalid(format!("{name} {v} is out of range")))
+    })
+    .transpose()
+}
+
+impl ConnectArgs {
+    /// Line settings asked for, on top of `base`; `None` when none was given.
+    fn line_settings(&self, base: LineSettings) -> Result<Option<LineSettings>, GateError> {
+        if self.baud.is_none()
+            && self.data_bits.is_none()
+            && self.parity.is_none()
+            && self.stop_bits.is_none()
+            && self.flow_control.is_none()
+        {
+            return Ok(None);
+        }
+        let mut line = base;
+        if let Some(b) = self.baud {
+            line.baud = u32::try_from(b)
+                .map_err(|_| GateError::invalid(format!("baud {b} is out of range")))?;
+        }
+        if let Some(d) = to_u8("data_bits", self.data_bits)? {
+            line.data_bits = d;
+        }
+        if let Some(p) = self.parity {
+            line.parity = p;
+        }
+        if let Some(s) = to_u8("stop_bits", self.stop_bits)? {
+            line.stop_bits = s;
+        }
+        if let Some(f) = self.flow_control {
+            line.flow_control = f;
+        }
+        line.validate().map_err(GateError::invalid)?;
+        Ok(Some(line))
+    }
+}
+
+/// Compiles a connection's profile from its resolved config and the
+/// `connect` overrides.
+fn build_profile(config: &PortConfig, a: &ConnectArgs) -> Result<Profile, GateError> {
+    let (prompt, prompt_is_regex) = match (&a.prompt, a.prompt_regex.unwrap_or(false)) {
+        (Some(p), _) if p.is_empty() => {
+            return Err(GateError::invalid(
+                "prompt is empty; give the text that ends the output, e.g. \"SW1#\"",
+            ));
+        }
+        (Some(p), true) => (compile_regex("prompt", p)?, true),
+        (Some(p), false) => (Prompt::literal(p), false),
+        (None, _) => (compile_regex("the preset's prompt", &config.prompt)?, true),
+    };
+    let error_patterns = config
+        .error_patterns
+        .iter()
+        .map(|p| {
+            regex::Regex::new(p).map_err(|e| {
+                GateError::new(ErrorCode::BadRegex, format!("error pattern {p:?}: {e}"))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Profile {
+        preset: config.preset.clone(),
+        prompt,
+        prompt_is_regex,
+        line_ending: a.line_ending.unwrap_or(config.line_ending),
+        auto_reply: config
+            .auto_reply
+            .iter()
+            .map(|r| (r.trigger.clone(), r.reply.clone()))
+            .collect(),
+        pagers: config
+            .pagers
+            .iter()
+            .map(|p| p.clone().into_bytes())
+            .collect(),
+        error_patterns,
+        paging_off: config.paging_off.clone(),
+    })
+}
+
+/// Compiles a prompt regex, mapping errors to `bad_regex`.
+pub(super) fn compile_regex(what: &str, source: &str) -> Result<Prompt, GateError> {
+    Prompt::regex(source).map_err(|e| {
+        GateError::new(ErrorCode::BadRegex, format!("{what} {source:?} does not compile: {e}; fix the pattern or pass regex: false for a literal"))
+    })
+}
+
+#[tool_router(router = connect_router, vis = "pub(super)")]
+impl GateServer {
+    /// Attach this session to a serial port so the other tools can use it.
+    /// `port` is a configured port's name from list_ports, or a device path
+    /// (e.g. /dev/ttyUSB0) if the server allows ad-hoc connections. The
+    /// session's consume cursor starts at the head: earlier output stays
+    /// readable with read_output. Line settings apply to ad-hoc ports;
+    /// `prompt`/`prompt_regex`/`line_ending`/`preset` set this connection's
+    /// defaults.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ConnectArgs>().unwrap_or_default())]
+    pub async fn connect(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<ConnectResult> {
+        let a: ConnectArgs = parse("connect", raw)?;
+        if a.port.trim().is_empty() {
+            return Err(
+                GateError::invalid("port is empty; give a port name from list_ports").into(),
+            );
+        }
+        if let Some(preset) = &a.preset
+            && !self.gateway.config().presets.contains_key(preset)
+        {
+            let names: Vec<&str> = self
+                .gateway
+                .config()
+                .presets
+                .keys()
+                .map(String::as_str)
+                .collect();
+            return Err(GateError::invalid(format!(
+                "unknown preset {preset:?}; presets: {}",
+                names.join(", ")
+            ))
+            .into());
+        }
+        let requested_line = a.line_settings(LineSettings::default())?;
+        let gp = self
+            .gateway
+            .attach(
+                &a.port,
+                &AdhocRequest {
+                    name: a.name.clone(),
+                    preset: a.preset.clone(),
+                    line: requested_line,
+                },
+            )
+            .await?;
+        let name = gp.port.name().to_owned();
+        let built = (|| {
+            if !gp.adhoc {
+                if let Some(line) = a.line_settings(gp.config.line)?
+                    && line != gp.config.line
+                {
+                    return Err(GateError::invalid(format!(
+                        "{name} is a configured port at {}; its line settings come from the config file (asked for {line})",
+                        gp.config.line
+                    )));
+                }
+                if gp.port.state() == PortState::Opening {
+                    return Err(gp.port.not_open_error());
+                }
+            }
+            let config = match &a.preset {
+                Some(p) if *p != gp.config.preset => self
+                    .gateway
+                    .config()
+                    .resolve_port(&name, &gp.config.device, Some(p))
+                    .map_err(GateError::invalid)?,
+                _ => gp.config.clone(),
+            };
+            build_profile(&config, &a)
+        })();
+        let profile = match built {
+            Ok(p) => p,
+            Err(e) => {
+                self.gateway.detach(&name).await;
+                return Err(e.into());
+            }
+        };
+        let log = gp.port.log();
+        let (head, oldest) = (log.head(), log.oldest());
+        let result = ConnectResult {
+            connection: name.clone(),
+            device: gp.config.device.clone(),
+            state: gp.port.state(),
+            settings: gp.port.spec().line,
+            line_ending: profile.line_ending,
+            preset: profile.preset.clone(),
+            prompt: profile.prompt.source(),
+            prompt_regex: profile.prompt_is_regex,
+            paging_off: profile.paging_off.clone(),
+            head,
+            oldest,
+        };
+        let replaced = self.session.add(Connection {
+            name: name.clone(),
+            port: gp,
+            cursor: head,
+            profile: Arc::new(profile),
+        });
+        if replaced.is_some() {
+            // Connecting again to a port this session had: one attachment.
+            self.gateway.detach(&name).await;
+        }
+        Ok(Json(result))
+    }
+
+    /// Detach this session from a port. An ad-hoc device is closed when no
+    /// session uses it any more; configured ports keep capturing.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<DisconnectArgs>().unwrap_or_default())]
+    pub async fn disconnect(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<DisconnectResult> {
+        let a: DisconnectArgs = parse("disconnect", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        self.session.remove(&conn.name);
+        self.gateway.detach(&conn.name).await;
+        Ok(Json(DisconnectResult {
+            connection: conn.name,
+            detached: true,
+        }))
+    }
+}

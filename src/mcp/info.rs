@@ -1,0 +1,232 @@
+//! Tools that describe: `list_ports`, `list_presets`, `status`.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::JsonObject;
+use rmcp::{Json, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::args::parse;
+use super::{GateServer, ToolResult};
+use crate::devices::{self, SerialDevice};
+use crate::gateway::GatewayPort;
+use crate::port::{PortEvent, PortState};
+use crate::presets::Preset;
+use crate::settings::{LineEnding, LineSettings};
+
+/// One port as `list_ports` shows it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PortInfo {
+    /// The name to connect to.
+    pub name: String,
+    /// Device path.
+    pub device: String,
+    /// opening, open, lost, reopening or closed.
+    pub state: PortState,
+    /// Preset of the port.
+    pub preset: String,
+    /// Baud rate and framing.
+    pub settings: LineSettings,
+    /// Line ending appended by send_text.
+    pub line_ending: LineEnding,
+    /// Oldest retained offset.
+    pub oldest: u64,
+    /// Newest offset.
+    pub head: u64,
+    /// Configured (false) or opened by an ad-hoc connect (true).
+    pub adhoc: bool,
+    /// This session is connected to it.
+    pub connected: bool,
+}
+
+/// Result of `list_ports`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListPortsResult {
+    /// Ports this gateway runs.
+    pub ports: Vec<PortInfo>,
+    /// Serial devices found on the machine (for ad-hoc connects and config).
+    pub devices: Vec<SerialDevice>,
+    /// Whether connect accepts device paths.
+    pub allow_adhoc: bool,
+}
+
+/// Result of `list_presets`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListPresetsResult {
+    /// Every preset, resolved.
+    pub presets: Vec<Preset>,
+}
+
+/// Arguments of `status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `status`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StatusResult {
+    /// The connection.
+    pub connection: String,
+    /// Device path.
+    pub device: String,
+    /// opening, open, lost, reopening or closed.
+    pub state: PortState,
+    /// Baud rate and framing.
+    pub settings: LineSettings,
+    /// Preset of this connection.
+    pub preset: String,
+    /// Default prompt of this connection.
+    pub prompt: String,
+    /// Oldest retained offset.
+    pub oldest: u64,
+    /// Newest offset.
+    pub head: u64,
+    /// Retention in bytes.
+    pub retention: u64,
+    /// Bytes dropped by retention since the port started.
+    pub lost_bytes: u64,
+    /// This session's consume cursor.
+    pub cursor: u64,
+    /// Bytes past the cursor not yet read by this session.
+    pub unread_bytes: u64,
+    /// Bytes written to the device since the port started.
+    pub bytes_written: u64,
+    /// What the device waits at, judged from the end of its output: pager, confirm, yes/no, password, press_return; null when none.
+    pub blocked_prompt: Option<String>,
+    /// Times the device was reopened after a loss.
+    pub reconnects: u64,
+    /// Recent events, oldest first.
+    pub events: Vec<PortEvent>,
+}
+
+/// Recognizes what a device waits at from its last line of output.
+fn blocked_prompt(tail: &[u8]) -> Option<String> {
+    let last_line = tail.rsplit(|&b| b == b'\n').next().unwrap_or(tail);
+    let line = String::from_utf8_lossy(last_line).to_ascii_lowercase();
+    let line = line.trim_end();
+    let kinds = [
+        ("--more--", "pager"),
+        ("---(more", "pager"),
+        ("---- more ----", "pager"),
+        ("-- more --", "pager"),
+        ("[confirm]", "confirm"),
+        ("[yes/no]", "yes_no"),
+        ("(y/n)", "yes_no"),
+        ("password:", "password"),
+        ("press return to get started", "press_return"),
+    ];
+    kinds
+        .iter()
+        .find(|(needle, _)| line.contains(needle))
+        .map(|(_, kind)| format!("{kind}: {}", String::from_utf8_lossy(last_line).trim()))
+}
+
+fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
+    let log = gp.port.log();
+    PortInfo {
+        name: gp.port.name().to_owned(),
+        device: gp.config.device.clone(),
+        state: gp.port.state(),
+        preset: gp.config.preset.clone(),
+        settings: gp.port.spec().line,
+        line_ending: gp.config.line_ending,
+        oldest: log.oldest(),
+        head: log.head(),
+        adhoc: gp.adhoc,
+        connected,
+    }
+}
+
+#[tool_router(router = info_router, vis = "pub(super)")]
+impl GateServer {
+    /// List the ports this gateway runs (state, settings, retained range)
+    /// and the serial devices found on the machine (USB ids, by-id paths).
+    #[tool(annotations(read_only_hint = true))]
+    pub async fn list_ports(&self) -> ToolResult<ListPortsResult> {
+        let ports = self
+            .gateway
+            .ports()
+            .iter()
+            .map(|gp| port_info(gp, self.session.has(gp.port.name())))
+            .collect();
+        let devices = tokio::task::spawn_blocking(devices::list)
+            .await
+            .unwrap_or_default();
+        Ok(Json(ListPortsResult {
+            ports,
+            devices,
+            allow_adhoc: self.gateway.config().server.allow_adhoc,
+        }))
+    }
+
+    /// List the device presets (prompt regex, pager replies, error
+    /// patterns, paging-off command, line settings) that connect accepts.
+    #[tool(annotations(read_only_hint = true))]
+    pub async fn list_presets(&self) -> ToolResult<ListPresetsResult> {
+        Ok(Json(ListPresetsResult {
+            presets: self.gateway.config().presets.values().cloned().collect(),
+        }))
+    }
+
+    /// State of a connection: port state, retained range, this session's
+    /// cursor and unread bytes, what the device is blocked at (a pager,
+    /// [confirm], Password:), reconnects and recent events.
+    #[tool(
+        annotations(read_only_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<StatusArgs>().unwrap_or_default()
+    )]
+    pub async fn status(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<StatusResult> {
+        let a: StatusArgs = parse("status", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let port = &conn.port.port;
+        let log = port.log();
+        let (oldest, head) = (log.oldest(), log.head());
+        let tail = log.copy_range(head.saturating_sub(256), head);
+        Ok(Json(StatusResult {
+            connection: conn.name.clone(),
+            device: conn.port.config.device.clone(),
+            state: port.state(),
+            settings: port.spec().line,
+            preset: conn.profile.preset.clone(),
+            prompt: conn.profile.prompt.source(),
+            oldest,
+            head,
+            retention: log.retention() as u64,
+            lost_bytes: oldest,
+            cursor: conn.cursor,
+            unread_bytes: head.saturating_sub(conn.cursor.max(oldest)),
+            bytes_written: port.bytes_written(),
+            blocked_prompt: blocked_prompt(&tail),
+            reconnects: port.reconnects(),
+            events: port.events(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blocked_prompt;
+
+    #[test]
+    fn blocked_prompts_are_recognized_on_the_last_line() {
+        assert_eq!(
+            blocked_prompt(b"line\r\n --More-- ").as_deref(),
+            Some("pager: --More--")
+        );
+        assert_eq!(
+            blocked_prompt(b"Proceed with reload? [confirm]").as_deref(),
+            Some("confirm: Proceed with reload? [confirm]")
+        );
+        assert_eq!(
+            blocked_prompt(b"\r\nPassword: ").as_deref(),
+            Some("password: Password:")
+        );
+        assert_eq!(blocked_prompt(b" --More-- \r\nSW1#"), None);
+    }
+}

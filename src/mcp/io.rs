@@ -1,0 +1,736 @@
+//! Tools that talk to the device: sending, waiting for prompts, commands
+//! with clean output, and cursor reads.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::{Json, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::args::{self, parse};
+use super::connect::compile_regex;
+use super::resources::output_uri;
+use super::session::{Connection, RememberedOutput};
+use super::{GateServer, ToolError, ToolResult, structured_with_links};
+use crate::clean::{CleanOptions, clean_output, error_lines};
+use crate::error::{ErrorCode, GateError};
+use crate::log::{CursorError, lossy_text};
+use crate::matcher::{Prompt, PromptScanner, TriggerScanner};
+use crate::port::PortState;
+use crate::port::wait::{
+    DEFAULT_MAX_AUTO_REPLIES, PromptWait, WaitEnd, wait_for_output, wait_for_prompt,
+};
+use crate::settings::LineEnding;
+
+/// Default `timeout` of prompt waits, in seconds.
+pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
+/// Longest `timeout` of any wait, in seconds.
+pub const MAX_TIMEOUT_S: f64 = 600.0;
+/// Default inline output size (`max_output`).
+pub const DEFAULT_MAX_OUTPUT: u64 = 65536;
+/// Largest `max_output`.
+pub const MAX_MAX_OUTPUT: u64 = 16 * 1024 * 1024;
+/// Largest `text`/`command` one call may send.
+pub const MAX_SEND_BYTES: usize = 64 * 1024;
+/// Most auto-reply triggers one call may give.
+pub const MAX_TRIGGERS: usize = 64;
+/// How long `read_available` waits for more once output started.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// Arguments of `send_text`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendTextArgs {
+    /// The text to send (at most 64 KiB).
+    pub text: String,
+    /// Appended line ending (default: the connection's, cr for consoles).
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub line_ending: Option<LineEnding>,
+    /// Move the consume cursor to the head first, skipping unread output (default false).
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub clear_buffer_first: Option<bool>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Arguments of `send_hex`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendHexArgs {
+    /// Bytes as hex, e.g. "0d0a", "1b 5b 41" or "0x03" (Ctrl-C).
+    pub hex: String,
+    /// Move the consume cursor to the head first (default false).
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub clear_buffer_first: Option<bool>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `send_text` and `send_hex`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SendResult {
+    /// Bytes written to the device.
+    pub bytes_sent: u64,
+    /// Log offset at the moment of sending: the reply starts here.
+    pub cursor: u64,
+}
+
+/// Arguments of `read_until_prompt`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadUntilPromptArgs {
+    /// Text that ends the output, e.g. "SW1#", "login: ", "Password:".
+    /// Default: the connection's prompt (the preset's regex).
+    pub prompt: Option<String>,
+    /// Treat `prompt` as a regex (multi-line: `^`/`$` at line boundaries, `$` also at the end of what has arrived). Default false.
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub regex: Option<bool>,
+    /// Seconds to wait for the prompt (default 10, at most 600).
+    #[serde(default, deserialize_with = "args::opt_f64")]
+    pub timeout: Option<f64>,
+    /// {trigger: reply} answered once per occurrence while waiting, e.g.
+    /// {"--More--": " ", "[confirm]": "\r"}. Default: the preset's pager replies; {} for none.
+    #[serde(default, deserialize_with = "args::opt_map")]
+    pub auto_reply: Option<BTreeMap<String, String>>,
+    /// Most bytes of output returned inline (default 65536, at most 16 MiB).
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub max_output: Option<u64>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `read_until_prompt`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadUntilPromptResult {
+    /// The prompt was found.
+    pub matched: bool,
+    /// The timeout passed first; `output` is what arrived meanwhile.
+    pub timed_out: bool,
+    /// Raw output from the cursor up to and including the prompt.
+    pub output: String,
+    /// The text that matched the prompt (empty when not matched).
+    pub prompt_text: String,
+    /// Bytes of output (`end_cursor - start_cursor`).
+    pub bytes: u64,
+    /// Log offset where the output starts.
+    pub start_cursor: u64,
+    /// Log offset after the output: the consume cursor moved here.
+    pub end_cursor: u64,
+    /// Auto-replies sent while waiting.
+    pub auto_replies: u64,
+    /// Milliseconds waited.
+    pub elapsed_ms: u64,
+    /// Retention dropped output before it was read.
+    pub truncated: bool,
+    /// `output` was cut at max_output; the whole is readable with read_output.
+    pub output_truncated: bool,
+    /// Size of the whole output in bytes.
+    pub total_bytes: u64,
+}
+
+/// Arguments of `send_command`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendCommandArgs {
+    /// The command line, e.g. "show version" (the line ending is added).
+    pub command: String,
+    /// Prompt ending the output (default: the connection's prompt).
+    pub prompt: Option<String>,
+    /// Treat `prompt` as a regex. Default false.
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub regex: Option<bool>,
+    /// Seconds to wait for the prompt (default 10, at most 600).
+    #[serde(default, deserialize_with = "args::opt_f64")]
+    pub timeout: Option<f64>,
+    /// {trigger: reply} while waiting (default: the preset's, e.g. --More-- → space).
+    #[serde(default, deserialize_with = "args::opt_map")]
+    pub auto_reply: Option<BTreeMap<String, String>>,
+    /// Most bytes of clean output returned inline (default 65536, at most 16 MiB).
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub max_output: Option<u64>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `send_command`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SendCommandResult {
+    /// What an engineer would read: no echo, no pager prompts, no trailing prompt, `\n` line ends.
+    pub output: String,
+    /// The prompt that ended the output.
+    pub prompt_text: String,
+    /// The prompt was found.
+    pub matched: bool,
+    /// The timeout passed first; `output` is what arrived meanwhile.
+    pub timed_out: bool,
+    /// Auto-replies sent (pages answered).
+    pub auto_replies: u64,
+    /// Output lines matching the preset's error patterns (e.g. "% Invalid input detected at '^' marker.").
+    pub error_lines: Vec<String>,
+    /// Milliseconds from sending to the prompt.
+    pub elapsed_ms: u64,
+    /// Log offset where the reply starts (the echo).
+    pub start_cursor: u64,
+    /// Log offset after the prompt: the consume cursor moved here.
+    pub end_cursor: u64,
+    /// Retention dropped output before it was read.
+    pub truncated: bool,
+    /// `output` was cut at max_output; the whole is at `resource`.
+    pub output_truncated: bool,
+    /// Size of the whole clean output in bytes.
+    pub total_bytes: u64,
+    /// URI of the whole clean output (an MCP resource), when cut.
+    pub resource: Option<String>,
+}
+
+/// Arguments of `read_available`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadAvailableArgs {
+    /// Seconds to wait for the first byte (default 1, at most 600); then
+    /// waits briefly until the device is quiet.
+    #[serde(default, deserialize_with = "args::opt_f64")]
+    pub timeout: Option<f64>,
+    /// Most bytes returned inline (default 65536).
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub max_output: Option<u64>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `read_available`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadAvailableResult {
+    /// Raw output since the consume cursor.
+    pub output: String,
+    /// Bytes of output.
+    pub bytes: u64,
+    /// Where the output starts.
+    pub start_cursor: u64,
+    /// After the output: the consume cursor moved here.
+    pub end_cursor: u64,
+    /// Retention dropped output before it was read.
+    pub truncated: bool,
+    /// `output` was cut at max_output.
+    pub output_truncated: bool,
+    /// Size of the whole output in bytes.
+    pub total_bytes: u64,
+}
+
+/// Arguments of `read_output`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadOutputArgs {
+    /// Byte offset to read from (default: the oldest retained byte). Pass
+    /// the previous next_cursor to continue.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub cursor: Option<u64>,
+    /// Most bytes per read, 4-65536 (default 16384). May return fewer to
+    /// keep UTF-8 characters whole.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub max_bytes: Option<u64>,
+    /// Wait up to this many milliseconds for output when none is past the cursor (default 0, at most 600000).
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub wait_ms: Option<u64>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `read_output`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadOutputResult {
+    /// Output from `cursor`; never splits a UTF-8 character; bytes that are not UTF-8 appear as U+FFFD.
+    pub output: String,
+    /// Where this output starts (the requested cursor, or oldest if that was dropped).
+    pub cursor: u64,
+    /// Offset after the output: pass it as cursor to continue.
+    pub next_cursor: u64,
+    /// More retained output remains past next_cursor: keep reading.
+    pub has_more: bool,
+    /// The requested cursor was older than the oldest retained byte; reading resumed there.
+    pub truncated: bool,
+    /// Oldest retained offset.
+    pub oldest: u64,
+    /// Newest offset.
+    pub head: u64,
+    /// The port's state.
+    pub state: PortState,
+}
+
+/// Arguments of `clear_buffer`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClearBufferArgs {
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `clear_buffer`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ClearBufferResult {
+    /// The consume cursor now (the head).
+    pub cursor: u64,
+    /// Unread bytes skipped (still readable with read_output).
+    pub discarded_bytes: u64,
+}
+
+fn timeout_arg(v: Option<f64>, default: f64) -> Result<Duration, GateError> {
+    let s = args::in_range("timeout", v, default, 0.0, MAX_TIMEOUT_S)?;
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn max_output_arg(v: Option<u64>) -> Result<usize, GateError> {
+    let m = v.unwrap_or(DEFAULT_MAX_OUTPUT);
+    if !(1..=MAX_MAX_OUTPUT).contains(&m) {
+        return Err(GateError::invalid(format!(
+            "max_output must be between 1 and {MAX_MAX_OUTPUT}, got {m}"
+        )));
+    }
+    Ok(m as usize)
+}
+
+/// Cuts `text` to at most `max` bytes at a character boundary.
+fn cut(mut text: String, max: usize) -> (String, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut at = max;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    text.truncate(at);
+    (text, true)
+}
+
+/// The prompt of a read: the argument, else the connection's default.
+fn prompt_arg(
+    conn: &Connection,
+    prompt: &Option<String>,
+    regex: Option<bool>,
+) -> Result<Prompt, GateError> {
+    match prompt {
+        None => Ok(conn.profile.prompt.clone()),
+        Some(p) if p.is_empty() => Err(GateError::invalid(
+            "prompt is empty; give the text that ends the output, or omit it for the connection's prompt",
+        )),
+        Some(p) if p.len() > 4096 => Err(GateError::invalid(
+            "prompt is longer than 4096 bytes; a prompt is one short line",
+        )),
+        Some(p) if regex.unwrap_or(false) => compile_regex("prompt", p),
+        Some(p) => Ok(Prompt::literal(p)),
+    }
+}
+
+/// The triggers of a read: the argument, else the preset's.
+fn triggers_arg(
+    conn: &Connection,
+    auto_reply: &Option<BTreeMap<String, String>>,
+    cursor: u64,
+) -> Result<TriggerScanner, GateError> {
+    let pairs: Vec<(String, String)> = match auto_reply {
+        None => conn.profile.auto_reply.clone(),
+        Some(map) => map.iter().map(|(t, r)| (t.clone(), r.clone())).collect(),
+    };
+    if pairs.len() > MAX_TRIGGERS {
+        return Err(GateError::invalid(format!(
+            "auto_reply has {} triggers; at most {MAX_TRIGGERS}",
+            pairs.len()
+        )));
+    }
+    if let Some((t, _)) = pairs
+        .iter()
+        .find(|(t, r)| t.is_empty() || t.len() > 256 || r.len() > 1024)
+    {
+        return Err(GateError::invalid(format!(
+            "auto_reply trigger {t:?}: triggers must be 1-256 bytes and replies at most 1024 bytes"
+        )));
+    }
+    TriggerScanner::new(&pairs, cursor).map_err(GateError::invalid)
+}
+
+impl GateServer {
+    /// Checks that the port can be written to now.
+    fn ensure_open(conn: &Connection) -> Result<(), GateError> {
+        match conn.port.port.state() {
+            PortState::Open => Ok(()),
+            _ => Err(conn.port.port.not_open_error()),
+        }
+    }
+
+    /// Sends bytes, optionally after moving the cursor to the head; returns
+    /// the head at sending time.
+    async fn send_bytes(
+        &self,
+        conn: &Connection,
+        bytes: &[u8],
+        clear_first: bool,
+    ) -> Result<u64, GateError> {
+        Self::ensure_open(conn)?;
+        let head = conn.port.port.log().head();
+        if clear_first {
+            self.session.set_cursor(&conn.name, head);
+        }
+        conn.port.port.write(bytes).await?;
+        Ok(head)
+    }
+
+    /// Waits for a prompt from `cursor` and moves the cursor past what is
+    /// returned; a lost port becomes `port_lost` carrying the partial output.
+    async fn wait_prompt(
+        &self,
+        conn: &Connection,
+        cursor: u64,
+        prompt: Prompt,
+        auto_reply: &Option<BTreeMap<String, String>>,
+        timeout: Duration,
+    ) -> Result<PromptWait, GateError> {
+        let triggers = triggers_arg(conn, auto_reply, cursor)?;
+        let scanner = PromptScanner::new(prompt, cursor);
+        let waited = wait_for_prompt(
+            &conn.port.port,
+            cursor,
+            scanner,
+            triggers,
+            timeout,
+            DEFAULT_MAX_AUTO_REPLIES,
+        )
+        .await?;
+        self.session.advance(&conn.name, waited.end_offset);
+        if matches!(waited.end, WaitEnd::Lost | WaitEnd::Closed) {
+            let partial = conn
+                .port
+                .port
+                .log()
+                .copy_range(waited.start, waited.end_offset);
+            let (text, _) = cut(lossy_text(&partial), DEFAULT_MAX_OUTPUT as usize);
+            let e = conn.port.port.not_open_error();
+            return Err(GateError::new(
+                e.code,
+                format!(
+                    "{} Partial output ({} bytes, cursors {}-{}; whole with read_output):\n{text}",
+                    e.message,
+                    waited.end_offset - waited.start,
+                    waited.start,
+                    waited.end_offset
+                ),
+            ));
+        }
+        Ok(waited)
+    }
+}
+
+#[tool_router(router = io_router, vis = "pub(super)")]
+impl GateServer {
+    /// Send text to the device, with the connection's line ending appended
+    /// (cr by default; line_ending "none" for raw keystrokes). Returns at
+    /// once; read the reply with read_until_prompt. At most 64 KiB.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<SendTextArgs>().unwrap_or_default())]
+    pub async fn send_text(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<SendResult> {
+        let a: SendTextArgs = parse("send_text", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let mut bytes = a.text.into_bytes();
+        bytes.extend_from_slice(a.line_ending.unwrap_or(conn.profile.line_ending).bytes());
+        if bytes.len() > MAX_SEND_BYTES {
+            return Err(GateError::invalid(format!(
+                "text is {} bytes; send at most {MAX_SEND_BYTES} per call",
+                bytes.len()
+            ))
+            .into());
+        }
+        let cursor = self
+            .send_bytes(&conn, &bytes, a.clear_buffer_first.unwrap_or(false))
+            .await?;
+        Ok(Json(SendResult {
+            bytes_sent: bytes.len() as u64,
+            cursor,
+        }))
+    }
+
+    /// Send raw bytes given as hex (e.g. "03" for Ctrl-C, "1b5b41" for the
+    /// up arrow); nothing is appended.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<SendHexArgs>().unwrap_or_default())]
+    pub async fn send_hex(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<SendResult> {
+        let a: SendHexArgs = parse("send_hex", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let bytes = args::parse_hex(&a.hex)?;
+        if bytes.len() > MAX_SEND_BYTES {
+            return Err(GateError::invalid(format!(
+                "hex is {} bytes; send at most {MAX_SEND_BYTES} per call",
+                bytes.len()
+            ))
+            .into());
+        }
+        let cursor = self
+            .send_bytes(&conn, &bytes, a.clear_buffer_first.unwrap_or(false))
+            .await?;
+        Ok(Json(SendResult {
+            bytes_sent: bytes.len() as u64,
+            cursor,
+        }))
+    }
+
+    /// Read output until a prompt appears, or until timeout. Returns raw
+    /// output from this session's cursor up to and including the prompt and
+    /// leaves what follows for the next read. Literal by default (prefer a
+    /// prompt with its trailing space, e.g. "# "); with regex: true, `$`
+    /// means the end of what has arrived. auto_reply answers triggers such
+    /// as --More-- once per occurrence. On timeout, `timed_out` is true and
+    /// `output` holds what arrived (the cursor moves past it; nothing is
+    /// lost: read_output from start_cursor re-reads it).
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ReadUntilPromptArgs>().unwrap_or_default())]
+    pub async fn read_until_prompt(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<ReadUntilPromptResult> {
+        let a: ReadUntilPromptArgs = parse("read_until_prompt", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let prompt = prompt_arg(&conn, &a.prompt, a.regex)?;
+        let timeout = timeout_arg(a.timeout, DEFAULT_TIMEOUT_S)?;
+        let max_output = max_output_arg(a.max_output)?;
+        let waited = self
+            .wait_prompt(&conn, conn.cursor, prompt, &a.auto_reply, timeout)
+            .await?;
+        let log = conn.port.port.log();
+        let raw = log.copy_range(waited.start, waited.end_offset);
+        let prompt_text = match waited.end {
+            WaitEnd::Matched(span) => lossy_text(&log.copy_range(span.start, span.end)),
+            _ => String::new(),
+        };
+        let total = raw.len() as u64;
+        let (output, output_truncated) = cut(lossy_text(&raw), max_output);
+        Ok(Json(ReadUntilPromptResult {
+            matched: matches!(waited.end, WaitEnd::Matched(_)),
+            timed_out: waited.end == WaitEnd::TimedOut,
+            output,
+            prompt_text,
+            bytes: total,
+            start_cursor: waited.start,
+            end_cursor: waited.end_offset,
+            auto_replies: waited.auto_replies.len() as u64,
+            elapsed_ms: waited.elapsed.as_millis() as u64,
+            truncated: waited.truncated,
+            output_truncated,
+            total_bytes: total,
+        }))
+    }
+
+    /// Run one CLI command and return what an engineer would read: the
+    /// echo, pager prompts (answered automatically from the preset) and the
+    /// trailing prompt removed, `\n` line ends. `error_lines` lists lines
+    /// matching the preset's error patterns. Output larger than max_output
+    /// is cut; the whole stays at `resource` and in read_output.
+    #[tool(
+        input_schema = rmcp::handler::server::common::schema_for_input::<SendCommandArgs>().unwrap_or_default(),
+        output_schema = rmcp::handler::server::common::schema_for_output::<SendCommandResult>()
+    )]
+    pub async fn send_command(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<CallToolResult, ToolError> {
+        let a: SendCommandArgs = parse("send_command", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let prompt = prompt_arg(&conn, &a.prompt, a.regex)?;
+        let timeout = timeout_arg(a.timeout, DEFAULT_TIMEOUT_S)?;
+        let max_output = max_output_arg(a.max_output)?;
+        if a.command.contains(['\r', '\n']) {
+            return Err(GateError::invalid("command holds a line break; send one command per call (or use send_text for raw input)").into());
+        }
+        let mut bytes = a.command.clone().into_bytes();
+        bytes.extend_from_slice(conn.profile.line_ending.bytes());
+        if bytes.len() > MAX_SEND_BYTES {
+            return Err(GateError::invalid(format!(
+                "command is {} bytes; at most {MAX_SEND_BYTES}",
+                bytes.len()
+            ))
+            .into());
+        }
+        // The reply starts where the log is when the command goes out:
+        // whatever arrived before is not this command's output.
+        let start = self.send_bytes(&conn, &bytes, true).await?;
+        let waited = self
+            .wait_prompt(&conn, start, prompt, &a.auto_reply, timeout)
+            .await?;
+        let log = conn.port.port.log();
+        let (body_end, prompt_text) = match waited.end {
+            WaitEnd::Matched(span) => (
+                span.start,
+                lossy_text(&log.copy_range(span.start, span.end)),
+            ),
+            _ => (waited.end_offset, String::new()),
+        };
+        let raw = log.copy_range(waited.start, body_end);
+        let pagers: Vec<&[u8]> = conn.profile.pagers.iter().map(Vec::as_slice).collect();
+        let clean = clean_output(
+            &raw,
+            &CleanOptions {
+                command: Some(&a.command),
+                pagers: &pagers,
+            },
+        );
+        let errors = error_lines(&clean, &conn.profile.error_patterns);
+        let total = clean.len() as u64;
+        let (output, output_truncated) = cut(clean, max_output);
+        let mut links = Vec::new();
+        let resource = output_truncated.then(|| {
+            let uri = output_uri(&conn.name, waited.start, body_end);
+            self.session.remember(RememberedOutput {
+                port: conn.name.clone(),
+                start: waited.start,
+                end: body_end,
+                command: a.command.clone(),
+            });
+            links.push(
+                rmcp::model::Resource::new(uri.clone(), format!("{} output", a.command))
+                    .with_mime_type("text/plain")
+                    .with_description(format!(
+                        "whole clean output of {:?} on {} ({total} bytes)",
+                        a.command, conn.name
+                    )),
+            );
+            uri
+        });
+        let result = SendCommandResult {
+            output,
+            prompt_text,
+            matched: matches!(waited.end, WaitEnd::Matched(_)),
+            timed_out: waited.end == WaitEnd::TimedOut,
+            auto_replies: waited.auto_replies.len() as u64,
+            error_lines: errors,
+            elapsed_ms: waited.elapsed.as_millis() as u64,
+            start_cursor: waited.start,
+            end_cursor: waited.end_offset,
+            truncated: waited.truncated,
+            output_truncated,
+            total_bytes: total,
+            resource,
+        };
+        structured_with_links(&result, links)
+    }
+
+    /// Return output that arrived since this session's cursor: waits up to
+    /// `timeout` seconds (default 1) for the first byte, then until the
+    /// device is quiet for a moment. Moves the cursor.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ReadAvailableArgs>().unwrap_or_default())]
+    pub async fn read_available(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<ReadAvailableResult> {
+        let a: ReadAvailableArgs = parse("read_available", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let timeout = timeout_arg(a.timeout, 1.0)?;
+        let max_output = max_output_arg(a.max_output)?;
+        let log = conn.port.port.log();
+        let end = wait_for_output(
+            &conn.port.port,
+            conn.cursor,
+            timeout,
+            SETTLE,
+            timeout.max(SETTLE),
+        )
+        .await;
+        let oldest = log.oldest();
+        let start = conn.cursor.max(oldest);
+        let raw = log.copy_range(start, end);
+        self.session.advance(&conn.name, end);
+        let total = raw.len() as u64;
+        let (output, output_truncated) = cut(lossy_text(&raw), max_output);
+        Ok(Json(ReadAvailableResult {
+            output,
+            bytes: total,
+            start_cursor: start,
+            end_cursor: end,
+            truncated: conn.cursor < oldest,
+            output_truncated,
+            total_bytes: total,
+        }))
+    }
+
+    /// Point-in-time read of the retained output by byte offset; moves
+    /// nothing. Start with no cursor (the oldest retained byte) or a cursor
+    /// from another result, continue with next_cursor while has_more is
+    /// true. Never splits a UTF-8 character (may return fewer than
+    /// max_bytes). `truncated` means the cursor was older than the oldest
+    /// retained byte and reading resumed there. A cursor beyond head or
+    /// inside a character is an error.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ReadOutputArgs>().unwrap_or_default())]
+    pub async fn read_output(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<ReadOutputResult> {
+        let a: ReadOutputArgs = parse("read_output", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let max_bytes = a.max_bytes.unwrap_or(16384);
+        if !(4..=65536).contains(&max_bytes) {
+            return Err(GateError::invalid(format!(
+                "max_bytes must be between 4 and 65536, got {max_bytes}"
+            ))
+            .into());
+        }
+        let wait_ms = a.wait_ms.unwrap_or(0);
+        if wait_ms > 600_000 {
+            return Err(GateError::invalid(format!(
+                "wait_ms must be at most 600000, got {wait_ms}"
+            ))
+            .into());
+        }
+        let port = &conn.port.port;
+        let log = port.log();
+        let cursor = a.cursor.unwrap_or_else(|| log.oldest());
+        if wait_ms > 0 && cursor == log.head() {
+            wait_for_output(
+                port,
+                cursor,
+                Duration::from_millis(wait_ms),
+                Duration::ZERO,
+                Duration::ZERO,
+            )
+            .await;
+        }
+        let page = log.read_page(cursor, max_bytes as usize).map_err(|e| match e {
+            CursorError::BeyondHead { cursor, head } => GateError::new(
+                ErrorCode::CursorOutOfRange,
+                format!("cursor {cursor} is beyond head {head}; use a next_cursor from an earlier read, or omit cursor to start at the oldest retained byte"),
+            ),
+            CursorError::SplitsUtf8 { cursor, char_start } => GateError::new(
+                ErrorCode::CursorSplitsUtf8,
+                format!("cursor {cursor} is inside a UTF-8 character; use {char_start}, where it starts"),
+            ),
+        })?;
+        Ok(Json(ReadOutputResult {
+            output: lossy_text(&page.bytes),
+            cursor: page.cursor,
+            next_cursor: page.next_cursor,
+            has_more: page.has_more,
+            truncated: page.truncated,
+            oldest: page.oldest,
+            head: page.head,
+            state: port.state(),
+        }))
+    }
+
+    /// Skip unread output: move this session's consume cursor to the head.
+    /// The bytes stay readable with read_output.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ClearBufferArgs>().unwrap_or_default())]
+    pub async fn clear_buffer(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> ToolResult<ClearBufferResult> {
+        let a: ClearBufferArgs = parse("clear_buffer", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let head = conn.port.port.log().head();
+        let old = self.session.set_cursor(&conn.name, head).unwrap_or(head);
+        Ok(Json(ClearBufferResult {
+            cursor: head.max(old),
+            discarded_bytes: head.saturating_sub(old),
+        }))
+    }
+}

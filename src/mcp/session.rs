@@ -1,0 +1,167 @@
+//! One MCP session's view of the ports: its connections, their consume
+//! cursors, and which connection is current.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{ErrorCode, GateError};
+use crate::gateway::GatewayPort;
+use crate::matcher::Prompt;
+use crate::settings::LineEnding;
+
+/// How many `send_command` outputs a session remembers for its resources.
+const REMEMBERED_OUTPUTS: usize = 64;
+
+/// A session's attachment to one port.
+#[derive(Clone)]
+pub struct Connection {
+    /// The connection's name (the port's name).
+    pub name: String,
+    /// The port and its config.
+    pub port: GatewayPort,
+    /// This session's consume cursor on the port.
+    pub cursor: u64,
+    /// Prompt, triggers, pagers and errors that apply to this connection.
+    pub profile: Arc<Profile>,
+}
+
+/// What a connection's reads and commands use by default: the preset's
+/// values, overridden by the port's config and by `connect` arguments.
+#[derive(Debug)]
+pub struct Profile {
+    /// The preset's name.
+    pub preset: String,
+    /// The default prompt.
+    pub prompt: Prompt,
+    /// Whether `prompt` is a regex (for display).
+    pub prompt_is_regex: bool,
+    /// What `send_text` appends by default.
+    pub line_ending: LineEnding,
+    /// Auto-reply `(trigger, reply)` pairs.
+    pub auto_reply: Vec<(String, String)>,
+    /// Pager prompts removed from cleaned output.
+    pub pagers: Vec<Vec<u8>>,
+    /// Patterns of error lines in cleaned output.
+    pub error_patterns: Vec<regex::Regex>,
+    /// The command that turns paging off, if the device has one.
+    pub paging_off: Option<String>,
+}
+
+/// A cleaned output a `send_command` linked as a resource: the range and
+/// the command whose echo is removed.
+#[derive(Clone, Debug)]
+pub struct RememberedOutput {
+    /// The port.
+    pub port: String,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte (the prompt's start).
+    pub end: u64,
+    /// The command sent.
+    pub command: String,
+}
+
+/// The state of one MCP session, shared by its concurrent tool calls.
+#[derive(Clone, Default)]
+pub struct Session {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    connections: BTreeMap<String, Connection>,
+    current: Option<String>,
+    outputs: VecDeque<RememberedOutput>,
+}
+
+impl Session {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds (or replaces) a connection and makes it current.
+    pub fn add(&self, conn: Connection) -> Option<Connection> {
+        let mut inner = self.lock();
+        inner.current = Some(conn.name.clone());
+        inner.connections.insert(conn.name.clone(), conn)
+    }
+
+    /// Removes a connection; the current one falls back to another.
+    pub fn remove(&self, name: &str) -> Option<Connection> {
+        let mut inner = self.lock();
+        let removed = inner.connections.remove(name);
+        if inner.current.as_deref() == Some(name) {
+            inner.current = inner.connections.keys().next_back().cloned();
+        }
+        removed
+    }
+
+    /// Whether this session has a connection by that name.
+    pub fn has(&self, name: &str) -> bool {
+        self.lock().connections.contains_key(name)
+    }
+
+    /// The named connection (or the current one when `None`), made current.
+    pub fn get(&self, name: Option<&str>) -> Result<Connection, GateError> {
+        let mut inner = self.lock();
+        let name = match name.filter(|n| !n.is_empty()) {
+            Some(n) => n.to_owned(),
+            None => inner.current.clone().ok_or_else(|| {
+                GateError::new(ErrorCode::UnknownConnection, "this session has no connection yet; call connect with a port from list_ports first")
+            })?,
+        };
+        let conn = inner.connections.get(&name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = inner.connections.keys().map(String::as_str).collect();
+            GateError::new(
+                ErrorCode::UnknownConnection,
+                format!(
+                    "no connection named {name:?} in this session (connected: {}); call connect first",
+                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                ),
+            )
+        })?;
+        inner.current = Some(name);
+        Ok(conn)
+    }
+
+    /// Every connection, by name.
+    pub fn all(&self) -> Vec<Connection> {
+        self.lock().connections.values().cloned().collect()
+    }
+
+    /// Moves a connection's consume cursor forward to `to` (never back:
+    /// a concurrent call may have moved it further).
+    pub fn advance(&self, name: &str, to: u64) {
+        if let Some(c) = self.lock().connections.get_mut(name) {
+            c.cursor = c.cursor.max(to);
+        }
+    }
+
+    /// Sets a connection's consume cursor (clear_buffer: to the head).
+    pub fn set_cursor(&self, name: &str, to: u64) -> Option<u64> {
+        let mut inner = self.lock();
+        let c = inner.connections.get_mut(name)?;
+        let old = c.cursor;
+        c.cursor = to.max(old);
+        Some(old)
+    }
+
+    /// Remembers a linked output so its resource can remove the echo.
+    pub fn remember(&self, out: RememberedOutput) {
+        let mut inner = self.lock();
+        if inner.outputs.len() == REMEMBERED_OUTPUTS {
+            inner.outputs.pop_front();
+        }
+        inner.outputs.push_back(out);
+    }
+
+    /// The remembered output with this range, if any.
+    pub fn remembered(&self, port: &str, start: u64, end: u64) -> Option<RememberedOutput> {
+        self.lock()
+            .outputs
+            .iter()
+            .rev()
+            .find(|o| o.port == port && o.start == start && o.end == end)
+            .cloned()
+    }
+}

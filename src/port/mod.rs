@@ -1,0 +1,284 @@
+//! One serial line: the open device, its reader task, its serialized
+//! writer, its OutputLog and its state.
+//!
+//! A [`Port`] is a cheap clonable handle over shared state, like
+//! mini-redis's `Db`: a std `Mutex` never held across `.await`, and `watch`
+//! channels that wake waiters when bytes arrive or the state changes.
+
+mod device;
+mod reader;
+pub mod wait;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ErrorCode, GateError};
+use crate::log::OutputLog;
+use crate::settings::LineSettings;
+
+pub use device::open_device;
+
+/// How long a single write may take before it is reported as `timeout`
+/// (a line held by hardware flow control must not hang a call forever).
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many recent events `status` shows.
+const EVENT_HISTORY: usize = 32;
+
+/// Where a port is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PortState {
+    /// Being opened for the first time.
+    Opening,
+    /// Open: output is being captured.
+    Open,
+    /// The device went away; a reopen is pending.
+    Lost,
+    /// Trying to open the device again.
+    Reopening,
+    /// Closed for good (shutdown or ad-hoc port released).
+    Closed,
+}
+
+/// Something that happened to a port, shown by `status`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PortEvent {
+    /// When, in milliseconds since the Unix epoch.
+    pub at_unix_ms: u64,
+    /// What happened.
+    pub what: String,
+}
+
+/// What the port is and how it is opened; fixed for the port's life.
+#[derive(Debug, Clone)]
+pub struct PortSpec {
+    /// The port's name (configured name, or the ad-hoc connection name).
+    pub name: String,
+    /// Device path, e.g. `/dev/ttyUSB0`.
+    pub device: String,
+    /// Baud rate and framing.
+    pub line: LineSettings,
+    /// Bytes of output kept.
+    pub retention: usize,
+}
+
+/// A handle on one serial line. Clones share the line.
+#[derive(Clone)]
+pub struct Port {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    spec: PortSpec,
+    log: OutputLog,
+    state_tx: watch::Sender<PortState>,
+    /// The write half of the open device; `None` while not open. The async
+    /// mutex serializes writes: one command's bytes are never interleaved
+    /// with another's.
+    writer: tokio::sync::Mutex<Option<device::DeviceWriter>>,
+    events: Mutex<VecDeque<PortEvent>>,
+    reconnects: AtomicU64,
+    bytes_written: AtomicU64,
+    /// Cancelled when the port closes; stops the reader task.
+    closing: CancellationToken,
+}
+
+impl Port {
+    /// Creates the port and starts its reader task, which opens the device
+    /// and keeps it open (reopening with backoff after a loss) until
+    /// [`close`](Self::close) or `shutdown` is cancelled.
+    pub fn start(spec: PortSpec, shutdown: &CancellationToken) -> Port {
+        let (state_tx, _) = watch::channel(PortState::Opening);
+        let port = Port {
+            shared: Arc::new(Shared {
+                log: OutputLog::new(spec.retention),
+                spec,
+                state_tx,
+                writer: tokio::sync::Mutex::new(None),
+                events: Mutex::new(VecDeque::new()),
+                reconnects: AtomicU64::new(0),
+                bytes_written: AtomicU64::new(0),
+                closing: shutdown.child_token(),
+            }),
+        };
+        tokio::spawn(reader::run(port.clone()));
+        port
+    }
+
+    /// The port's name.
+    pub fn name(&self) -> &str {
+        &self.shared.spec.name
+    }
+
+    /// How the port is opened.
+    pub fn spec(&self) -> &PortSpec {
+        &self.shared.spec
+    }
+
+    /// Everything the device sent.
+    pub fn log(&self) -> &OutputLog {
+        &self.shared.log
+    }
+
+    /// The current state.
+    pub fn state(&self) -> PortState {
+        *self.shared.state_tx.borrow()
+    }
+
+    /// A receiver that changes with the state.
+    pub fn watch_state(&self) -> watch::Receiver<PortState> {
+        self.shared.state_tx.subscribe()
+    }
+
+    /// Waits until the state satisfies `done`, at most `timeout`; returns
+    /// the state reached.
+    pub async fn wait_for_state(
+        &self,
+        timeout: Duration,
+        done: impl Fn(PortState) -> bool,
+    ) -> PortState {
+        let mut rx = self.watch_state();
+        let reached = tokio::time::timeout(timeout, rx.wait_for(|s| done(*s))).await;
+        match reached {
+            Ok(Ok(state)) => *state,
+            _ => self.state(),
+        }
+    }
+
+    /// How many times the device was reopened after a loss.
+    pub fn reconnects(&self) -> u64 {
+        self.shared.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Bytes written to the device since the port started.
+    pub fn bytes_written(&self) -> u64 {
+        self.shared.bytes_written.load(Ordering::Relaxed)
+    }
+
+    /// The most recent events, oldest first.
+    pub fn events(&self) -> Vec<PortEvent> {
+        self.lock_events().iter().cloned().collect()
+    }
+
+    fn lock_events(&self) -> std::sync::MutexGuard<'_, VecDeque<PortEvent>> {
+        self.shared.events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn record(&self, what: impl Into<String>) {
+        let what = what.into();
+        tracing::info!(port = %self.name(), "{what}");
+        let at_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut events = self.lock_events();
+        if events.len() == EVENT_HISTORY {
+            events.pop_front();
+        }
+        events.push_back(PortEvent { at_unix_ms, what });
+    }
+
+    pub(crate) fn set_state(&self, state: PortState) {
+        self.shared.state_tx.send_replace(state);
+    }
+
+    pub(crate) fn closing(&self) -> &CancellationToken {
+        &self.shared.closing
+    }
+
+    pub(crate) fn count_reconnect(&self) {
+        self.shared.reconnects.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) async fn install_writer(&self, writer: Option<device::DeviceWriter>) {
+        *self.shared.writer.lock().await = writer;
+    }
+
+    /// Writes bytes to the device, serialized with every other write to
+    /// this port. Fails with `port_lost` when the device is not open and
+    /// `timeout` when it does not take the bytes within [`WRITE_TIMEOUT`].
+    pub async fn write(&self, bytes: &[u8]) -> Result<(), GateError> {
+        let mut slot = self.shared.writer.lock().await;
+        let Some(writer) = slot.as_mut() else {
+            return Err(self.not_open_error());
+        };
+        let write = async {
+            writer.write_all(bytes).await?;
+            writer.flush().await
+        };
+        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+            Ok(Ok(())) => {
+                self.shared
+                    .bytes_written
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(GateError::new(
+                ErrorCode::PortLost,
+                format!(
+                    "writing to {} failed: {e}; the port is being reopened, check `status` and retry",
+                    self.name()
+                ),
+            )),
+            Err(_) => Err(GateError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "{} did not take {} bytes within {}s (flow control holding the line?); check the cabling and flow_control",
+                    self.name(),
+                    bytes.len(),
+                    WRITE_TIMEOUT.as_secs()
+                ),
+            )),
+        }
+    }
+
+    /// The error for an operation on a port that is not open now.
+    pub fn not_open_error(&self) -> GateError {
+        match self.state() {
+            PortState::Closed => GateError::new(
+                ErrorCode::PortUnavailable,
+                format!("{} is closed; connect again", self.name()),
+            ),
+            PortState::Opening => GateError::new(
+                ErrorCode::PortUnavailable,
+                format!(
+                    "{} ({}) is not open yet: {}; check the device path and cabling, then retry",
+                    self.name(),
+                    self.spec().device,
+                    self.last_event()
+                ),
+            ),
+            _ => GateError::new(
+                ErrorCode::PortLost,
+                format!(
+                    "{} ({}) is lost: {}; it is reopened automatically when the device returns, check `status`",
+                    self.name(),
+                    self.spec().device,
+                    self.last_event()
+                ),
+            ),
+        }
+    }
+
+    fn last_event(&self) -> String {
+        self.lock_events()
+            .back()
+            .map_or_else(|| "no event yet".to_owned(), |e| e.what.clone())
+    }
+
+    /// Closes the port for good: the reader stops and the device is closed.
+    pub async fn close(&self) {
+        self.shared.closing.cancel();
+        let _ = self
+            .wait_for_state(Duration::from_secs(5), |s| s == PortState::Closed)
+            .await;
+    }
+}

@@ -1,0 +1,86 @@
+//! The reader task of one port: opens the device, appends everything it
+//! reads to the OutputLog, and on a loss reopens the same path with backoff.
+
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use super::{Port, PortState, device};
+
+/// First wait before reopening a lost device.
+pub const BACKOFF_START: Duration = Duration::from_millis(100);
+/// Longest wait between reopen attempts.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Size of one read from the device.
+const READ_CHUNK: usize = 8 * 1024;
+
+/// Runs until the port is closed.
+pub(super) async fn run(port: Port) {
+    let mut backoff = BACKOFF_START;
+    let mut first = true;
+    loop {
+        if port.closing().is_cancelled() {
+            break;
+        }
+        let spec = port.spec().clone();
+        match device::open_device(&spec.device, &spec.line) {
+            Ok((mut reader, writer)) => {
+                port.install_writer(Some(writer)).await;
+                if !first {
+                    port.count_reconnect();
+                }
+                port.record(format!("opened {} at {}", spec.device, spec.line));
+                port.set_state(PortState::Open);
+                backoff = BACKOFF_START;
+                let why = read_until_lost(&port, &mut reader).await;
+                port.install_writer(None).await;
+                match why {
+                    None => break, // closing
+                    Some(why) => {
+                        port.record(format!("lost {}: {why}", spec.device));
+                        port.set_state(PortState::Lost);
+                    }
+                }
+            }
+            Err(e) => {
+                port.record(format!("cannot open {}: {e}", spec.device));
+                if port.state() != PortState::Opening {
+                    port.set_state(PortState::Lost);
+                }
+            }
+        }
+        first = false;
+        // Backoff: a timer between attempts, not a poll for data.
+        let retry_at = Instant::now() + backoff;
+        tokio::select! {
+            _ = port.closing().cancelled() => break,
+            _ = tokio::time::sleep_until(retry_at) => {}
+        }
+        backoff = (backoff * 2).min(super::reader::BACKOFF_MAX);
+        if port.state() != PortState::Opening {
+            port.set_state(PortState::Reopening);
+        }
+    }
+    port.install_writer(None).await;
+    port.set_state(PortState::Closed);
+    port.record("closed");
+}
+
+/// Reads until the device is lost (returns why) or the port closes (None).
+async fn read_until_lost(port: &Port, reader: &mut device::DeviceReader) -> Option<String> {
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let read = tokio::select! {
+            _ = port.closing().cancelled() => return None,
+            read = reader.read(&mut buf) => read,
+        };
+        match read {
+            // A closed pty master or an unplugged adapter: end of file.
+            Ok(0) => return Some("end of file (device unplugged or closed)".to_owned()),
+            Ok(n) => port.log().append(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Some(e.to_string()),
+        }
+    }
+}

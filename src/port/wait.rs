@@ -1,0 +1,175 @@
+//! Waiting on a port: for a prompt (answering auto-reply triggers on the
+//! way), or for the first bytes of output. Every wait has a deadline and
+//! wakes on appends and state changes, never on a timer poll.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use super::{Port, PortState};
+use crate::error::GateError;
+use crate::matcher::{PromptScanner, Span, TriggerScanner};
+
+/// Most auto-replies one call sends before it stops answering (a device
+/// that repeats its trigger forever must not make the gateway loop).
+pub const DEFAULT_MAX_AUTO_REPLIES: usize = 10_000;
+
+/// How a prompt wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitEnd {
+    /// The prompt matched at this span.
+    Matched(Span),
+    /// The deadline passed.
+    TimedOut,
+    /// The device went away.
+    Lost,
+    /// The port was closed.
+    Closed,
+}
+
+/// An auto-reply the wait sent.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AutoReplySent {
+    /// The trigger text that was seen.
+    pub trigger: String,
+    /// Where the trigger was seen (absolute offset).
+    pub at: u64,
+}
+
+/// The result of [`wait_for_prompt`].
+#[derive(Debug, Clone)]
+pub struct PromptWait {
+    /// Why the wait ended.
+    pub end: WaitEnd,
+    /// Where the output starts (the cursor, or the oldest retained byte
+    /// if retention dropped output before it was read).
+    pub start: u64,
+    /// Where the returned output ends: after the prompt, or the head.
+    pub end_offset: u64,
+    /// Bytes between the cursor and the oldest retained byte were dropped.
+    pub truncated: bool,
+    /// Auto-replies sent, in order.
+    pub auto_replies: Vec<AutoReplySent>,
+    /// Triggers seen but not answered because the cap was reached.
+    pub replies_capped: usize,
+    /// Time spent waiting.
+    pub elapsed: Duration,
+}
+
+/// Waits for `scanner`'s prompt in the output from `cursor`, answering
+/// `triggers` once per occurrence (at most `max_replies`), until `timeout`.
+pub async fn wait_for_prompt(
+    port: &Port,
+    cursor: u64,
+    mut scanner: PromptScanner,
+    mut triggers: TriggerScanner,
+    timeout: Duration,
+    max_replies: usize,
+) -> Result<PromptWait, GateError> {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let log = port.log();
+    let mut head_rx = log.subscribe();
+    let mut state_rx = port.watch_state();
+    let mut auto_replies = Vec::new();
+    let mut replies_capped = 0;
+    let finish = |end: WaitEnd, end_offset: u64, auto_replies, replies_capped| {
+        let oldest = log.oldest();
+        PromptWait {
+            end,
+            start: cursor.max(oldest),
+            end_offset,
+            truncated: cursor < oldest,
+            auto_replies,
+            replies_capped,
+            elapsed: started.elapsed(),
+        }
+    };
+    loop {
+        head_rx.borrow_and_update();
+        let state = *state_rx.borrow_and_update();
+        let (found, hits, head) = {
+            let view = log.view();
+            let (oldest, head) = (view.oldest(), view.head());
+            let base = scanner.window_start().max(oldest);
+            let found = scanner.scan(view.slice(base, head), base);
+            let limit = found.map_or(head, |s| s.start);
+            let tbase = triggers.window_start().max(oldest);
+            let hits = triggers.scan(view.slice(tbase, head), tbase, limit);
+            (found, hits, head)
+        };
+        for hit in hits {
+            if auto_replies.len() >= max_replies {
+                replies_capped += 1;
+                continue;
+            }
+            let reply = triggers.reply(&hit).to_vec();
+            port.write(&reply).await?;
+            auto_replies.push(AutoReplySent {
+                trigger: triggers.trigger(&hit).to_owned(),
+                at: hit.span.start,
+            });
+        }
+        if let Some(span) = found {
+            return Ok(finish(
+                WaitEnd::Matched(span),
+                span.end,
+                auto_replies,
+                replies_capped,
+            ));
+        }
+        match state {
+            PortState::Lost | PortState::Reopening => {
+                return Ok(finish(WaitEnd::Lost, head, auto_replies, replies_capped));
+            }
+            PortState::Closed => {
+                return Ok(finish(WaitEnd::Closed, head, auto_replies, replies_capped));
+            }
+            PortState::Opening | PortState::Open => {}
+        }
+        tokio::select! {
+            _ = head_rx.changed() => {}
+            _ = state_rx.changed() => {}
+            _ = tokio::time::sleep_until(deadline) => {
+                return Ok(finish(WaitEnd::TimedOut, log.head(), auto_replies, replies_capped));
+            }
+        }
+    }
+}
+
+/// Waits until output past `cursor` exists (at most `timeout`), then until
+/// the device has been quiet for `settle` (at most `settle_max` in all), so
+/// one call returns a whole burst. Returns the head when it stopped.
+pub async fn wait_for_output(
+    port: &Port,
+    cursor: u64,
+    timeout: Duration,
+    settle: Duration,
+    settle_max: Duration,
+) -> u64 {
+    let log = port.log();
+    let mut head_rx = log.subscribe();
+    let deadline = Instant::now() + timeout;
+    loop {
+        if *head_rx.borrow_and_update() > cursor {
+            break;
+        }
+        tokio::select! {
+            changed = head_rx.changed() => if changed.is_err() { return log.head() },
+            _ = tokio::time::sleep_until(deadline) => return log.head(),
+        }
+    }
+    let settle_deadline = Instant::now() + settle_max;
+    loop {
+        let quiet_until = (Instant::now() + settle).min(settle_deadline);
+        tokio::select! {
+            changed = head_rx.changed() => {
+                if changed.is_err() || Instant::now() >= settle_deadline { break; }
+            }
+            _ = tokio::time::sleep_until(quiet_until) => break,
+        }
+    }
+    log.head()
+}

@@ -1,0 +1,1133 @@
+//! A Cisco IOS switch console as a synchronous state machine: bytes in, bytes
+//! out, no I/O, so every byte it prints can be checked in unit tests.
+
+use std::mem;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// The enable password of the simulated switch.
+pub const ENABLE_PASSWORD: &str = "cisco";
+/// The terminal length a console session starts with (`terminal length 24`).
+pub const DEFAULT_TERMINAL_LENGTH: usize = 24;
+/// Lines in the whole output of `show running-config`, header to `end`.
+pub const RUNNING_CONFIG_LINES: usize = 2000;
+/// Lines in the output of `show tech-support` (78 characters each, ~4 MB).
+pub const TECH_SUPPORT_LINES: usize = 50_000;
+/// What the pager prints when a page is full: space, `--More--`, space.
+pub const MORE_PROMPT: &[u8] = b" --More-- ";
+/// What the pager prints after a key at [`MORE_PROMPT`]: 9 backspaces, 9
+/// spaces, 9 backspaces.
+pub const MORE_ERASE: &[u8] =
+    b"\x08\x08\x08\x08\x08\x08\x08\x08\x08         \x08\x08\x08\x08\x08\x08\x08\x08\x08";
+
+const BACKSPACE: u8 = 0x08;
+const DELETE: u8 = 0x7f;
+const CTRL_Z: u8 = 0x1a;
+const MAX_TERMINAL_LENGTH: usize = 512;
+
+/// The CLI mode of the switch, which decides the prompt and the commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// User EXEC: `SW1>`.
+    UserExec,
+    /// Privileged EXEC: `SW1#`.
+    Privileged,
+    /// Global configuration: `SW1(config)#`.
+    Config,
+    /// A configuration sub-mode such as `config-if`: `SW1(config-if)#`.
+    ConfigSub(&'static str),
+}
+
+/// What the console waits for next.
+#[derive(Debug)]
+enum Input {
+    /// A command line, echoed and editable.
+    Line,
+    /// The enable password, not echoed.
+    Password,
+    /// A key at ` --More-- `; the rest of the output waits.
+    More(Pending),
+    /// A key at `Proceed with reload? [confirm]`.
+    ReloadConfirm,
+    /// RETURN at `Press RETURN to get started`.
+    PressReturn,
+}
+
+/// Output held back by the pager: `text[pos..]` is still to be printed.
+#[derive(Debug)]
+struct Pending {
+    text: Vec<u8>,
+    pos: usize,
+}
+
+/// Why a command line was refused; rendered the way IOS prints it.
+#[derive(Debug, PartialEq, Eq)]
+enum Error {
+    /// `% Invalid input detected`, with the marker under this byte of the line.
+    Invalid(usize),
+    /// `% Incomplete command.`
+    Incomplete,
+    /// `% Ambiguous command:`, quoting the line up to this byte.
+    Ambiguous(usize),
+}
+
+/// One word of a command line and where it starts in the line.
+#[derive(Clone, Copy, Debug)]
+struct Word<'a> {
+    at: usize,
+    text: &'a [u8],
+}
+
+/// A command: its words (the command's own word first) to its output.
+type Run = fn(&mut CiscoSwitch, &[Word]) -> Result<Vec<u8>, Error>;
+
+const USER_EXEC: &[(&str, Run)] = &[
+    ("disable", CiscoSwitch::disable),
+    ("enable", CiscoSwitch::enable),
+    ("exit", CiscoSwitch::logout),
+    ("logout", CiscoSwitch::logout),
+    ("show", CiscoSwitch::show),
+    ("terminal", CiscoSwitch::terminal),
+];
+
+const PRIVILEGED: &[(&str, Run)] = &[
+    ("configure", CiscoSwitch::configure),
+    ("disable", CiscoSwitch::disable),
+    ("enable", CiscoSwitch::enable),
+    ("exit", CiscoSwitch::logout),
+    ("logout", CiscoSwitch::logout),
+    ("reload", CiscoSwitch::reload),
+    ("show", CiscoSwitch::show),
+    ("terminal", CiscoSwitch::terminal),
+    ("write", CiscoSwitch::write),
+];
+
+/// Configuration commands with a behaviour; any other line is accepted
+/// silently, unless it starts with one of [`EXEC_ONLY`].
+const CONFIG: &[(&str, Run)] = &[
+    ("do", CiscoSwitch::do_exec),
+    ("end", CiscoSwitch::end),
+    ("exit", CiscoSwitch::exit_config),
+    ("hostname", CiscoSwitch::set_hostname),
+    ("interface", |s, w| s.enter("config-if", w)),
+    ("line", |s, w| s.enter("config-line", w)),
+    ("router", |s, w| s.enter("config-router", w)),
+    ("vlan", |s, w| s.enter("config-vlan", w)),
+];
+
+/// EXEC commands that configuration mode refuses (IOS wants `do` for them).
+const EXEC_ONLY: &[&str] = &[
+    "configure",
+    "disable",
+    "logout",
+    "reload",
+    "show",
+    "terminal",
+];
+
+/// What `do` runs from configuration mode.
+const DO: &[(&str, Run)] = &[
+    ("show", CiscoSwitch::show),
+    ("terminal", CiscoSwitch::terminal),
+    ("write", CiscoSwitch::write),
+];
+
+const SHOW_USER: &[(&str, Run)] = &[
+    ("clock", CiscoSwitch::show_clock),
+    ("version", CiscoSwitch::show_version),
+];
+
+const SHOW_PRIVILEGED: &[(&str, Run)] = &[
+    ("clock", CiscoSwitch::show_clock),
+    ("running-config", CiscoSwitch::show_running_config),
+    ("tech-support", CiscoSwitch::show_tech_support),
+    ("version", CiscoSwitch::show_version),
+];
+
+/// A Cisco IOS (Catalyst 2960-X) switch as seen on its console port.
+///
+/// [`feed`](Self::feed) takes the bytes the switch receives and appends what
+/// it sends back: echo, command output, the pager and prompts, byte for byte
+/// as IOS prints them. It starts silent at user EXEC; the first RETURN shows
+/// `SW1>`. `enable` asks for [`ENABLE_PASSWORD`]; `show version`, `show clock`,
+/// `show running-config` ([`running_config_lines`]), `show tech-support`
+/// ([`tech_support_line`]), `terminal length`, `configure terminal`,
+/// `hostname`, `interface`, `write`, `reload` and `exit` behave as on IOS, with
+/// unique abbreviations and IOS's `% Invalid input` marker.
+#[derive(Debug)]
+pub struct CiscoSwitch {
+    hostname: String,
+    mode: Mode,
+    input: Input,
+    /// The command line (or password) typed so far.
+    line: Vec<u8>,
+    /// `terminal length`; 0 means no paging.
+    length: usize,
+    /// The line-end byte just received, so that the other half of a `\r\n`
+    /// or `\n\r` pair is not taken for a second RETURN.
+    line_end: Option<u8>,
+    booted: Instant,
+}
+
+impl CiscoSwitch {
+    /// A switch named `hostname`, powered on, at user EXEC, printing nothing
+    /// until it receives something.
+    pub fn new(hostname: &str) -> CiscoSwitch {
+        CiscoSwitch {
+            hostname: hostname.to_owned(),
+            mode: Mode::UserExec,
+            input: Input::Line,
+            line: Vec::new(),
+            length: DEFAULT_TERMINAL_LENGTH,
+            line_end: None,
+            booted: Instant::now(),
+        }
+    }
+
+    /// The current hostname (`hostname X` changes it).
+    pub fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    /// The current CLI mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The prompt of the current mode, e.g. `SW1(config)#`.
+    pub fn prompt(&self) -> String {
+        let host = &self.hostname;
+        match self.mode {
+            Mode::UserExec => format!("{host}>"),
+            Mode::Privileged => format!("{host}#"),
+            Mode::Config => format!("{host}(config)#"),
+            Mode::ConfigSub(sub) => format!("{host}({sub})#"),
+        }
+    }
+
+    /// Consumes `input`, bytes the switch received on its console, and
+    /// appends to `out` what the switch sends back in reply.
+    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        for &byte in input {
+            let is_line_end = byte == b'\r' || byte == b'\n';
+            if let Some(previous) = self.line_end.take()
+                && is_line_end
+                && byte != previous
+            {
+                continue; // the second half of "\r\n" or "\n\r"
+            }
+            if is_line_end {
+                self.line_end = Some(byte);
+            }
+            match self.input {
+                Input::Line => self.edit(byte, out),
+                Input::Password => self.password_key(byte, out),
+                Input::More(_) => self.more_key(byte, out),
+                Input::ReloadConfirm => self.reload_key(byte, out),
+                Input::PressReturn => {
+                    if is_line_end {
+                        self.input = Input::Line;
+                        out.extend_from_slice(b"\r\n");
+                        self.print_prompt(out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A byte at the command line: echo and edit, or run the line.
+    fn edit(&mut self, byte: u8, out: &mut Vec<u8>) {
+        match byte {
+            b'\r' | b'\n' => {
+                out.extend_from_slice(b"\r\n");
+                let line = mem::take(&mut self.line);
+                self.execute(&line, out);
+            }
+            BACKSPACE | DELETE if !self.line.is_empty() => {
+                self.line.pop();
+                out.extend_from_slice(b"\x08 \x08");
+            }
+            CTRL_Z if matches!(self.mode, Mode::Config | Mode::ConfigSub(_)) => {
+                self.line.clear();
+                self.mode = Mode::Privileged;
+                out.extend_from_slice(b"^Z\r\n");
+                self.print_prompt(out);
+            }
+            b' '..=b'~' | 0x80.. => {
+                self.line.push(byte);
+                out.push(byte);
+            }
+            _ => {}
+        }
+    }
+
+    /// A byte at `Password: `: nothing is echoed.
+    fn password_key(&mut self, byte: u8, out: &mut Vec<u8>) {
+        match byte {
+            b'\r' | b'\n' => {
+                self.input = Input::Line;
+                out.extend_from_slice(b"\r\n");
+                let password = mem::take(&mut self.line);
+                if password == ENABLE_PASSWORD.as_bytes() {
+                    self.mode = Mode::Privileged;
+                } else {
+                    out.extend_from_slice(b"% Bad secrets\r\n\r\n");
+                }
+                self.print_prompt(out);
+            }
+            BACKSPACE | DELETE => {
+                self.line.pop();
+            }
+            b' '..=b'~' | 0x80.. => self.line.push(byte),
+            _ => {}
+        }
+    }
+
+    /// A key at ` --More-- `: space for a page, RETURN for a line, anything
+    /// else to stop. The key is not echoed.
+    fn more_key(&mut self, byte: u8, out: &mut Vec<u8>) {
+        let Input::More(pending) = mem::replace(&mut self.input, Input::Line) else {
+            unreachable!("more_key is called at the pager only");
+        };
+        out.extend_from_slice(MORE_ERASE);
+        match byte {
+            b' ' => self.page(pending, self.page_lines(), out),
+            b'\r' | b'\n' => self.page(pending, 1, out),
+            _ => self.print_prompt(out),
+        }
+    }
+
+    /// A key at `Proceed with reload? [confirm]`: RETURN or `y` reboots.
+    fn reload_key(&mut self, byte: u8, out: &mut Vec<u8>) {
+        self.input = Input::Line;
+        out.extend_from_slice(b"\r\n");
+        if matches!(byte, b'\r' | b'\n' | b'y' | b'Y') {
+            out.extend_from_slice(boot_text(SystemTime::now()).as_bytes());
+            self.mode = Mode::UserExec;
+            self.length = DEFAULT_TERMINAL_LENGTH;
+            self.booted = Instant::now();
+            self.input = Input::PressReturn;
+        } else {
+            self.print_prompt(out);
+        }
+    }
+
+    /// Runs one command line and prints its output (paged) and the prompt.
+    fn execute(&mut self, line: &[u8], out: &mut Vec<u8>) {
+        let words = split_words(line);
+        if words.is_empty() {
+            return self.print_prompt(out);
+        }
+        let prompt_len = self.prompt().len();
+        let result = match self.mode {
+            Mode::UserExec => lookup(USER_EXEC, words[0]).and_then(|run| run(self, &words)),
+            Mode::Privileged => lookup(PRIVILEGED, words[0]).and_then(|run| run(self, &words)),
+            Mode::Config | Mode::ConfigSub(_) => self.configure_line(&words),
+        };
+        match result {
+            // The command asked for a password or a confirmation: no prompt.
+            Ok(text) if !matches!(self.input, Input::Line) => out.extend_from_slice(&text),
+            Ok(text) => self.print_output(text, out),
+            Err(error) => {
+                let text = error_text(&error, prompt_len, line, words[0].at);
+                self.print_output(text.into_bytes(), out)
+            }
+        }
+    }
+
+    /// A line in a configuration mode.
+    fn configure_line(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        match lookup(CONFIG, words[0]) {
+            Ok(run) => run(self, words),
+            Err(Error::Invalid(at)) => {
+                let exec_only = words[0].text.len() >= 2
+                    && EXEC_ONLY
+                        .iter()
+                        .any(|name| is_abbreviation(words[0].text, name));
+                if exec_only {
+                    Err(Error::Invalid(at))
+                } else {
+                    Ok(Vec::new())
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Starts printing `text` through the pager.
+    fn print_output(&mut self, text: Vec<u8>, out: &mut Vec<u8>) {
+        if self.length == 0 {
+            out.extend_from_slice(&text);
+            return self.print_prompt(out);
+        }
+        self.page(Pending { text, pos: 0 }, self.page_lines(), out);
+    }
+
+    /// Lines in a full page: the terminal length minus the `--More--` line.
+    fn page_lines(&self) -> usize {
+        self.length.saturating_sub(1).max(1)
+    }
+
+    /// Prints up to `lines` lines of `pending`, then the prompt if it is all
+    /// out, or ` --More-- ` and waits for a key.
+    fn page(&mut self, mut pending: Pending, lines: usize, out: &mut Vec<u8>) {
+        for _ in 0..lines {
+            let rest = &pending.text[pending.pos..];
+            if rest.is_empty() {
+                break;
+            }
+            let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+            out.extend_from_slice(&rest[..end]);
+            pending.pos += end;
+        }
+        if pending.pos == pending.text.len() {
+            self.print_prompt(out);
+        } else {
+            out.extend_from_slice(MORE_PROMPT);
+            self.input = Input::More(pending);
+        }
+    }
+
+    fn print_prompt(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.prompt().as_bytes());
+    }
+
+    fn disable(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 1)?;
+        self.mode = Mode::UserExec;
+        Ok(Vec::new())
+    }
+
+    fn enable(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 1)?;
+        if self.mode == Mode::Privileged {
+            return Ok(Vec::new());
+        }
+        self.input = Input::Password;
+        Ok(b"Password: ".to_vec())
+    }
+
+    fn logout(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 1)?;
+        self.mode = Mode::UserExec;
+        self.length = DEFAULT_TERMINAL_LENGTH;
+        self.input = Input::PressReturn;
+        let host = &self.hostname;
+        let text =
+            format!("\r\n\r\n{host} con0 is now available\r\n\r\nPress RETURN to get started.\r\n");
+        Ok(text.into_bytes())
+    }
+
+    fn configure(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        let target = words.get(1).ok_or(Error::Incomplete)?;
+        lookup(&[("terminal", ())], *target)?;
+        no_more_words(words, 2)?;
+        self.mode = Mode::Config;
+        Ok(b"Enter configuration commands, one per line.  End with CNTL/Z.\r\n".to_vec())
+    }
+
+    fn reload(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 1)?;
+        self.input = Input::ReloadConfirm;
+        Ok(b"Proceed with reload? [confirm]".to_vec())
+    }
+
+    fn write(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        if let Some(target) = words.get(1) {
+            lookup(&[("memory", ())], *target)?;
+        }
+        no_more_words(words, 2)?;
+        Ok(b"Building configuration...\r\n[OK]\r\n".to_vec())
+    }
+
+    fn terminal(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        let setting = words.get(1).ok_or(Error::Incomplete)?;
+        let is_length = *lookup(&[("length", true), ("width", false)], *setting)?;
+        let value = words.get(2).ok_or(Error::Incomplete)?;
+        let number = std::str::from_utf8(value.text)
+            .ok()
+            .and_then(|text| text.parse::<usize>().ok())
+            .filter(|&n| n <= MAX_TERMINAL_LENGTH)
+            .ok_or(Error::Invalid(value.at))?;
+        no_more_words(words, 3)?;
+        if is_length {
+            self.length = number;
+        }
+        Ok(Vec::new())
+    }
+
+    fn show(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        let what = words.get(1).ok_or(Error::Incomplete)?;
+        let table = if self.mode == Mode::UserExec {
+            SHOW_USER
+        } else {
+            SHOW_PRIVILEGED
+        };
+        let run = lookup(table, *what)?;
+        no_more_words(words, 2)?;
+        run(self, words)
+    }
+
+    fn show_clock(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+        Ok(format!("{}\r\n", clock_text(SystemTime::now())).into_bytes())
+    }
+
+    fn show_version(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+        let uptime = uptime_text(self.booted.elapsed().as_secs());
+        Ok(version_text(&self.hostname, &uptime).into_bytes())
+    }
+
+    fn show_running_config(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+        Ok(crlf_lines(running_config(&self.hostname)))
+    }
+
+    fn show_tech_support(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+        Ok(crlf_lines((1..=TECH_SUPPORT_LINES).map(tech_support_line)))
+    }
+
+    fn do_exec(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        let command = words.get(1).ok_or(Error::Incomplete)?;
+        let run = lookup(DO, *command)?;
+        // `show` decides what it offers by the mode: run it as privileged.
+        let mode = mem::replace(&mut self.mode, Mode::Privileged);
+        let result = run(self, &words[1..]);
+        self.mode = mode;
+        result
+    }
+
+    fn end(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 1)?;
+        self.mode = Mode::Privileged;
+        Ok(Vec::new())
+    }
+
+    fn exit_config(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 1)?;
+        self.mode = match self.mode {
+            Mode::ConfigSub(_) => Mode::Config,
+            _ => Mode::Privileged,
+        };
+        Ok(Vec::new())
+    }
+
+    fn set_hostname(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        let name = words.get(1).ok_or(Error::Incomplete)?;
+        no_more_words(words, 2)?;
+        self.hostname = String::from_utf8_lossy(name.text).into_owned();
+        Ok(Vec::new())
+    }
+
+    /// `interface X`, `line X`…: enters the configuration sub-mode `sub`.
+    fn enter(&mut self, sub: &'static str, words: &[Word]) -> Result<Vec<u8>, Error> {
+        if words.len() < 2 {
+            return Err(Error::Incomplete);
+        }
+        self.mode = Mode::ConfigSub(sub);
+        Ok(Vec::new())
+    }
+}
+
+/// The words of a command line, split at spaces and tabs.
+fn split_words(line: &[u8]) -> Vec<Word<'_>> {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, &byte) in line.iter().chain(b" ").enumerate() {
+        match (byte.is_ascii_whitespace(), start) {
+            (true, Some(at)) => {
+                words.push(Word {
+                    at,
+                    text: &line[at..i],
+                });
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    words
+}
+
+/// Whether `word` is a (case-insensitive) abbreviation of `name`.
+fn is_abbreviation(word: &[u8], name: &str) -> bool {
+    word.len() <= name.len() && word.eq_ignore_ascii_case(&name.as_bytes()[..word.len()])
+}
+
+/// The entry of `table` that `word` names or uniquely abbreviates.
+fn lookup<'t, T>(table: &'t [(&'static str, T)], word: Word) -> Result<&'t T, Error> {
+    if let Some((_, value)) = table
+        .iter()
+        .find(|(name, _)| word.text.eq_ignore_ascii_case(name.as_bytes()))
+    {
+        return Ok(value);
+    }
+    let mut matches = table
+        .iter()
+        .filter(|(name, _)| is_abbreviation(word.text, name));
+    match (matches.next(), matches.next()) {
+        (Some((_, value)), None) => Ok(value),
+        (Some(_), Some(_)) => Err(Error::Ambiguous(word.at + word.text.len())),
+        (None, _) => Err(Error::Invalid(word.at)),
+    }
+}
+
+/// Refuses words past the first `count`.
+fn no_more_words(words: &[Word], count: usize) -> Result<(), Error> {
+    match words.get(count) {
+        Some(extra) => Err(Error::Invalid(extra.at)),
+        None => Ok(()),
+    }
+}
+
+/// How IOS reports `error` for `line`, whose first word starts at `start`,
+/// typed after a prompt of `prompt_len` characters.
+fn error_text(error: &Error, prompt_len: usize, line: &[u8], start: usize) -> String {
+    match *error {
+        Error::Invalid(at) => format!(
+            "{:width$}^\r\n% Invalid input detected at '^' marker.\r\n\r\n",
+            "",
+            width = prompt_len + at
+        ),
+        Error::Incomplete => "% Incomplete command.\r\n\r\n".to_owned(),
+        Error::Ambiguous(end) => {
+            let typed = String::from_utf8_lossy(&line[start..end]);
+            format!("% Ambiguous command:  \"{typed}\"\r\n")
+        }
+    }
+}
+
+/// `lines`, each ended by `\r\n`.
+fn crlf_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> Vec<u8> {
+    let mut text = Vec::new();
+    for line in lines {
+        text.extend_from_slice(line.as_ref().as_bytes());
+        text.extend_from_slice(b"\r\n");
+    }
+    text
+}
+
+/// The exact lines (without line ends) of `show running-config` on a switch
+/// named `SW1`: [`RUNNING_CONFIG_LINES`] lines from `Building
+/// configuration...` to `end`, each interface with a unique description.
+pub fn running_config_lines() -> Vec<String> {
+    running_config("SW1")
+}
+
+fn running_config(hostname: &str) -> Vec<String> {
+    const HEADER_LINES: usize = 3;
+    let mut body: Vec<String> = [
+        "!",
+        "! Last configuration change at 00:04:12 UTC Mon Mar 1 1993",
+        "!",
+        "version 15.2",
+        "no service pad",
+        "service timestamps debug datetime msec",
+        "service timestamps log datetime msec",
+        "no service password-encryption",
+        "!",
+        &format!("hostname {hostname}"),
+        "!",
+        "boot-start-marker",
+        "boot-end-marker",
+        "!",
+        "enable secret 5 $1$mERr$hx5rVt7rPNoS4wqbXKX7m0",
+        "!",
+        "no aaa new-model",
+        "switch 1 provision ws-c2960x-48ts-l",
+        "!",
+        "ip domain-name lab.example.net",
+        "!",
+        "spanning-tree mode rapid-pvst",
+        "spanning-tree extend system-id",
+        "!",
+        "vlan internal allocation policy ascending",
+        "!",
+    ]
+    .map(String::from)
+    .to_vec();
+    let tail = [
+        "interface Vlan1",
+        " ip address 192.0.2.2 255.255.255.0",
+        "!",
+        "ip default-gateway 192.0.2.1",
+        "ip http server",
+        "ip http secure-server",
+        "!",
+        "line con 0",
+        " logging synchronous",
+        "line vty 0 4",
+        " login",
+        "line vty 5 15",
+        " login",
+        "!",
+        "end",
+    ];
+    const BLOCK: usize = 6;
+    let room = RUNNING_CONFIG_LINES - HEADER_LINES - body.len() - tail.len();
+    for i in 0..room / BLOCK {
+        let (member, port) = (1 + i / 52, 1 + i % 52);
+        body.push(format!("interface GigabitEthernet{member}/0/{port}"));
+        // Long, unique descriptions, as real uplink configs have: they make
+        // the whole config larger than the default max_output of 64 KiB.
+        body.push(format!(
+            " description link-{:04} to dist-{:02}.lab.example.net Gi1/0/{port} circuit CKT-{:06} rack R{:02}U{:02} (patch panel PP-{member:02} port {port})",
+            i + 1,
+            1 + i % 8,
+            100_000 + i,
+            1 + i % 12,
+            1 + i % 42
+        ));
+        body.push(format!(" switchport access vlan {}", 10 + i % 20));
+        body.push(" switchport mode access".to_owned());
+        body.push(" spanning-tree portfast edge".to_owned());
+        body.push("!".to_owned());
+    }
+    for k in 0..room % BLOCK {
+        body.push(format!("ntp server 192.0.2.{}", 123 + k));
+    }
+    body.extend(tail.map(String::from));
+    let bytes: usize = body.iter().map(|line| line.len() + 1).sum();
+    let mut lines = vec![
+        "Building configuration...".to_owned(),
+        String::new(),
+        format!("Current configuration : {bytes} bytes"),
+    ];
+    lines.extend(body);
+    lines
+}
+
+/// Line `n` (from 1) of `show tech-support`: 78 characters that start with
+/// `n` as 6 digits.
+pub fn tech_support_line(n: usize) -> String {
+    let line = format!(
+        "{n:06} GigabitEthernet{}/0/{:<2} {} packets input, {} bytes, 0 no buffer",
+        1 + n / 52 % 8,
+        1 + n % 52,
+        n * 7,
+        n * 613
+    );
+    format!("{line:<78.78}")
+}
+
+fn version_text(hostname: &str, uptime: &str) -> String {
+    let lines = [
+        "Cisco IOS Software, C2960X Software (C2960X-UNIVERSALK9-M), Version 15.2(7)E4, RELEASE SOFTWARE (fc2)",
+        "Technical Support: http://www.cisco.com/techsupport",
+        "Copyright (c) 1986-2021 by Cisco Systems, Inc.",
+        "Compiled Mon 08-Feb-21 23:02 by prod_rel_team",
+        "",
+        "ROM: Bootstrap program is C2960X boot loader",
+        "BOOTLDR: C2960X Boot Loader (C2960X-HBOOT-M) Version 15.2(7r)E2, RELEASE SOFTWARE (fc1)",
+        "",
+        &format!("{hostname} uptime is {uptime}"),
+        "System returned to ROM by power-on",
+        "System image file is \"flash:c2960x-universalk9-mz.152-7.E4.bin\"",
+        "Last reload reason: power-on",
+        "",
+        "cisco WS-C2960X-48TS-L (APM86XXX) processor (revision D0) with 524288K bytes of memory.",
+        "Processor board ID FOC2145Z1AB",
+        "Last reset from power-on",
+        "1 Virtual Ethernet interface",
+        "1 FastEthernet interface",
+        "52 Gigabit Ethernet interfaces",
+        "The password-recovery mechanism is enabled.",
+        "",
+        "512K bytes of flash-simulated non-volatile configuration memory.",
+        "Base ethernet MAC Address       : 70:1F:53:A1:B2:00",
+        "Model number                    : WS-C2960X-48TS-L",
+        "System serial number            : FOC2145Z1AB",
+        "",
+        "Switch Ports Model                     SW Version            SW Image",
+        "------ ----- -----                     ----------            ----------",
+        "*    1 52    WS-C2960X-48TS-L          15.2(7)E4             C2960X-UNIVERSALK9-M",
+        "",
+        "Configuration register is 0xF",
+        "",
+    ];
+    String::from_utf8(crlf_lines(lines)).expect("ASCII")
+}
+
+/// IOS's uptime: `1 week, 2 days, 3 hours, 4 minutes`, from the first
+/// non-zero unit on; minutes always.
+fn uptime_text(seconds: u64) -> String {
+    let minutes = seconds / 60;
+    let units = [
+        (minutes / (7 * 24 * 60), "week"),
+        (minutes / (24 * 60) % 7, "day"),
+        (minutes / 60 % 24, "hour"),
+        (minutes % 60, "minute"),
+    ];
+    let first = units
+        .iter()
+        .position(|&(n, _)| n > 0)
+        .unwrap_or(units.len() - 1);
+    let parts: Vec<String> = units[first..]
+        .iter()
+        .map(|&(n, unit)| format!("{n} {unit}{}", if n == 1 { "" } else { "s" }))
+        .collect();
+    parts.join(", ")
+}
+
+/// What the switch prints from a confirmed `reload` to `Press RETURN`.
+fn boot_text(now: SystemTime) -> String {
+    let clock = clock_text(now);
+    let time = clock.split(" UTC").next().unwrap_or_default();
+    let lines = [
+        format!("{time}: %SYS-5-RELOAD: Reload requested by console. Reload Reason: Reload command."),
+        String::new(),
+        "System Bootstrap, Version 15.2(7r)E2, RELEASE SOFTWARE (fc1)".to_owned(),
+        "Technical Support: http://www.cisco.com/techsupport".to_owned(),
+        "Copyright (c) 2020 by cisco Systems, Inc.".to_owned(),
+        String::new(),
+        "Initializing flashfs...".to_owned(),
+        "Loading \"flash:c2960x-universalk9-mz.152-7.E4.bin\"...@@@@@@@@@@@@@@@@@@@@@@@@".to_owned(),
+        "File \"flash:c2960x-universalk9-mz.152-7.E4.bin\" uncompressed and installed, entry point: 0x3000".to_owned(),
+        "executing...".to_owned(),
+        String::new(),
+        "Press RETURN to get started!".to_owned(),
+    ];
+    String::from_utf8(crlf_lines(lines)).expect("UTF-8")
+}
+
+/// `show clock` for `now`: `*HH:MM:SS.mmm UTC Mon Nov 30 2026` (the `*`
+/// says the clock is not set from NTP).
+fn clock_text(now: SystemTime) -> String {
+    const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let seconds = since_epoch.as_secs();
+    let days = seconds / 86_400;
+    let (year, month, day) = civil_from_days(days);
+    let weekday = WEEKDAYS[((days + 4) % 7) as usize]; // 1970-01-01 was a Thursday
+    format!(
+        "*{:02}:{:02}:{:02}.{:03} UTC {weekday} {} {day} {year}",
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+        since_epoch.subsec_millis(),
+        MONTHS[month - 1],
+    )
+}
+
+/// Year, month (1–12) and day of `days` since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, for dates on or after the epoch).
+fn civil_from_days(days: u64) -> (u64, usize, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month as usize, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Feeds `input` and returns what the switch printed, as text.
+    fn send(switch: &mut CiscoSwitch, input: &str) -> String {
+        let mut out = Vec::new();
+        switch.feed(input.as_bytes(), &mut out);
+        String::from_utf8(out).expect("the switch prints UTF-8 here")
+    }
+
+    fn privileged() -> CiscoSwitch {
+        let mut switch = CiscoSwitch::new("SW1");
+        send(&mut switch, "\renable\rcisco\r");
+        assert_eq!(switch.mode(), Mode::Privileged);
+        switch
+    }
+
+    /// Removes every ` --More-- ` and the erase that follows it.
+    fn strip_pager(text: &str) -> String {
+        let more = std::str::from_utf8(MORE_PROMPT).unwrap();
+        let erase = std::str::from_utf8(MORE_ERASE).unwrap();
+        text.replace(&format!("{more}{erase}"), "")
+    }
+
+    #[test]
+    fn starts_silent_and_prompts_on_return() {
+        let mut switch = CiscoSwitch::new("SW1");
+        assert_eq!(send(&mut switch, ""), "");
+        assert_eq!(send(&mut switch, "\r"), "\r\nSW1>");
+        assert_eq!(send(&mut switch, "\r\n"), "\r\nSW1>", "CR LF is one RETURN");
+        assert_eq!(send(&mut switch, "\n\r"), "\r\nSW1>", "LF CR is one RETURN");
+        assert_eq!(send(&mut switch, "\r\r"), "\r\nSW1>\r\nSW1>");
+    }
+
+    #[test]
+    fn echoes_byte_by_byte_and_erases() {
+        let mut switch = CiscoSwitch::new("SW1");
+        let mut echoed = String::new();
+        for byte in "shx".chars() {
+            echoed += &send(&mut switch, &byte.to_string());
+        }
+        assert_eq!(echoed, "shx");
+        assert_eq!(send(&mut switch, "\x7f"), "\x08 \x08");
+        assert_eq!(send(&mut switch, "\x08\x08\x08"), "\x08 \x08\x08 \x08");
+        assert_eq!(
+            send(&mut switch, "\x01\x1b"),
+            "",
+            "control bytes are ignored"
+        );
+        assert_eq!(send(&mut switch, "\r"), "\r\nSW1>");
+    }
+
+    #[test]
+    fn enable_hides_the_password() {
+        let mut switch = CiscoSwitch::new("SW1");
+        assert_eq!(send(&mut switch, "en\r"), "en\r\nPassword: ");
+        assert_eq!(send(&mut switch, "cisco"), "");
+        assert_eq!(send(&mut switch, "\r"), "\r\nSW1#");
+        assert_eq!(send(&mut switch, "disable\r"), "disable\r\nSW1>");
+        send(&mut switch, "enable\r");
+        assert_eq!(
+            send(&mut switch, "cisko\r"),
+            "\r\n% Bad secrets\r\n\r\nSW1>"
+        );
+        assert_eq!(switch.mode(), Mode::UserExec);
+    }
+
+    #[test]
+    fn marks_invalid_input_under_the_bad_word() {
+        let mut switch = privileged();
+        assert_eq!(
+            send(&mut switch, "show foo\r"),
+            "show foo\r\n         ^\r\n% Invalid input detected at '^' marker.\r\n\r\nSW1#"
+        );
+        let mut user = CiscoSwitch::new("SW1");
+        assert_eq!(
+            send(&mut user, "sh run\r"),
+            "sh run\r\n       ^\r\n% Invalid input detected at '^' marker.\r\n\r\nSW1>"
+        );
+        assert_eq!(
+            send(&mut user, "conf t\r"),
+            "conf t\r\n    ^\r\n% Invalid input detected at '^' marker.\r\n\r\nSW1>"
+        );
+        assert_eq!(
+            send(&mut switch, "show version now\r"),
+            "show version now\r\n                 ^\r\n% Invalid input detected at '^' marker.\r\n\r\nSW1#"
+        );
+        assert_eq!(
+            send(&mut switch, "show\r"),
+            "show\r\n% Incomplete command.\r\n\r\nSW1#"
+        );
+        assert_eq!(
+            send(&mut switch, "e\r"),
+            "e\r\n% Ambiguous command:  \"e\"\r\nSW1#"
+        );
+    }
+
+    #[test]
+    fn configuration_modes_and_prompts() {
+        let mut switch = privileged();
+        assert_eq!(
+            send(&mut switch, "conf t\r"),
+            "conf t\r\nEnter configuration commands, one per line.  End with CNTL/Z.\r\nSW1(config)#"
+        );
+        assert_eq!(
+            send(&mut switch, "int Gi1/0/1\r"),
+            "int Gi1/0/1\r\nSW1(config-if)#"
+        );
+        assert_eq!(
+            send(&mut switch, " no shutdown\r"),
+            " no shutdown\r\nSW1(config-if)#"
+        );
+        assert_eq!(send(&mut switch, "exit\r"), "exit\r\nSW1(config)#");
+        assert_eq!(
+            send(&mut switch, "hostname core-1\r"),
+            "hostname core-1\r\ncore-1(config)#"
+        );
+        assert_eq!(
+            send(&mut switch, "line con 0\r"),
+            "line con 0\r\ncore-1(config-line)#"
+        );
+        assert_eq!(send(&mut switch, "\x1a"), "^Z\r\ncore-1#");
+        send(&mut switch, "configure terminal\r");
+        assert!(send(&mut switch, "show clock\r").contains("% Invalid input"));
+        assert!(send(&mut switch, "do show clock\r").contains(" UTC "));
+        assert_eq!(send(&mut switch, "end\r"), "end\r\ncore-1#");
+        send(&mut switch, "conf t\r");
+        assert_eq!(send(&mut switch, "exit\r"), "exit\r\ncore-1#");
+    }
+
+    #[test]
+    fn exit_logs_out_until_return() {
+        let mut switch = privileged();
+        send(&mut switch, "terminal length 0\r");
+        assert_eq!(
+            send(&mut switch, "exit\r"),
+            "exit\r\n\r\n\r\nSW1 con0 is now available\r\n\r\nPress RETURN to get started.\r\n"
+        );
+        assert_eq!(send(&mut switch, "xyz"), "");
+        assert_eq!(send(&mut switch, "\r"), "\r\nSW1>");
+        assert_eq!(switch.mode(), Mode::UserExec);
+    }
+
+    #[test]
+    fn pager_bytes_are_exact() {
+        let mut switch = privileged();
+        send(&mut switch, "terminal length 5\r");
+        let lines = running_config_lines();
+        let first = send(&mut switch, "show running-config\r");
+        let page = |range: std::ops::Range<usize>| -> String {
+            lines[range]
+                .iter()
+                .map(|line| format!("{line}\r\n"))
+                .collect()
+        };
+        assert_eq!(
+            first,
+            format!("show running-config\r\n{} --More-- ", page(0..4))
+        );
+        let erase = std::str::from_utf8(MORE_ERASE).unwrap();
+        assert_eq!(erase.len(), 27);
+        assert_eq!(
+            send(&mut switch, " "),
+            format!("{erase}{} --More-- ", page(4..8))
+        );
+        assert_eq!(
+            send(&mut switch, "\r"),
+            format!("{erase}{} --More-- ", page(8..9))
+        );
+        assert_eq!(
+            send(&mut switch, "\r\n"),
+            format!("{erase}{} --More-- ", page(9..10))
+        );
+        assert_eq!(send(&mut switch, "q"), format!("{erase}SW1#"));
+        assert_eq!(
+            send(&mut switch, "\r"),
+            "\r\nSW1#",
+            "the pager's key is not a command"
+        );
+    }
+
+    #[test]
+    fn paging_with_spaces_yields_the_running_config() {
+        let mut switch = privileged();
+        let mut text = send(&mut switch, "show run\r");
+        let mut pages = 1;
+        while text.ends_with(" --More-- ") {
+            text += &send(&mut switch, " ");
+            pages += 1;
+        }
+        assert_eq!(pages, RUNNING_CONFIG_LINES.div_ceil(23));
+        let text = strip_pager(&text);
+        let body = text
+            .strip_prefix("show run\r\n")
+            .unwrap()
+            .strip_suffix("SW1#")
+            .unwrap();
+        let lines: Vec<&str> = body.strip_suffix("\r\n").unwrap().split("\r\n").collect();
+        assert_eq!(lines, running_config_lines());
+        assert_eq!(lines.len(), RUNNING_CONFIG_LINES);
+        assert_eq!(lines.last(), Some(&"end"));
+        let bytes: usize = lines[3..].iter().map(|line| line.len() + 1).sum();
+        assert_eq!(lines[2], format!("Current configuration : {bytes} bytes"));
+        let descriptions: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.starts_with(" description"))
+            .collect();
+        let unique: std::collections::HashSet<_> = descriptions.iter().collect();
+        assert_eq!(unique.len(), descriptions.len());
+    }
+
+    #[test]
+    fn terminal_length_zero_disables_paging() {
+        let mut switch = privileged();
+        assert_eq!(send(&mut switch, "term len 0\r"), "term len 0\r\nSW1#");
+        let text = send(&mut switch, "sh tech\r");
+        assert!(!text.contains("--More--"));
+        let expected: String = (1..=TECH_SUPPORT_LINES)
+            .map(|n| tech_support_line(n) + "\r\n")
+            .collect();
+        assert_eq!(text, format!("sh tech\r\n{expected}SW1#"));
+        assert!(text.len() > 3_900_000);
+        assert!(tech_support_line(12_345).starts_with("012345 "));
+        assert_eq!(tech_support_line(7).len(), 78);
+        assert!(send(&mut switch, "terminal length 513\r").contains("% Invalid input"));
+    }
+
+    #[test]
+    fn show_version_is_paged_at_the_default_length() {
+        let mut user = CiscoSwitch::new("SW1");
+        let text = send(&mut user, "show ver\r");
+        assert!(text.starts_with("show ver\r\nCisco IOS Software, C2960X Software"));
+        assert!(text.contains("\r\nSW1 uptime is 0 minutes\r\n"));
+        assert!(text.ends_with(" --More-- "));
+        let text = strip_pager(&(text + &send(&mut user, " ")));
+        assert!(text.contains("cisco WS-C2960X-48TS-L (APM86XXX) processor"));
+        assert!(text.ends_with("Configuration register is 0xF\r\n\r\nSW1>"));
+    }
+
+    #[test]
+    fn reload_asks_for_confirmation() {
+        let mut switch = privileged();
+        assert_eq!(
+            send(&mut switch, "reload\r"),
+            "reload\r\nProceed with reload? [confirm]"
+        );
+        assert_eq!(send(&mut switch, "n"), "\r\nSW1#");
+        send(&mut switch, "reload\r");
+        let boot = send(&mut switch, "\r");
+        assert!(boot.starts_with("\r\n*"));
+        assert!(boot.contains("\r\nSystem Bootstrap, Version 15.2"));
+        assert!(boot.ends_with("Press RETURN to get started!\r\n"));
+        assert_eq!(send(&mut switch, "\r"), "\r\nSW1>");
+    }
+
+    #[test]
+    fn crlf_after_a_command_is_not_an_answer() {
+        let mut switch = CiscoSwitch::new("SW1");
+        assert_eq!(send(&mut switch, "enable\r\n"), "enable\r\nPassword: ");
+        assert_eq!(send(&mut switch, "cisco\r\n"), "\r\nSW1#");
+        assert_eq!(
+            send(&mut switch, "reload\r\n"),
+            "reload\r\nProceed with reload? [confirm]"
+        );
+        assert_eq!(send(&mut switch, "n"), "\r\nSW1#");
+    }
+
+    #[test]
+    fn any_chunking_gives_the_same_bytes() {
+        let script = "\ren\rcisco\rterm len 7\rsh run\r \r\r q\rsh ver\r\x03sh tech\r  q\
+                      conf t\rint Gi1/0/2\r desc x\x7fy\r\x1aexit\rxx\r";
+        let mut whole = Vec::new();
+        CiscoSwitch::new("SW1").feed(script.as_bytes(), &mut whole);
+        for chunk in [1, 2, 3, 7, 64] {
+            let mut switch = CiscoSwitch::new("SW1");
+            let mut out = Vec::new();
+            for piece in script.as_bytes().chunks(chunk) {
+                switch.feed(piece, &mut out);
+            }
+            assert!(out == whole, "chunks of {chunk}");
+        }
+        let whole = String::from_utf8(whole).unwrap();
+        assert!(whole.ends_with("Press RETURN to get started.\r\n\r\nSW1>"));
+    }
+
+    #[test]
+    fn clock_and_uptime_formats() {
+        // 2026-11-30 10:21:03.045 UTC
+        let at = UNIX_EPOCH + Duration::from_millis(1_796_034_063_045);
+        assert_eq!(clock_text(at), "*10:21:03.045 UTC Mon Nov 30 2026");
+        assert_eq!(clock_text(UNIX_EPOCH), "*00:00:00.000 UTC Thu Jan 1 1970");
+        assert_eq!(uptime_text(59), "0 minutes");
+        assert_eq!(uptime_text(3600 + 60), "1 hour, 1 minute");
+        assert_eq!(
+            uptime_text(8 * 86_400 + 120),
+            "1 week, 1 day, 0 hours, 2 minutes"
+        );
+        let mut switch = CiscoSwitch::new("SW1");
+        let text = send(&mut switch, "show clock\r");
+        let clock = text.strip_prefix("show clock\r\n*").unwrap();
+        assert!(clock.ends_with("\r\nSW1>"));
+        assert_eq!(clock.as_bytes()[2], b':');
+        assert_eq!(&clock[12..17], " UTC ");
+    }
+}

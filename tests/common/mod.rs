@@ -1,0 +1,121 @@
+//! Shared rig of the end-to-end tests: a simulated device on a real
+//! pseudo-terminal, the real `serialgate` binary as an MCP server over
+//! stdio, and rmcp's client in between.
+#![allow(dead_code)] // each test file uses part of the rig
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use serialgate::client::{GateClient, Outcome};
+use serialgate::sim::{self, Profile, SimHandle};
+use tempfile::TempDir;
+
+/// A device, a gateway and a client.
+pub struct Rig {
+    pub sim: SimHandle,
+    pub client: GateClient,
+    pub dir: TempDir,
+}
+
+/// The gateway binary cargo built for these tests.
+pub fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_serialgate"))
+}
+
+impl Rig {
+    /// Starts `profile` linked at `<tmp>/sw1`, a config with port `sw1` on
+    /// it (cisco-ios preset for the switch, generic for a silent device),
+    /// plus `extra` TOML appended, and a client session.
+    pub async fn start(profile: Profile, extra: &str) -> Rig {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let link = dir.path().join("sw1");
+        let sim = sim::spawn(profile, Some(link.clone()))
+            .await
+            .expect("simulated device");
+        let preset = match profile {
+            Profile::CiscoIos => "cisco-ios",
+            _ => "generic",
+        };
+        let config = format!(
+            "[ports.sw1]\ndevice = {:?}\npreset = \"{preset}\"\n{extra}",
+            link.display()
+        );
+        let client = Self::client_with(&dir, &config).await;
+        Rig { sim, client, dir }
+    }
+
+    /// Writes `config` into `dir` and starts a client session with it.
+    pub async fn client_with(dir: &TempDir, config: &str) -> GateClient {
+        let path: PathBuf = dir.path().join("serialgate.toml");
+        std::fs::write(&path, config).expect("write config");
+        GateClient::spawn(binary(), Some(&path))
+            .await
+            .expect("spawn serialgate")
+    }
+
+    /// Calls a tool.
+    pub async fn call(&self, tool: &str, args: Value) -> Outcome {
+        self.client.call(tool, args).await.expect("MCP transport")
+    }
+
+    /// Calls a tool that must succeed.
+    pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        self.call(tool, args).await.ok()
+    }
+
+    /// Calls a tool that must fail, and returns its error text.
+    pub async fn err(&self, tool: &str, args: Value) -> String {
+        self.call(tool, args).await.err()
+    }
+
+    /// Connects to `sw1`, wakes the switch and enters privileged mode.
+    pub async fn login(&self) {
+        self.ok("connect", json!({"port": "sw1"})).await;
+        self.ok("send_text", json!({"text": ""})).await;
+        let woke = self.ok("read_until_prompt", json!({"timeout": 5})).await;
+        assert_eq!(woke["prompt_text"], "SW1>", "{woke}");
+        self.ok("send_text", json!({"text": "enable"})).await;
+        self.ok(
+            "read_until_prompt",
+            json!({"prompt": "Password: ", "timeout": 5}),
+        )
+        .await;
+        self.ok("send_text", json!({"text": sim::cisco::ENABLE_PASSWORD}))
+            .await;
+        let enabled = self.ok("read_until_prompt", json!({"timeout": 5})).await;
+        assert_eq!(enabled["prompt_text"], "SW1#", "{enabled}");
+    }
+
+    /// Polls `status` until its state is `want` (no event reaches an MCP
+    /// client for a state change, so this is the one poll in the tests).
+    pub async fn wait_state(&self, want: &str, within: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let status = self.ok("status", json!({})).await;
+            if status["state"] == want || tokio::time::Instant::now() >= deadline {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The running config's lines as the switch defines them.
+pub fn running_config() -> Vec<String> {
+    sim::cisco::running_config_lines()
+}
+
+/// A text field of a result.
+pub fn text<'a>(v: &'a Value, field: &str) -> &'a str {
+    v[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text field {field} in {v}"))
+}
+
+/// An integer field of a result.
+pub fn num(v: &Value, field: &str) -> u64 {
+    v[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no integer field {field} in {v}"))
+}
