@@ -90,15 +90,9 @@ impl GateClient {
         Ok(text)
     }
 
-    /// The names of the tools the server lists.
-    pub async fn tool_names(&self) -> anyhow::Result<Vec<String>> {
-        Ok(self
-            .service
-            .list_all_tools()
-            .await?
-            .into_iter()
-            .map(|t| t.name.into_owned())
-            .collect())
+    /// The tools the server lists, with their schemas.
+    pub async fn tools(&self) -> anyhow::Result<Vec<rmcp::model::Tool>> {
+        Ok(self.service.list_all_tools().await?)
     }
 
     /// Ends the session; the server exits when stdin closes.

@@ -12,10 +12,15 @@ use crate::mcp::GateServer;
 /// termination signal arrives; every port is closed before it returns.
 pub async fn serve_stdio(config: Config) -> anyhow::Result<()> {
     if let Some(listen) = &config.server.listen {
-        tracing::warn!("[server] listen = {listen:?} is set, but this build serves MCP over stdio only; the HTTP transport is not built yet");
+        tracing::warn!(
+            "[server] listen = {listen:?} is set, but this build serves MCP over stdio only; the HTTP transport is not built yet"
+        );
     }
     if let Some(dir) = &config.server.log_dir {
-        tracing::warn!("[server] log_dir = {} is set, but transcripts are not written by this build yet", dir.display());
+        tracing::warn!(
+            "[server] log_dir = {} is set, but transcripts are not written by this build yet",
+            dir.display()
+        );
     }
     let shutdown = CancellationToken::new();
     let gateway = Gateway::start(config, shutdown.clone());

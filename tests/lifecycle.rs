@@ -104,7 +104,8 @@ async fn adhoc_device_opens_on_connect_and_closes_on_disconnect() {
 #[tokio::test]
 async fn the_tool_list_is_the_contract() {
     let rig = Rig::start(Profile::Silent, "").await;
-    let mut names = rig.client.tool_names().await.unwrap();
+    let tools = rig.client.tools().await.unwrap();
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
     let mut want = vec![
         "list_ports",
@@ -122,6 +123,40 @@ async fn the_tool_list_is_the_contract() {
     ];
     want.sort();
     assert_eq!(names, want);
+    for tool in &tools {
+        assert!(
+            tool.description.as_deref().is_some_and(|d| d.len() > 40),
+            "{} needs a description",
+            tool.name
+        );
+        assert!(
+            tool.output_schema.is_some(),
+            "{} declares no output schema",
+            tool.name
+        );
+        assert_eq!(
+            tool.input_schema.get("type").and_then(|t| t.as_str()),
+            Some("object"),
+            "{}",
+            tool.name
+        );
+    }
+    let schema = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .input_schema
+            .clone()
+    };
+    assert_eq!(schema("connect")["required"], json!(["port"]));
+    assert_eq!(schema("send_command")["required"], json!(["command"]));
+    assert!(
+        schema("read_output")["properties"]["max_bytes"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("4-65536")
+    );
     let presets = rig.ok("list_presets", json!({})).await;
     let names: Vec<&str> = presets["presets"]
         .as_array()

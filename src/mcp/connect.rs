@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::args::{self, parse};
 use super::session::{Connection, Profile};
-use super::{GateServer, ToolResult};
+use super::{GateServer, ToolError};
 use crate::config::PortConfig;
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::AdhocRequest;
@@ -200,7 +200,7 @@ impl GateServer {
     pub async fn connect(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<ConnectResult> {
+    ) -> Result<Json<ConnectResult>, ToolError> {
         let a: ConnectArgs = parse("connect", raw)?;
         if a.port.trim().is_empty() {
             return Err(
@@ -246,7 +246,7 @@ impl GateServer {
                         gp.config.line
                     )));
                 }
-                if gp.port.state() == PortState::Opening {
+                if gp.port.state() != PortState::Open && !gp.port.ever_opened() {
                     return Err(gp.port.not_open_error());
                 }
             }
@@ -301,7 +301,7 @@ impl GateServer {
     pub async fn disconnect(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<DisconnectResult> {
+    ) -> Result<Json<DisconnectResult>, ToolError> {
         let a: DisconnectArgs = parse("disconnect", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         self.session.remove(&conn.name);

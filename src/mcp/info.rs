@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::parse;
-use super::{GateServer, ToolResult};
+use super::{GateServer, ToolError};
 use crate::devices::{self, SerialDevice};
 use crate::gateway::GatewayPort;
 use crate::port::{PortEvent, PortState};
@@ -145,7 +145,7 @@ impl GateServer {
     /// List the ports this gateway runs (state, settings, retained range)
     /// and the serial devices found on the machine (USB ids, by-id paths).
     #[tool(annotations(read_only_hint = true))]
-    pub async fn list_ports(&self) -> ToolResult<ListPortsResult> {
+    pub async fn list_ports(&self) -> Result<Json<ListPortsResult>, ToolError> {
         let ports = self
             .gateway
             .ports()
@@ -165,7 +165,7 @@ impl GateServer {
     /// List the device presets (prompt regex, pager replies, error
     /// patterns, paging-off command, line settings) that connect accepts.
     #[tool(annotations(read_only_hint = true))]
-    pub async fn list_presets(&self) -> ToolResult<ListPresetsResult> {
+    pub async fn list_presets(&self) -> Result<Json<ListPresetsResult>, ToolError> {
         Ok(Json(ListPresetsResult {
             presets: self.gateway.config().presets.values().cloned().collect(),
         }))
@@ -181,7 +181,7 @@ impl GateServer {
     pub async fn status(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<StatusResult> {
+    ) -> Result<Json<StatusResult>, ToolError> {
         let a: StatusArgs = parse("status", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let port = &conn.port.port;

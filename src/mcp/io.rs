@@ -14,7 +14,7 @@ use super::args::{self, parse};
 use super::connect::compile_regex;
 use super::resources::output_uri;
 use super::session::{Connection, RememberedOutput};
-use super::{GateServer, ToolError, ToolResult, structured_with_links};
+use super::{GateServer, ToolError, structured_with_links};
 use crate::clean::{CleanOptions, clean_output, error_lines};
 use crate::error::{ErrorCode, GateError};
 use crate::log::{CursorError, lossy_text};
@@ -431,7 +431,7 @@ impl GateServer {
     pub async fn send_text(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<SendResult> {
+    ) -> Result<Json<SendResult>, ToolError> {
         let a: SendTextArgs = parse("send_text", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let mut bytes = a.text.into_bytes();
@@ -458,7 +458,7 @@ impl GateServer {
     pub async fn send_hex(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<SendResult> {
+    ) -> Result<Json<SendResult>, ToolError> {
         let a: SendHexArgs = parse("send_hex", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let bytes = args::parse_hex(&a.hex)?;
@@ -490,7 +490,7 @@ impl GateServer {
     pub async fn read_until_prompt(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<ReadUntilPromptResult> {
+    ) -> Result<Json<ReadUntilPromptResult>, ToolError> {
         let a: ReadUntilPromptArgs = parse("read_until_prompt", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let prompt = prompt_arg(&conn, &a.prompt, a.regex)?;
@@ -623,7 +623,7 @@ impl GateServer {
     pub async fn read_available(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<ReadAvailableResult> {
+    ) -> Result<Json<ReadAvailableResult>, ToolError> {
         let a: ReadAvailableArgs = parse("read_available", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let timeout = timeout_arg(a.timeout, 1.0)?;
@@ -661,11 +661,14 @@ impl GateServer {
     /// max_bytes). `truncated` means the cursor was older than the oldest
     /// retained byte and reading resumed there. A cursor beyond head or
     /// inside a character is an error.
-    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ReadOutputArgs>().unwrap_or_default())]
+    #[tool(
+        annotations(read_only_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<ReadOutputArgs>().unwrap_or_default()
+    )]
     pub async fn read_output(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<ReadOutputResult> {
+    ) -> Result<Json<ReadOutputResult>, ToolError> {
         let a: ReadOutputArgs = parse("read_output", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let max_bytes = a.max_bytes.unwrap_or(16384);
@@ -723,7 +726,7 @@ impl GateServer {
     pub async fn clear_buffer(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> ToolResult<ClearBufferResult> {
+    ) -> Result<Json<ClearBufferResult>, ToolError> {
         let a: ClearBufferArgs = parse("clear_buffer", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let head = conn.port.port.log().head();

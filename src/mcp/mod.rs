@@ -49,9 +49,6 @@ impl IntoContents for ToolError {
     }
 }
 
-/// What every tool returns.
-pub type ToolResult<T> = Result<rmcp::Json<T>, ToolError>;
-
 /// One MCP session's server: the shared gateway plus this session's
 /// connections and cursors. stdio has one; HTTP makes one per session.
 #[derive(Clone)]

@@ -10,7 +10,7 @@ mod reader;
 pub mod wait;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -88,6 +88,9 @@ struct Shared {
     events: Mutex<VecDeque<PortEvent>>,
     reconnects: AtomicU64,
     bytes_written: AtomicU64,
+    /// The device was open at least once (a port that never opened is
+    /// `port_unavailable`, one that went away is `port_lost`).
+    ever_opened: AtomicBool,
     /// Cancelled when the port closes; stops the reader task.
     closing: CancellationToken,
 }
@@ -107,6 +110,7 @@ impl Port {
                 events: Mutex::new(VecDeque::new()),
                 reconnects: AtomicU64::new(0),
                 bytes_written: AtomicU64::new(0),
+                ever_opened: AtomicBool::new(false),
                 closing: shutdown.child_token(),
             }),
         };
@@ -186,7 +190,15 @@ impl Port {
         events.push_back(PortEvent { at_unix_ms, what });
     }
 
+    /// Whether the device was ever open.
+    pub fn ever_opened(&self) -> bool {
+        self.shared.ever_opened.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn set_state(&self, state: PortState) {
+        if state == PortState::Open {
+            self.shared.ever_opened.store(true, Ordering::Relaxed);
+        }
         self.shared.state_tx.send_replace(state);
     }
 
@@ -242,27 +254,22 @@ impl Port {
 
     /// The error for an operation on a port that is not open now.
     pub fn not_open_error(&self) -> GateError {
+        let (name, device, why) = (self.name(), &self.spec().device, self.last_event());
         match self.state() {
             PortState::Closed => GateError::new(
                 ErrorCode::PortUnavailable,
-                format!("{} is closed; connect again", self.name()),
+                format!("{name} is closed; connect again"),
             ),
-            PortState::Opening => GateError::new(
+            _ if !self.ever_opened() => GateError::new(
                 ErrorCode::PortUnavailable,
                 format!(
-                    "{} ({}) is not open yet: {}; check the device path and cabling, then retry",
-                    self.name(),
-                    self.spec().device,
-                    self.last_event()
+                    "{name} ({device}) could not be opened: {why}; check the device path, cabling and permissions; it is retried in the background"
                 ),
             ),
             _ => GateError::new(
                 ErrorCode::PortLost,
                 format!(
-                    "{} ({}) is lost: {}; it is reopened automatically when the device returns, check `status`",
-                    self.name(),
-                    self.spec().device,
-                    self.last_event()
+                    "{name} ({device}) is lost: {why}; it is reopened automatically when the device returns, check `status`"
                 ),
             ),
         }

@@ -45,9 +45,7 @@ pub(super) async fn run(port: Port) {
             }
             Err(e) => {
                 port.record(format!("cannot open {}: {e}", spec.device));
-                if port.state() != PortState::Opening {
-                    port.set_state(PortState::Lost);
-                }
+                port.set_state(PortState::Lost);
             }
         }
         first = false;
@@ -57,10 +55,8 @@ pub(super) async fn run(port: Port) {
             _ = port.closing().cancelled() => break,
             _ = tokio::time::sleep_until(retry_at) => {}
         }
-        backoff = (backoff * 2).min(super::reader::BACKOFF_MAX);
-        if port.state() != PortState::Opening {
-            port.set_state(PortState::Reopening);
-        }
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+        port.set_state(PortState::Reopening);
     }
     port.install_writer(None).await;
     port.set_state(PortState::Closed);
