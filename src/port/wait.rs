@@ -102,6 +102,9 @@ pub async fn wait_for_prompt(
         };
         for hit in hits {
             if auto_replies.len() >= max_replies {
+                if replies_capped == 0 {
+                    tracing::warn!(port = %port.name(), "auto-reply cap of {max_replies} reached; further triggers are left unanswered");
+                }
                 replies_capped += 1;
                 continue;
             }
