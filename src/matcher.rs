@@ -8,8 +8,10 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex::bytes::Regex;
 
-/// How far back a regex prompt is rescanned at most: a prompt must fit in
-/// the current line and in this many bytes.
+/// How far back a regex prompt is rescanned at most. A prompt regex that
+/// cannot match a line break is rescanned from the start of the line where
+/// the previous scan ended (bounded by this); one that can match `\n` is
+/// rescanned over this whole window, so such a prompt must fit in 4 KiB.
 pub const REGEX_LOOK_BEHIND: u64 = 4096;
 
 /// A half-open range `[start, end)` of absolute log offsets.
@@ -28,7 +30,19 @@ pub enum Prompt {
     Literal(Vec<u8>),
     /// A `regex::bytes` pattern, multi-line; `$` also matches at the end of
     /// what has arrived.
-    Regex(Regex),
+    Regex(RegexPrompt),
+}
+
+/// A compiled prompt regex and, when its shape allows, a prefilter that
+/// runs the regex only on lines that can end a match.
+#[derive(Debug, Clone)]
+pub struct RegexPrompt {
+    regex: Regex,
+    line_end: Option<LineEndFilter>,
+    /// A match may contain `\n`: rescans then cover the whole 4 KiB
+    /// look-behind, not just the current line (like ripgrep's
+    /// `multi_line_with_matcher`).
+    spans_lines: bool,
 }
 
 impl Prompt {
@@ -43,19 +57,30 @@ impl Prompt {
     /// on how the bytes were chunked; `(?-m)` turns it off.) A size limit
     /// keeps a hostile pattern from taking the daemon's memory.
     pub fn regex(source: &str) -> Result<Prompt, regex::Error> {
-        regex::bytes::RegexBuilder::new(source)
+        let regex = regex::bytes::RegexBuilder::new(source)
             .multi_line(true)
             .size_limit(1 << 20)
             .dfa_size_limit(4 << 20)
+            .build()?;
+        let hir = regex_syntax::ParserBuilder::new()
+            .multi_line(true)
             .build()
-            .map(Prompt::Regex)
+            .parse(source)
+            .ok();
+        let spans_lines = hir.as_ref().is_none_or(can_match_newline);
+        let line_end = hir.as_ref().and_then(LineEndFilter::analyze);
+        Ok(Prompt::Regex(RegexPrompt {
+            regex,
+            line_end,
+            spans_lines,
+        }))
     }
 
     /// The pattern as the user wrote it.
     pub fn source(&self) -> String {
         match self {
             Prompt::Literal(b) => String::from_utf8_lossy(b).into_owned(),
-            Prompt::Regex(r) => r.as_str().to_owned(),
+            Prompt::Regex(r) => r.regex.as_str().to_owned(),
         }
     }
 
@@ -66,8 +91,153 @@ impl Prompt {
             Prompt::Literal(lit) => {
                 memchr::memmem::find(&hay[at..], lit).map(|i| (at + i, at + i + lit.len()))
             }
-            Prompt::Regex(re) => re.find_at(hay, at).map(|m| (m.start(), m.end())),
+            Prompt::Regex(r) => match &r.line_end {
+                Some(filter) => filter.find_at(&r.regex, hay, at),
+                None => r.regex.find_at(hay, at).map(|m| (m.start(), m.end())),
+            },
         }
+    }
+}
+
+/// Where a prompt regex can match, judged from its syntax: when every match
+/// ends at `$` and no match spans a line break, a match can only end at a
+/// line end (or the end of what has arrived) whose preceding byte is one a
+/// match can end with. Console lines end in `\r\n`, so almost every line is
+/// skipped with `memchr` and the regex runs on the last line alone.
+#[derive(Debug, Clone)]
+struct LineEndFilter {
+    /// Bytes a match can end with (before the `$`).
+    last_byte: [bool; 256],
+    /// `$` is multi-line (matches before `\n` too), not only at the end.
+    at_line_ends: bool,
+}
+
+impl LineEndFilter {
+    /// The filter for a pattern, or `None` when its shape does not allow one.
+    fn analyze(hir: &regex_syntax::hir::Hir) -> Option<LineEndFilter> {
+        use regex_syntax::hir::Look;
+        if can_match_newline(hir) {
+            return None;
+        }
+        let at_line_ends = match ending_anchor(hir)? {
+            Look::EndLF => true,
+            Look::End => false,
+            _ => return None,
+        };
+        let mut last_byte = [false; 256];
+        if last_bytes(hir, &mut last_byte) {
+            return None; // the pattern can match the empty string
+        }
+        Some(LineEndFilter {
+            last_byte,
+            at_line_ends,
+        })
+    }
+
+    /// The first match at or after `at`, the same as the regex's own
+    /// `find_at`, found by trying only candidate line ends in order.
+    fn find_at(&self, regex: &Regex, hay: &[u8], at: usize) -> Option<(usize, usize)> {
+        let try_end = |end: usize| -> Option<(usize, usize)> {
+            if end <= at || !self.last_byte[hay[end - 1] as usize] {
+                return None;
+            }
+            let line_start = memchr::memrchr(b'\n', &hay[at..end]).map_or(at, |i| at + i + 1);
+            regex
+                .find_at(&hay[..end], line_start)
+                .map(|m| (m.start(), m.end()))
+        };
+        if self.at_line_ends {
+            for nl in memchr::memchr_iter(b'\n', &hay[at..]) {
+                if let Some(found) = try_end(at + nl) {
+                    return Some(found);
+                }
+            }
+        }
+        try_end(hay.len())
+    }
+}
+
+/// Whether any match of `hir` can contain a `\n` byte.
+fn can_match_newline(hir: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => false,
+        HirKind::Literal(lit) => lit.0.contains(&b'\n'),
+        HirKind::Class(Class::Unicode(c)) => c
+            .ranges()
+            .iter()
+            .any(|r| r.start() <= '\n' && '\n' <= r.end()),
+        HirKind::Class(Class::Bytes(c)) => c
+            .ranges()
+            .iter()
+            .any(|r| r.start() <= b'\n' && b'\n' <= r.end()),
+        HirKind::Repetition(r) => can_match_newline(&r.sub),
+        HirKind::Capture(c) => can_match_newline(&c.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(can_match_newline),
+    }
+}
+
+/// The end-of-text assertion every match ends with, if there is one.
+fn ending_anchor(hir: &regex_syntax::hir::Hir) -> Option<regex_syntax::hir::Look> {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Look(look) => Some(*look),
+        HirKind::Capture(c) => ending_anchor(&c.sub),
+        HirKind::Concat(v) => ending_anchor(v.last()?),
+        HirKind::Alternation(v) => {
+            let first = ending_anchor(v.first()?)?;
+            v.iter()
+                .all(|h| ending_anchor(h) == Some(first))
+                .then_some(first)
+        }
+        _ => None,
+    }
+}
+
+/// Adds the bytes a match of `hir` can end with to `set`; returns whether
+/// `hir` can match the empty string (then what precedes it counts too).
+fn last_bytes(hir: &regex_syntax::hir::Hir, set: &mut [bool; 256]) -> bool {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => true,
+        HirKind::Literal(lit) => match lit.0.last() {
+            Some(&b) => {
+                set[b as usize] = true;
+                false
+            }
+            None => true,
+        },
+        HirKind::Class(Class::Bytes(c)) => {
+            for r in c.ranges() {
+                for b in r.start()..=r.end() {
+                    set[b as usize] = true;
+                }
+            }
+            c.ranges().is_empty()
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            for r in c.ranges() {
+                for ch in r.start()..=r.end().min('\x7f') {
+                    set[ch as usize] = true;
+                }
+                if r.end() > '\x7f' {
+                    // A multi-byte character ends with a continuation byte.
+                    set[0x80..=0xBF].iter_mut().for_each(|b| *b = true);
+                }
+            }
+            c.ranges().is_empty()
+        }
+        HirKind::Repetition(r) => last_bytes(&r.sub, set) || r.min == 0,
+        HirKind::Capture(c) => last_bytes(&c.sub, set),
+        HirKind::Concat(v) => {
+            for h in v.iter().rev() {
+                if !last_bytes(h, set) {
+                    return false;
+                }
+            }
+            true
+        }
+        HirKind::Alternation(v) => v.iter().fold(false, |empty, h| last_bytes(h, set) | empty),
     }
 }
 
@@ -116,6 +286,7 @@ impl PromptScanner {
             Prompt::Literal(lit) => self
                 .scanned_to
                 .saturating_sub(lit.len().saturating_sub(1) as u64),
+            Prompt::Regex(r) if r.spans_lines => self.scanned_to.saturating_sub(REGEX_LOOK_BEHIND),
             Prompt::Regex(_) => {
                 // Rescan the unterminated last line, bounded to 4 KiB: that
                 // is where a prompt sits and where `$` moved.
@@ -378,14 +549,35 @@ mod tests {
         assert!(t.scan(log, 0, 4).is_empty());
     }
 
+    #[test]
+    fn line_end_filter_applies_only_where_it_is_exact() {
+        let has = |src: &str| match Prompt::regex(src).unwrap() {
+            Prompt::Regex(r) => r.line_end.is_some(),
+            Prompt::Literal(_) => unreachable!(),
+        };
+        assert!(has(&crate::presets::builtin("cisco-ios").unwrap().prompt));
+        assert!(has(r"[#>] ?$"));
+        assert!(!has(r"a\s*#$"), "\\s can match a line break");
+        assert!(!has(r"SW1#"), "no end anchor");
+        assert!(!has(r"x?$"), "can match empty");
+    }
+
     proptest! {
         #[test]
         fn any_chunking_equals_one_search(
-            lines in prop::collection::vec("[a-z#> ]{0,12}", 0..30),
+            lines in prop::collection::vec("[a-z#> \r\x08]{0,12}", 0..30),
             chunks in prop::collection::vec(1usize..40, 1..8),
         ) {
             let log = lines.join("\r\n").into_bytes();
-            for p in [Prompt::literal("a#"), Prompt::regex(r"(?m)^[a-z]+[#>] ?$").unwrap(), Prompt::regex(r"b+>").unwrap()] {
+            for p in [
+                Prompt::literal("a#"),
+                Prompt::regex(r"(?m)^[a-z]+[#>] ?$").unwrap(),
+                Prompt::regex(r"b+>").unwrap(),
+                Prompt::regex(r"(?-m)[a-z]# ?$").unwrap(),
+                Prompt::regex(r"a\s*#$").unwrap(),
+                Prompt::regex(&crate::presets::builtin("cisco-ios").unwrap().prompt).unwrap(),
+                Prompt::regex(r"(?:a>|b#|\b[a-z]+) ?$").unwrap(),
+            ] {
                 prop_assert_eq!(scan_chunked(&p, &log, 0, &chunks), reference(&p, &log, 0, &chunks));
             }
         }

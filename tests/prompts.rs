@@ -182,7 +182,9 @@ async fn auto_replies_stop_at_the_cap_of_a_runaway_device() {
     rig.ok("connect", json!({"port": "sw1"})).await;
     let cap = serialgate::port::wait::DEFAULT_MAX_AUTO_REPLIES;
     // A device stuck repeating its pager more often than the cap allows.
-    rig.sim.inject("--More--\r\n".repeat(cap + 50).as_bytes()).await;
+    rig.sim
+        .inject("--More--\r\n".repeat(cap + 50).as_bytes())
+        .await;
     rig.sim.inject(b"END>").await;
     let r = rig
         .ok(
@@ -192,6 +194,10 @@ async fn auto_replies_stop_at_the_cap_of_a_runaway_device() {
         .await;
     assert_eq!(r["matched"], true);
     assert_eq!(num(&r, "auto_replies"), cap as u64);
-    assert!(rig.sim.wait_received(&vec![b' '; cap], std::time::Duration::from_secs(5)).await);
+    assert!(
+        rig.sim
+            .wait_received(&vec![b' '; cap], std::time::Duration::from_secs(5))
+            .await
+    );
     assert_eq!(rig.sim.received().len(), cap, "no reply past the cap");
 }
