@@ -38,7 +38,7 @@ pub enum Prompt {
 #[derive(Debug, Clone)]
 pub struct RegexPrompt {
     regex: Regex,
-    line_end: Option<LineEndFilter>,
+    line_end: Option<Box<LineEndFilter>>,
     /// A match may contain `\n`: rescans then cover the whole 4 KiB
     /// look-behind, not just the current line (like ripgrep's
     /// `multi_line_with_matcher`).
@@ -68,7 +68,7 @@ impl Prompt {
             .parse(source)
             .ok();
         let spans_lines = hir.as_ref().is_none_or(can_match_newline);
-        let line_end = hir.as_ref().and_then(LineEndFilter::analyze);
+        let line_end = hir.as_ref().and_then(LineEndFilter::analyze).map(Box::new);
         Ok(Prompt::Regex(RegexPrompt {
             regex,
             line_end,
