@@ -3,7 +3,7 @@
 //! output is captured while no agent is attached.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -33,7 +33,8 @@ pub struct Gateway {
 }
 
 struct Shared {
-    config: Config,
+    /// The config in force; replaced whole by [`Gateway::reload`].
+    config: RwLock<Arc<Config>>,
     ports: Mutex<BTreeMap<String, Entry>>,
     shutdown: CancellationToken,
 }
@@ -50,41 +51,97 @@ impl Gateway {
     pub fn start(config: Config, shutdown: CancellationToken) -> Gateway {
         let mut ports = BTreeMap::new();
         for (name, pc) in &config.ports {
-            let spec = PortSpec {
-                name: name.clone(),
-                device: pc.device.clone(),
-                line: pc.line,
-                retention: config.server.retention,
-            };
-            let port = Port::start(spec, &shutdown);
-            ports.insert(
-                name.clone(),
-                Entry {
-                    port: GatewayPort {
-                        port,
-                        config: pc.clone(),
-                        adhoc: false,
-                    },
-                    users: 0,
-                },
-            );
+            ports.insert(name.clone(), Self::start_configured(&config, pc, &shutdown));
         }
         Gateway {
             shared: Arc::new(Shared {
-                config,
+                config: RwLock::new(Arc::new(config)),
                 ports: Mutex::new(ports),
                 shutdown,
             }),
         }
     }
 
+    fn start_configured(config: &Config, pc: &PortConfig, shutdown: &CancellationToken) -> Entry {
+        let spec = PortSpec {
+            name: pc.name.clone(),
+            device: pc.device.clone(),
+            line: pc.line,
+            retention: config.server.retention,
+        };
+        let port = Port::start(spec, shutdown);
+        Entry {
+            port: GatewayPort {
+                port,
+                config: pc.clone(),
+                adhoc: false,
+            },
+            users: 0,
+        }
+    }
+
+    /// Applies a new config (SIGHUP): added ports open, removed ports
+    /// close, changed ports reopen with a fresh log, and unchanged ports
+    /// keep their log, their device and their sessions. Returns what
+    /// changed, as `(added, removed, changed)` port names.
+    pub async fn reload(&self, config: Config) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+        let mut closing = Vec::new();
+        {
+            let mut ports = self.lock();
+            let old = self.config();
+            let retention_changed = old.server.retention != config.server.retention;
+            for (name, entry) in ports.iter() {
+                if entry.port.adhoc {
+                    continue;
+                }
+                match config.ports.get(name) {
+                    None => removed.push(name.clone()),
+                    Some(pc) if *pc != entry.port.config || retention_changed => {
+                        changed.push(name.clone())
+                    }
+                    Some(_) => {}
+                }
+            }
+            for name in removed.iter().chain(&changed) {
+                if let Some(entry) = ports.remove(name) {
+                    closing.push(entry.port.port);
+                }
+            }
+            for (name, pc) in &config.ports {
+                if !ports.contains_key(name) {
+                    if !changed.contains(name) {
+                        added.push(name.clone());
+                    }
+                    ports.insert(
+                        name.clone(),
+                        Self::start_configured(&config, pc, &self.shared.shutdown),
+                    );
+                }
+            }
+            *self
+                .shared
+                .config
+                .write()
+                .unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
+        }
+        for port in closing {
+            port.close().await;
+        }
+        (added, removed, changed)
+    }
+
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
         self.shared.ports.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The loaded configuration.
-    pub fn config(&self) -> &Config {
-        &self.shared.config
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.shared
+            .config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Every running port, by name.
@@ -136,7 +193,8 @@ impl Gateway {
     }
 
     async fn open_adhoc(&self, path: &str, req: &AdhocRequest) -> Result<GatewayPort, GateError> {
-        let server = &self.shared.config.server;
+        let config = self.config();
+        let server = &config.server;
         if !server.allow_adhoc {
             return Err(GateError::new(
                 ErrorCode::Forbidden,
@@ -163,19 +221,17 @@ impl Gateway {
                 "a port named {name:?} already exists; pick another `name`"
             )));
         }
-        let mut config = self
-            .shared
-            .config
+        let mut port_config = config
             .resolve_port(&name, path, req.preset.as_deref())
             .map_err(GateError::invalid)?;
         if let Some(line) = req.line {
-            config.line = line;
+            port_config.line = line;
         }
-        config.line.validate().map_err(GateError::invalid)?;
+        port_config.line.validate().map_err(GateError::invalid)?;
         let spec = PortSpec {
             name: name.clone(),
             device: path.to_owned(),
-            line: config.line,
+            line: port_config.line,
             retention: server.retention,
         };
         let port = Port::start(spec, &self.shared.shutdown);
@@ -198,7 +254,7 @@ impl Gateway {
         }
         let gp = GatewayPort {
             port,
-            config,
+            config: port_config,
             adhoc: true,
         };
         let inserted = {

@@ -210,13 +210,8 @@ impl GateServer {
         if let Some(preset) = &a.preset
             && !self.gateway.config().presets.contains_key(preset)
         {
-            let names: Vec<&str> = self
-                .gateway
-                .config()
-                .presets
-                .keys()
-                .map(String::as_str)
-                .collect();
+            let config = self.gateway.config();
+            let names: Vec<&str> = config.presets.keys().map(String::as_str).collect();
             return Err(GateError::invalid(format!(
                 "unknown preset {preset:?}; presets: {}",
                 names.join(", ")
