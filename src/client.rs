@@ -1,16 +1,23 @@
-//! A small MCP client of the gateway, over the real stdio transport: the
-//! demo, the end-to-end tests and the benchmarks drive the `serialgate`
-//! binary through it exactly as an agent's client would.
+//! A small MCP client of the gateway, over the real stdio transport or
+//! streamable HTTP: the demo, the end-to-end tests and the benchmarks drive
+//! the `serialgate` binary through it exactly as an agent's client would.
 
 use std::path::Path;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
+use std::collections::HashMap;
+
+use axum::http::{HeaderName, HeaderValue};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ProtocolVersion, ReadResourceRequestParams,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
-/// A connected MCP client session with a `serialgate serve` child process.
+/// A connected MCP client session with a `serialgate serve` child process,
+/// or with a gateway serving streamable HTTP.
 pub struct GateClient {
     service: RunningService<RoleClient, ()>,
 }
@@ -61,6 +68,35 @@ impl GateClient {
         Ok(GateClient { service })
     }
 
+    /// Connects to a gateway's streamable HTTP endpoint (e.g.
+    /// `http://127.0.0.1:7301/mcp`) and opens an MCP session
+    /// (`initialize`, `Mcp-Session-Id`), sending `Authorization: Bearer
+    /// <token>` when a token is given.
+    pub async fn connect_http(url: &str, token: Option<&str>) -> anyhow::Result<GateClient> {
+        let transport = StreamableHttpClientTransport::from_config(http_config(url, token, None)?);
+        let service = ().serve(transport).await?;
+        Ok(GateClient { service })
+    }
+
+    /// Connects like [`GateClient::connect_http`], but as a sessionless
+    /// client of protocol version `2026-07-28` (`server/discover`, every
+    /// request self-contained). `client_key` is sent as the
+    /// `Serialgate-Session` header, which keeps this client's state apart
+    /// from other clients using the same token.
+    pub async fn connect_http_sessionless(
+        url: &str,
+        token: Option<&str>,
+        client_key: Option<&str>,
+    ) -> anyhow::Result<GateClient> {
+        let transport =
+            StreamableHttpClientTransport::from_config(http_config(url, token, client_key)?);
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let service = ().serve_with_lifecycle(transport, lifecycle).await?;
+        Ok(GateClient { service })
+    }
+
     /// Calls a tool with JSON arguments (an object, or null for none).
     pub async fn call(&self, tool: &str, args: Value) -> anyhow::Result<Outcome> {
         Ok(to_outcome(self.call_raw(tool, args).await?))
@@ -100,6 +136,28 @@ impl GateClient {
         self.service.cancel().await?;
         Ok(())
     }
+}
+
+/// The HTTP client transport's config: the URL, the bearer token and the
+/// `Serialgate-Session` header.
+fn http_config(
+    url: &str,
+    token: Option<&str>,
+    client_key: Option<&str>,
+) -> anyhow::Result<StreamableHttpClientTransportConfig> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    if let Some(key) = client_key {
+        let mut headers = HashMap::new();
+        headers.insert(
+            HeaderName::from_static("serialgate-session"),
+            HeaderValue::from_str(key)?,
+        );
+        config = config.custom_headers(headers);
+    }
+    Ok(config)
 }
 
 /// Maps a result to an [`Outcome`]: `isError` results by their text.

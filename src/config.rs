@@ -35,8 +35,8 @@ pub const DEFAULT_ADHOC_DEVICES: [&str; 3] =
 pub struct Config {
     /// The `[server]` table.
     pub server: ServerConfig,
-    /// HTTP access tokens (`[[tokens]]`), parsed and checked but not yet
-    /// enforced by anything.
+    /// HTTP access tokens (`[[tokens]]`), their secrets read from their
+    /// files (and kept only as digests); enforced by [`crate::http`].
     pub tokens: Vec<TokenConfig>,
     /// Built-in presets plus the user's, all resolved.
     pub presets: BTreeMap<String, Preset>,
@@ -50,6 +50,8 @@ pub struct Config {
 pub struct ServerConfig {
     /// Address (`host:port`) for streamable HTTP at `/mcp`; none: stdio only.
     pub listen: Option<String>,
+    /// How HTTP callers authenticate (`auth`, default bearer tokens).
+    pub auth: AuthMode,
     /// Output bytes kept per port ([`DEFAULT_RETENTION`] unless set).
     pub retention: usize,
     /// Directory for per-port transcripts; none: no transcripts.
@@ -64,6 +66,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: None,
+            auth: AuthMode::Token,
             retention: DEFAULT_RETENTION,
             log_dir: None,
             allow_adhoc: false,
@@ -110,13 +113,60 @@ pub enum TokenAccess {
     Admin,
 }
 
+/// How HTTP callers authenticate (`[server] auth`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// `Authorization: Bearer <secret>` of one of the `[[tokens]]` (default).
+    #[default]
+    Token,
+    /// No authentication: every caller has full access. Only allowed on a
+    /// loopback listen address, and only when said explicitly.
+    None,
+}
+
+/// A token's secret, kept only as its SHA-256 digest: compared in constant
+/// time, never shown (`Debug` prints a placeholder) and never serialized.
+#[derive(Clone)]
+pub struct TokenSecret([u8; 32]);
+
+impl TokenSecret {
+    /// The digest of `secret` (the file's content, already trimmed).
+    pub fn new(secret: &[u8]) -> TokenSecret {
+        use sha2::Digest;
+        TokenSecret(sha2::Sha256::digest(secret).into())
+    }
+
+    /// The SHA-256 digest of the secret.
+    pub fn digest(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for TokenSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TokenSecret(<redacted>)")
+    }
+}
+
+impl PartialEq for TokenSecret {
+    fn eq(&self, other: &TokenSecret) -> bool {
+        use subtle::ConstantTimeEq;
+        self.0.ct_eq(&other.0).into()
+    }
+}
+
 /// One `[[tokens]]` entry: a bearer token for the HTTP transport.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TokenConfig {
     /// Name shown in logs and the audit trail.
     pub name: String,
     /// File holding the secret (the secret itself is never in the config).
+    /// A relative path is relative to the config file's directory.
     pub secret_file: PathBuf,
+    /// The secret read from `secret_file` (its content, trimmed).
+    #[serde(skip)]
+    pub secret: TokenSecret,
     /// Globs of port names the token reaches.
     pub ports: Vec<String>,
     /// What the token may do.
@@ -549,6 +599,7 @@ struct RawFile {
 #[serde(deny_unknown_fields, expecting = "a [server] table")]
 struct RawServer {
     listen: Option<Spanned<String>>,
+    auth: Option<Spanned<AuthMode>>,
     retention: Option<Spanned<Size>>,
     log_dir: Option<Spanned<PathBuf>>,
     allow_adhoc: Option<bool>,
@@ -560,7 +611,7 @@ struct RawServer {
 struct RawToken {
     name: Spanned<String>,
     secret_file: Spanned<PathBuf>,
-    ports: Vec<Spanned<String>>,
+    ports: Spanned<Vec<Spanned<String>>>,
     #[serde(default = "read_access")]
     access: TokenAccess,
 }
@@ -795,8 +846,22 @@ fn regex_error(e: &regex::Error) -> String {
 
 impl RawFile {
     fn resolve(self, src: &Source) -> Result<Config, ConfigError> {
+        let listen_span = self.server.listen.as_ref().map(|l| l.span());
+        let auth_span = self.server.auth.as_ref().map(|a| a.span());
         let server = self.server.resolve(src)?;
         let tokens = resolve_tokens(self.tokens, src)?;
+        if let (Some(listen), Some(span)) = (&server.listen, listen_span) {
+            let loopback = listen_is_loopback(listen);
+            check_http_auth(server.auth, tokens.is_empty(), loopback).map_err(|e| {
+                // An `auth` the listen address refuses is the auth's fault.
+                match auth_span {
+                    Some(a) if server.auth == AuthMode::None => {
+                        src.error(a, format!("server.auth: {e}"))
+                    }
+                    _ => src.error(span, format!("server.listen: {e}")),
+                }
+            })?;
+        }
         let presets = resolve_presets(self.presets, src)?;
         let ports = resolve_ports(self.ports, &presets, src)?;
         Ok(Config {
@@ -815,6 +880,9 @@ impl RawServer {
             check_listen(listen.get_ref())
                 .map_err(|e| src.error(listen.span(), format!("server.listen: {e}")))?;
             s.listen = Some(listen.into_inner());
+        }
+        if let Some(auth) = self.auth {
+            s.auth = auth.into_inner();
         }
         if let Some(r) = self.retention {
             let bytes = r.get_ref().0;
@@ -845,8 +913,8 @@ impl RawServer {
     }
 }
 
-/// `host:port`, with an IPv6 host in brackets.
-fn check_listen(s: &str) -> Result<(), String> {
+/// Checks a listen address: `host:port`, with an IPv6 host in brackets.
+pub fn check_listen(s: &str) -> Result<(), String> {
     if s.parse::<std::net::SocketAddr>().is_ok() {
         return Ok(());
     }
@@ -862,6 +930,49 @@ fn check_listen(s: &str) -> Result<(), String> {
         Err(format!(
             "{s:?} is not host:port; use e.g. \"127.0.0.1:7301\""
         ))
+    }
+}
+
+/// Whether a `host:port` listen address is on the loopback interface, as
+/// far as the text says: a loopback IP, or `localhost`. Any other name
+/// counts as not loopback (the serving code checks the address it bound).
+pub fn listen_is_loopback(listen: &str) -> bool {
+    if let Ok(addr) = listen.parse::<std::net::SocketAddr>() {
+        return addr.ip().to_canonical().is_loopback();
+    }
+    listen
+        .rsplit_once(':')
+        .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+}
+
+/// The rule of DESIGN §6 for the HTTP transport: it never runs without
+/// authentication unless the operator says so explicitly, and only on
+/// loopback. `no_tokens`: no `[[tokens]]` are configured. The error says
+/// what to change.
+pub fn check_http_auth(auth: AuthMode, no_tokens: bool, loopback: bool) -> Result<(), String> {
+    match (auth, no_tokens, loopback) {
+        (AuthMode::None, _, false) => Err(
+            "auth = \"none\" is only allowed on a loopback listen address (127.0.0.1, ::1, localhost); \
+             add [[tokens]] and remove auth = \"none\" to serve other hosts"
+                .into(),
+        ),
+        (AuthMode::None, false, true) => Err(
+            "auth = \"none\" but [[tokens]] are configured; remove auth = \"none\" to require the tokens, \
+             or remove the [[tokens]]"
+                .into(),
+        ),
+        (AuthMode::None, true, true) => Ok(()),
+        (AuthMode::Token, true, false) => Err(
+            "HTTP on a non-loopback address needs authentication, and no [[tokens]] are configured; \
+             add a [[tokens]] entry (name, secret_file, ports, access)"
+                .into(),
+        ),
+        (AuthMode::Token, true, true) => Err(
+            "no [[tokens]] are configured; add a [[tokens]] entry, or set auth = \"none\" in [server] \
+             to serve this loopback address without authentication"
+                .into(),
+        ),
+        (AuthMode::Token, false, _) => Ok(()),
     }
 }
 
@@ -883,8 +994,10 @@ fn check_globs(
 }
 
 fn resolve_tokens(raw: Vec<RawToken>, src: &Source) -> Result<Vec<TokenConfig>, ConfigError> {
+    // Check every entry's keys first, then read the secret files: a typo is
+    // reported as such even when a file is missing.
     let mut names = BTreeSet::new();
-    let mut tokens = Vec::new();
+    let mut checked = Vec::new();
     for (i, t) in raw.into_iter().enumerate() {
         let path = format!("tokens[{i}]");
         let name = t.name.get_ref();
@@ -903,14 +1016,74 @@ fn resolve_tokens(raw: Vec<RawToken>, src: &Source) -> Result<Vec<TokenConfig>, 
                 format!("{path}.secret_file: it is empty"),
             ));
         }
+        if t.ports.get_ref().is_empty() {
+            return Err(src.error(
+                t.ports.span(),
+                format!("{path}.ports: it is empty, so the token reaches no port; list globs of port names, e.g. [\"core-*\"] or [\"*\"]"),
+            ));
+        }
+        let ports = check_globs(t.ports.into_inner(), &format!("{path}.ports"), src)?;
+        checked.push((path, t.name.into_inner(), t.secret_file, ports, t.access));
+    }
+    let mut tokens: Vec<TokenConfig> = Vec::new();
+    for (path, name, file, ports, access) in checked {
+        let secret = read_secret(file.get_ref(), src)
+            .map_err(|e| src.error(file.span(), format!("{path}.secret_file: {e}")))?;
+        if let Some(other) = tokens.iter().find(|t| t.secret == secret) {
+            return Err(src.error(
+                file.span(),
+                format!(
+                    "{path}.secret_file: the secret is the same as token {:?}'s; give every token its own secret",
+                    other.name
+                ),
+            ));
+        }
         tokens.push(TokenConfig {
-            name: t.name.into_inner(),
-            secret_file: t.secret_file.into_inner(),
-            ports: check_globs(t.ports, &format!("{path}.ports"), src)?,
-            access: t.access,
+            name,
+            secret_file: file.into_inner(),
+            secret,
+            ports,
+            access,
         });
     }
     Ok(tokens)
+}
+
+/// Reads a token's secret: the file's content, trimmed. A relative path is
+/// relative to the config file's directory. Warns when the file may be read
+/// by others than its owner.
+fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
+    let path = if file.is_relative() {
+        Path::new(src.file)
+            .parent()
+            .map_or_else(|| file.to_path_buf(), |dir| dir.join(file))
+    } else {
+        file.to_path_buf()
+    };
+    let text = std::fs::read(&path)
+        .map_err(|e| format!("cannot read the secret file {}: {e}", path.display()))?;
+    let secret = text.trim_ascii();
+    if secret.is_empty() {
+        return Err(format!(
+            "the secret file {} is empty; put a long random secret in it, e.g. `openssl rand -hex 32 > {}`",
+            path.display(),
+            path.display()
+        ));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(&path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                "the secret file {} may be read by other users (mode {:o}); chmod 600 it",
+                path.display(),
+                meta.permissions().mode() & 0o777
+            );
+        }
+    }
+    Ok(TokenSecret::new(secret))
 }
 
 /// A user preset waiting to be resolved.
@@ -1115,7 +1288,7 @@ adhoc_devices = ["/dev/ttyUSB*", "/dev/serial/by-id/*"]
 
 [[tokens]]
 name = "noc-agent"
-secret_file = "/etc/serialgate/tokens/noc-agent"
+secret_file = "tokens/noc-agent"
 ports = ["core-*"]
 access = "write"
 
@@ -1148,7 +1321,11 @@ device = "/dev/ttyUSB2"
 
     #[test]
     fn full_example_resolves() {
-        let c = parse(FULL);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("tokens")).unwrap();
+        std::fs::write(dir.path().join("tokens/noc-agent"), "  s3cret-s3cret\n\n").unwrap();
+        let file = dir.path().join("serialgate.toml");
+        let c = Config::parse(FULL, &file.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.server.listen.as_deref(), Some("127.0.0.1:7301"));
         assert_eq!(c.server.retention, 16 << 20);
         assert_eq!(c.server.log_dir, Some(PathBuf::from("/var/log/serialgate")));
@@ -1161,7 +1338,8 @@ device = "/dev/ttyUSB2"
             c.tokens,
             [TokenConfig {
                 name: "noc-agent".into(),
-                secret_file: "/etc/serialgate/tokens/noc-agent".into(),
+                secret_file: "tokens/noc-agent".into(),
+                secret: TokenSecret::new(b"s3cret-s3cret"),
                 ports: vec!["core-*".into()],
                 access: TokenAccess::Write,
             }]
@@ -1236,7 +1414,7 @@ device = "/dev/ttyUSB2"
             c.server.adhoc_devices,
             ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*"]
         );
-        assert_eq!(c.presets.len(), 7);
+        assert_eq!(c.presets.len(), presets::builtin_presets().len());
         assert!(c.ports.is_empty() && c.tokens.is_empty());
     }
 
@@ -1594,7 +1772,7 @@ device = "/dev/ttyUSB2"
             .resolve_port("r1", "/dev/ttyUSB0", Some("nope"))
             .unwrap_err();
         assert!(
-            e.contains("unknown preset \"nope\"") && e.contains("cisco-nxos, generic, huawei-vrp"),
+            e.contains("unknown preset \"nope\"") && e.contains("cisco-nxos, generic, "),
             "{e}"
         );
         let e = c
@@ -1641,5 +1819,141 @@ device = "/dev/ttyUSB2"
             "1:10",
             &["server: invalid type: integer `3`, expected a [server] table"],
         );
+    }
+
+    /// A directory with secret files `a` and `b` (and an empty one), and
+    /// the config file name to parse with inside it.
+    fn secrets() -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), "alpha-secret\n").unwrap();
+        std::fs::write(dir.path().join("b"), "beta-secret").unwrap();
+        std::fs::write(dir.path().join("empty"), " \n\t\n").unwrap();
+        let file = dir.path().join("c.toml").display().to_string();
+        (dir, file)
+    }
+
+    fn parse_in(file: &str, text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, file)
+    }
+
+    fn token_toml(name: &str, secret_file: &str) -> String {
+        format!("[[tokens]]\nname = \"{name}\"\nsecret_file = \"{secret_file}\"\nports = [\"*\"]\n")
+    }
+
+    #[test]
+    fn token_secrets_are_read_trimmed_and_hidden() {
+        let (dir, file) = secrets();
+        let abs = dir.path().join("b").display().to_string();
+        let text = token_toml("a", "a") + &token_toml("b", &abs);
+        let c = parse_in(&file, &text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.tokens[0].secret, TokenSecret::new(b"alpha-secret"));
+        assert_eq!(c.tokens[1].secret, TokenSecret::new(b"beta-secret"));
+        assert_eq!(c.tokens[0].access, TokenAccess::Read, "read by default");
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("alpha") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        let json = serde_json::to_string(&c.tokens).unwrap();
+        assert!(!json.contains("secret\":"), "{json}");
+    }
+
+    #[test]
+    fn token_secret_errors_point_at_the_file() {
+        let (_dir, file) = secrets();
+        let e = parse_in(&file, &token_toml("a", "nope")).unwrap_err();
+        assert_eq!((e.line, e.col), (3, 15), "{e}");
+        assert!(
+            e.message
+                .starts_with("tokens[0].secret_file: cannot read the secret file ")
+                && e.message.contains("nope"),
+            "{e}"
+        );
+        let e = parse_in(&file, &(token_toml("a", "a") + &token_toml("e", "empty"))).unwrap_err();
+        assert_eq!((e.line, e.col), (7, 15), "{e}");
+        assert!(e.message.contains("is empty"), "{e}");
+        let e = parse_in(&file, &(token_toml("a", "a") + &token_toml("b", "./a"))).unwrap_err();
+        assert!(e.message.contains("the same as token \"a\"'s"), "{e}");
+        let e = parse_in(
+            &file,
+            "[[tokens]]\nname = \"a\"\nsecret_file = \"a\"\nports = []\n",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.col), (4, 9), "{e}");
+        assert!(e.message.contains("tokens[0].ports: it is empty"), "{e}");
+    }
+
+    #[test]
+    fn http_needs_auth() {
+        let (_dir, file) = secrets();
+        let with_token = token_toml("a", "a");
+        let ok = |text: &str| parse_in(&file, text).unwrap_or_else(|e| panic!("{e}"));
+        let err = |text: &str| parse_in(&file, text).unwrap_err();
+
+        let c = ok(&format!(
+            "[server]\nlisten = \"0.0.0.0:7301\"\n{with_token}"
+        ));
+        assert_eq!(c.server.auth, AuthMode::Token);
+        ok("[server]\nlisten = \"127.0.0.1:7301\"\nauth = \"none\"\n");
+        ok("[server]\nlisten = \"localhost:7301\"\nauth = \"none\"\n");
+        ok("[server]\nlisten = \"[::1]:7301\"\nauth = \"none\"\n");
+        // without listen, nothing is served over HTTP: nothing to check
+        ok("[server]\nauth = \"none\"\n");
+
+        let e = err("[server]\nlisten = \"0.0.0.0:7301\"\n");
+        assert_eq!((e.line, e.col), (2, 10));
+        assert!(
+            e.message
+                .starts_with("server.listen: HTTP on a non-loopback address needs authentication"),
+            "{e}"
+        );
+        let e = err("[server]\nlisten = \"127.0.0.1:7301\"\n");
+        assert!(
+            e.message.contains("no [[tokens]] are configured")
+                && e.message.contains("set auth = \"none\""),
+            "{e}"
+        );
+        let e = err("[server]\nlisten = \"10.1.2.3:7301\"\nauth = \"none\"\n");
+        assert_eq!((e.line, e.col), (3, 8));
+        assert!(
+            e.message
+                .starts_with("server.auth: auth = \"none\" is only allowed on a loopback"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "[server]\nlisten = \"console-host:7301\"\nauth = \"none\"\n{with_token}"
+        ));
+        assert!(e.message.contains("only allowed on a loopback"), "{e}");
+        let e = err(&format!(
+            "[server]\nlisten = \"127.0.0.1:7301\"\nauth = \"none\"\n{with_token}"
+        ));
+        assert!(e.message.contains("but [[tokens]] are configured"), "{e}");
+        let e = err("[server]\nauth = \"basic\"\n");
+        assert!(
+            e.message.contains("server.auth: unknown variant `basic`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn loopback_listen_addresses() {
+        for yes in [
+            "127.0.0.1:7301",
+            "127.1.2.3:1",
+            "[::1]:7301",
+            "localhost:7301",
+            "[::ffff:127.0.0.1]:80",
+        ] {
+            assert!(listen_is_loopback(yes), "{yes}");
+        }
+        for no in [
+            "0.0.0.0:7301",
+            "[::]:7301",
+            "10.0.0.1:7301",
+            "console-host:7301",
+            "localhost.evil:1",
+        ] {
+            assert!(!listen_is_loopback(no), "{no}");
+        }
     }
 }

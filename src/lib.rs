@@ -8,9 +8,11 @@
 //! - [`log`]: the OutputLog, every byte a device sent at absolute offsets.
 //! - [`matcher`]: incremental prompt and auto-reply trigger matching.
 //! - [`clean`]: what an engineer would read, from raw console bytes.
+//! - [`terminal`]: key names, the VT100 screen, terminal query answers.
 //! - [`port`]: one serial line: device, reader task, writer, state, waits.
 //! - [`gateway`]: every port of the daemon, configured or ad-hoc.
-//! - [`mcp`]: the MCP tools, thin over the ports; [`serve`] runs them.
+//! - [`mcp`]: the MCP tools, thin over the ports; [`serve`] runs them over
+//!   stdio, [`http`] over streamable HTTP with bearer tokens.
 //! - [`devices`]: serial devices present on the machine.
 //! - [`error`]: the stable error codes of tool results.
 //! - [`sim`]: simulated devices on pseudo-terminals (tests, demo, benches).
@@ -26,6 +28,7 @@ pub mod demo;
 pub mod devices;
 pub mod error;
 pub mod gateway;
+pub mod http;
 pub mod log;
 pub mod matcher;
 pub mod mcp;
@@ -35,4 +38,6 @@ pub mod presets;
 pub mod serve;
 pub mod settings;
 pub mod sim;
+pub mod transcript;
+pub mod terminal;
 pub mod udev;

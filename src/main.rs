@@ -17,11 +17,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the gateway: open the configured ports and serve MCP over stdio.
+    /// Run the gateway: open the configured ports and serve MCP over stdio,
+    /// or over streamable HTTP at http://ADDR/mcp with --http ADDR or
+    /// [server] listen (then stdio is not served).
     Serve {
         /// Config file (TOML). Without it: no configured ports, built-in presets.
         #[arg(long, short)]
         config: Option<PathBuf>,
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
+        /// 127.0.0.1:7301 (port 0: any free port; the address is printed).
+        /// Overrides [server] listen.
+        #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+        http: Option<String>,
+        /// Serve stdio even when the config sets [server] listen.
+        #[arg(long)]
+        stdio: bool,
     },
     /// Validate a config file and print the ports and presets it defines.
     CheckConfig {
@@ -69,12 +79,17 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve { config } => {
+            Command::Serve {
+                config,
+                http,
+                stdio,
+            } => {
                 let config = match config {
                     Some(path) => Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?,
                     None => Config::default_with_builtins(),
                 };
-                serialgate::serve::serve_stdio(config).await
+                let transport = serialgate::serve::Transport::choose(&config, http, stdio);
+                serialgate::serve::serve(config, transport).await
             }
             Command::CheckConfig { file } => check_config(&file),
             Command::ListPorts => {
@@ -106,6 +121,31 @@ fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
     }
     if config.ports.is_empty() {
         println!("  (none)");
+    }
+    if let Some(listen) = &config.server.listen {
+        println!(
+            "http: http://{listen}/mcp, auth {}",
+            match config.server.auth {
+                serialgate::config::AuthMode::Token => "token",
+                serialgate::config::AuthMode::None => "none",
+            }
+        );
+    }
+    if !config.tokens.is_empty() {
+        println!("tokens:");
+        for t in &config.tokens {
+            println!(
+                "  {}: {} access, ports {} (secret from {})",
+                t.name,
+                match t.access {
+                    serialgate::config::TokenAccess::Read => "read",
+                    serialgate::config::TokenAccess::Write => "write",
+                    serialgate::config::TokenAccess::Admin => "admin",
+                },
+                t.ports.join(", "),
+                t.secret_file.display()
+            );
+        }
     }
     println!(
         "presets: {}",

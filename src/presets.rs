@@ -64,9 +64,10 @@ impl AutoReply {
 /// return, a backspace or an ANSI control sequence. The last three are how
 /// pagers erase themselves (Cisco backspaces, Junos `\r`, Huawei `ESC[42D`),
 /// and when a pager falls on the last page the prompt follows the erase on
-/// the same line. `-u`: hostnames are ASCII, and ASCII classes let the
-/// regex engine scan about 1.6 times faster than Unicode `\w`.
-const START: &str = r"(?m-u)(?:^|[\r\x08]|\x1b\[[0-9;?]*[A-Za-z])";
+/// the same line. NULs may pad the erase (Junos' `\r\0`) before the prompt.
+/// `-u`: hostnames are ASCII, and ASCII classes let the regex engine scan
+/// about 1.6 times faster than Unicode `\w`.
+const START: &str = r"(?m-u)(?:^|[\r\x08]|\x1b\[[0-9;?]*[A-Za-z])\x00*";
 
 /// Login prompts of network operating systems (`Username:`, `Password:`,
 /// `switch login:`), so that reads end when a device asks for credentials.
@@ -213,9 +214,11 @@ fn linux() -> Preset {
             ..LineSettings::default()
         },
         line_ending: LineEnding::Cr,
-        // Not anchored at a line start: shells print colours and bracketed
-        // paste switches before the prompt.
-        prompt: r"(?:[$#] |(?i:login|password)(?: for [^\s:]+)?: ?)$".into(),
+        // The whole last line, whatever colours and bracketed-paste switches
+        // it holds, up to `$ `, `# ` or a login question at the end: so the
+        // prompt is removed from `send_command` output whole, not just its
+        // last two characters.
+        prompt: r"(?m-u)(?:^|\r)[^\r\n]*?(?:[$#] |(?i:login|password)(?: for [^\s:]+)?: ?)$".into(),
         auto_reply: Vec::new(),
         pagers: Vec::new(),
         error_patterns: strings(&[
@@ -223,6 +226,37 @@ fn linux() -> Preset {
             r"^-?(?:sh|ash|dash): .*: not found",
         ]),
         paging_off: None,
+    }
+}
+
+fn hp_procurve() -> Preset {
+    Preset {
+        name: "hp-procurve".into(),
+        description: "HP ProCurve and ArubaOS-Switch (ProCurve# , ProCurve(config)# ), \
+                      9600 8N1; answers -- MORE --"
+            .into(),
+        line: LineSettings::default(),
+        line_ending: LineEnding::Cr,
+        prompt: prompt(&[
+            // Default hostnames hold spaces: `ProCurve Switch 2810-24G# `.
+            r"[A-Za-z0-9][\w .\-]*(?:\([\w.\-/:]+\))?[>#]",
+            LOGIN,
+        ]),
+        auto_reply: vec![
+            AutoReply::new("-- MORE --", " "),
+            AutoReply::new("Press any key to continue", " "),
+        ],
+        pagers: strings(&[
+            "-- MORE --, next page: Space, next line: Enter, quit: Control-C",
+            "-- MORE --, next page: Space, next line: Enter, quit: q",
+        ]),
+        error_patterns: strings(&[
+            r"^Invalid input:",
+            r"^Ambiguous input:",
+            r"^Incomplete input:",
+            r"^% ",
+        ]),
+        paging_off: Some("no page".into()),
     }
 }
 
@@ -250,6 +284,7 @@ pub fn builtin_presets() -> Vec<Preset> {
         juniper_junos(),
         arista_eos(),
         huawei_vrp(),
+        hp_procurve(),
         linux(),
         generic(),
     ]
@@ -307,7 +342,7 @@ mod tests {
     #[test]
     fn all_builtins_compile_and_are_sane() {
         let presets = builtin_presets();
-        assert_eq!(presets.len(), 7);
+        assert_eq!(presets.len(), 8);
         for p in &presets {
             let re = anywhere(p);
             assert!(!re.is_match(b""), "{}: prompt matches empty text", p.name);
@@ -420,6 +455,9 @@ mod tests {
                 "Password:",
                 // the pager erased itself with a carriage return
                 "---(more 98%)---\r                                        \ruser@host> ",
+                "---(more)---\r\x00\x00                    \r\x00\x00user@host> ",
+                // the line redrawn (Ctrl-L, a message cut in)
+                "user@host> show ver\r                    \ruser@host> ",
             ],
             &[
                 "---(more)---",
@@ -480,6 +518,7 @@ mod tests {
                 "Password:",
                 // the pager erased itself with ESC[42D
                 "  ---- More ----\x1b[42D                                          \x1b[42D<HUAWEI>",
+                "  ---- More ----\x1b[16D                \x1b[16D[~HUAWEI-GigabitEthernet0/0/1]",
             ],
             &[
                 "  ---- More ----",
@@ -508,6 +547,7 @@ mod tests {
                 "raspberrypi login: ",
                 "Password: ",
                 "[sudo] password for pi: ",
+                "\r\x1b[Kuser@host:~$ ",
             ],
             &[
                 "Last login: Mon Jan  1 10:00:00 2024 on ttyS0",
@@ -515,6 +555,46 @@ mod tests {
                 "-bash: foo: command not found",
                 "Login incorrect",
                 "user@host:~$ ls -l",
+            ],
+        );
+    }
+
+    #[test]
+    fn linux_prompt_is_the_whole_last_line() {
+        let p = builtin("linux").unwrap();
+        let prompt = "\x1b[?2004h\x1b[01;32muser@host\x1b[00m:\x1b[01;34m~\x1b[00m$ ";
+        let text = format!("ls\r\nbin\r\n{prompt}");
+        let found = at_end(&p).find(text.as_bytes()).unwrap();
+        assert_eq!(&text.as_bytes()[found.start()..], prompt.as_bytes());
+    }
+
+    #[test]
+    fn hp_procurve_prompts() {
+        check(
+            "hp-procurve",
+            &[
+                "ProCurve# ",
+                "ProCurve> ",
+                "ProCurve(config)# ",
+                "ProCurve(vlan-10)# ",
+                "ProCurve Switch 2810-24G# ",
+                "HP-2920-48G(eth-1/1)# ",
+                "Username: ",
+                "Password: ",
+                // drawn at the bottom line of the screen
+                "\x1b[24;1HProCurve# ",
+                // the pager erased itself, then the prompt
+                "\x1b[24;1H-- MORE --, next page: Space, next line: Enter, quit: Control-C\
+                 \x1b[24;1H\x1b[2K\x1b[24;1H\x1b[?25h\x1b[24;1HProCurve# ",
+            ],
+            &[
+                "-- MORE --, next page: Space, next line: Enter, quit: Control-C",
+                "Running configuration:",
+                "; J9776A Configuration Editor; Created on release #YA.16.10.0003",
+                "hostname \"ProCurve\"",
+                "   name \"users-0010\"",
+                "Invalid input: foo",
+                "ProCurve# show running-config",
             ],
         );
     }
@@ -552,6 +632,8 @@ mod tests {
             ("linux", "bash: foo: command not found", true),
             ("linux", "-sh: foo: not found", true),
             ("linux", "drwxr-xr-x 2 root root 4096 bash", false),
+            ("hp-procurve", "Invalid input: shw", true),
+            ("hp-procurve", "   name \"Invalid input\"", false),
         ];
         for (name, line, want) in cases {
             let p = builtin(name).unwrap();

@@ -120,6 +120,14 @@ async fn the_tool_list_is_the_contract() {
         "read_output",
         "clear_buffer",
         "status",
+        "expect",
+        "send_keys",
+        "screen",
+        "send_break",
+        "set_line_settings",
+        "set_lines",
+        "pulse_line",
+        "detect_baud",
     ];
     want.sort();
     assert_eq!(names, want);

@@ -8,18 +8,23 @@
 //! The pipeline, in the order a terminal shows things:
 //!
 //! 1. **Pagers** (`pager.rs`): each pager prompt (` --More-- `,
-//!    `---(more 27%)---`, `  ---- More ----`) is cut out of the raw bytes
-//!    together with the erase sequence the device sends after the key press
-//!    (backspaces, spaces, `\r`, NULs, `ESC[42D`, `ESC[K`), before any
-//!    terminal emulation, so the erase does not wipe real text.
+//!    `---(more 27%)---`, `  ---- More ----`, `-- MORE --, next page: …`) is
+//!    cut out of the raw bytes together with the erase sequence the device
+//!    sends after the key press (backspaces, spaces, `\r`, NULs, BEL,
+//!    `ESC[42D`, `ESC[K`, `ESC[24;1H ESC[2K`), before any terminal
+//!    emulation, so the erase does not wipe real text. Any literal works:
+//!    a preset's or port's `pagers` list configures them.
 //! 2. **Escapes** (`screen.rs`): a [`vte`] parser strips CSI, OSC, DCS and
-//!    ESC sequences; cursor-left/right/column and erase-line are applied to
-//!    the current line as a terminal would, the rest is dropped. Invalid
-//!    UTF-8 becomes U+FFFD.
+//!    ESC sequences; cursor-left/right/column/position and erase-line are
+//!    applied to the current line as a terminal would, `ESC E` (NEL) ends
+//!    it, the rest is dropped. Invalid UTF-8 becomes U+FFFD.
 //! 3. **Overwrites**: backspace and bare `\r` move the cursor back on the
 //!    current line; `\r\n`, `\r\r\n` and `\n\r` end a line once.
 //! 4. **Echo**: the first line is dropped when it is the command (or ends
-//!    with it, after a prompt).
+//!    with it, after a prompt), also when the device repainted it over
+//!    backspaces, completed its words (`sh` → `show `) or wrapped it at
+//!    the terminal width (`\r\n` or ` \r` inside it). A device that does
+//!    not echo keeps its first line.
 //! 5. **Whitespace**: trailing whitespace of each line, and leading and
 //!    trailing empty lines, are removed.
 //!
@@ -39,10 +44,23 @@ use pager::{PagerFilter, Sink};
 use screen::Screen;
 
 /// Pager prompts of common network operating systems: Cisco IOS/IOS-XE,
-/// NX-OS and Arista EOS (`--More--`, which also covers ` --More-- `: the
-/// blanks around it go with the line and the erase), Juniper Junos
-/// (`---(more`, up to the closing `)---`) and Huawei VRP (`---- More ----`).
-pub const COMMON_PAGERS: &[&[u8]] = &[b"--More--", b"---(more", b"---- More ----"];
+/// NX-OS, Arista EOS and AlliedWare Plus (`--More--`, which also covers
+/// ` --More-- `: the blanks around it go with the line and the erase),
+/// Juniper Junos (`---(more`, up to the closing `)---`), Huawei VRP and H3C
+/// Comware (`---- More ----`), HP ProCurve and ArubaOS-Switch (`-- MORE --,
+/// next page: Space, next line: Enter, quit: Control-C`, or `quit: q`).
+pub const COMMON_PAGERS: &[&[u8]] = &[
+    b"--More--",
+    b"---(more",
+    b"---- More ----",
+    PROCURVE_PAGER,
+    b"-- MORE --, next page: Space, next line: Enter, quit: q",
+];
+
+/// The pager prompt of HP ProCurve and ArubaOS-Switch, whole: the erase
+/// (`ESC[24;1H ESC[2K`) comes after all of it.
+pub const PROCURVE_PAGER: &[u8] =
+    b"-- MORE --, next page: Space, next line: Enter, quit: Control-C";
 
 /// Options of one cleanup.
 #[derive(Debug, Clone, Copy, Default)]

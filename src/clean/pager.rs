@@ -5,12 +5,21 @@
 //!
 //! ```text
 //! occurrence := LITERAL [TAIL] ERASE
-//! TAIL       := [^)\x00-\x1f\x7f]{0,40} ')' '-'{0,8}   only for a literal with an unclosed '('
-//! ERASE      := (BS | CR | NUL | SP | CSI | SGR)*       ending at its last token that is not SP;
-//!                                                      a CR followed by LF is a line end, not ERASE
-//! CSI        := ESC '[' [0-9]{0,4} ('D' | 'K' | 'G')
-//! SGR        := ESC '[' [0-9;]{0,8} 'm'                 (NX-OS ends its reverse-video prompt)
+//! TAIL   := [^)\x00-\x1f\x7f]{0,40} ')' '-'{0,8}    only for a literal with an unclosed '('
+//! ERASE  := (BS | CR | NUL | BEL | SP | CSI | QUIET)*  ending at its last token that is not SP;
+//!                                                   a CR followed by LF is a line end, not ERASE
+//! CSI    := ESC '[' [0-9]{0,8} ('D' | 'K' | 'G' | 'J')  cursor left, erase line, column, screen
+//!         | ESC '[' [0-9;]{0,8} ('H' | 'f')           cursor position (ProCurve `ESC[24;1H`)
+//! QUIET  := ESC '[' [0-9;]{0,8} ('m' | 'r')           colours (NX-OS ends its reverse video),
+//!                                                   scroll region
+//!         | ESC '[' '?' [0-9;]{0,7} ('h' | 'l')       modes (ProCurve shows the cursor: `ESC[?25h`)
 //! ```
+//!
+//! The erases seen after the pagers of the common network operating
+//! systems all fit: IOS, NX-OS, EOS (`\b`×9 ` `×9 `\b`×9, or `\r` + spaces +
+//! `\r`), AlliedWare (`ESC[m` + BEL), Junos (`\r` + spaces + `\r`, with NULs
+//! on some releases), Huawei VRP and H3C Comware (`ESC[42D` or `ESC[16D` +
+//! spaces + the same), HP ProCurve and ArubaOS-Switch (`ESC[24;1H ESC[2K`).
 //!
 //! Spaces at the end of the erase run are given back as text: after IOS'
 //! `\b`×9 ` `×9 `\b`×9 comes the next page, whose first line may be
@@ -302,7 +311,8 @@ fn scan_erase(b: &[u8], last: bool) -> (Scan, bool) {
                 settled = j;
                 erased = true;
             }
-            0 => {
+            // NUL padding (Junos), BEL (AlliedWare rings after its prompt).
+            0 | 0x07 => {
                 j += 1;
                 settled = j;
             }
@@ -314,9 +324,10 @@ fn scan_erase(b: &[u8], last: bool) -> (Scan, bool) {
             }
             0x1b => match erase_csi(&b[j..]) {
                 // Spaces then a colour: the next page's text has begun.
-                Csi::Sgr(_) if j > settled => return (Scan::Done(settled), erased),
-                // Colours are invisible: consumed, but they erase nothing.
-                Csi::Sgr(n) => {
+                Csi::Quiet(_) if j > settled => return (Scan::Done(settled), erased),
+                // Colours and modes are invisible: consumed, but they erase
+                // nothing.
+                Csi::Quiet(n) => {
                     j += n;
                     settled = j;
                 }
@@ -341,10 +352,10 @@ fn scan_erase(b: &[u8], last: bool) -> (Scan, bool) {
 /// What an escape sequence in an erase run is.
 #[derive(Debug, PartialEq, Eq)]
 enum Csi {
-    /// `ESC[42D`, `ESC[K`, `ESC[1G`, of this length.
+    /// `ESC[42D`, `ESC[K`, `ESC[1G`, `ESC[24;1H`, of this length.
     Erase(usize),
-    /// `ESC[27m`, of this length.
-    Sgr(usize),
+    /// `ESC[27m`, `ESC[?25h`, `ESC[1;24r`, of this length: shows nothing.
+    Quiet(usize),
     /// Cut by the end of the input: could still become one of the above.
     Partial,
     /// Something else: the erase run ends before it.
@@ -358,19 +369,23 @@ fn erase_csi(b: &[u8]) -> Csi {
         Some(b'[') => {}
         Some(_) => return Csi::Other,
     }
-    let params = b[2..]
+    let private = b.get(2) == Some(&b'?');
+    let first = 2 + usize::from(private);
+    let params = b[first..]
         .iter()
         .take_while(|c| c.is_ascii_digit() || **c == b';')
         .count();
-    if params > MAX_CSI_PARAMS {
+    if first - 2 + params > MAX_CSI_PARAMS {
         return Csi::Other;
     }
-    let digits_only = !b[2..2 + params].contains(&b';');
-    match b.get(2 + params) {
-        None => Csi::Partial,
-        Some(b'D' | b'K' | b'G') if digits_only => Csi::Erase(3 + params),
-        Some(b'm') => Csi::Sgr(3 + params),
-        Some(_) => Csi::Other,
+    let digits_only = !b[first..first + params].contains(&b';');
+    let len = first + params + 1;
+    match (b.get(first + params), private) {
+        (None, _) => Csi::Partial,
+        (Some(b'D' | b'K' | b'G' | b'J'), false) if digits_only => Csi::Erase(len),
+        (Some(b'H' | b'f'), false) => Csi::Erase(len),
+        (Some(b'm' | b'r'), false) | (Some(b'h' | b'l'), true) => Csi::Quiet(len),
+        (Some(_), _) => Csi::Other,
     }
 }
 
@@ -397,10 +412,22 @@ mod tests {
             scan_erase(b"\x1b[42D  \x1b[31mx", false),
             (Scan::Done(5), true)
         );
+        // A cursor position goes on erasing (ProCurve's `ESC[24;1H`)…
         assert_eq!(
             scan_erase(b"\x1b[42D  \x1b[31H", false),
+            (Scan::More(12), true)
+        );
+        assert_eq!(
+            scan_erase(b"\x1b[24;1H\x1b[2K\x1b[?25h\x1b[1;24rx", false),
+            (Scan::Done(24), true)
+        );
+        // …other sequences end it.
+        assert_eq!(
+            scan_erase(b"\x1b[42D  \x1b[31X", false),
             (Scan::Done(5), true)
         );
+        assert_eq!(scan_erase(b"\x1b[?25H", false), (Scan::Done(0), false));
+        assert_eq!(scan_erase(b"\x00\x07 x", false), (Scan::Done(2), false));
         assert_eq!(
             scan_erase(b"\x1b[42D\x1b[31mx", false),
             (Scan::Done(10), true)

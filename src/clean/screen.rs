@@ -5,6 +5,17 @@
 //! bottom of the screen: a line feed commits it. Committed lines are
 //! trimmed and appended to the output at once, so memory is the output plus
 //! one line.
+//!
+//! The echo of the command is the first line, as the device painted it:
+//! retyped over backspaces (Junos completes `sh` + TAB to `show `), with
+//! abbreviated words completed (`sh sys up` echoed as `show system
+//! uptime`), and wrapped at the terminal width by the device, either with a
+//! `\r\n` or with the ` \r` that forces a wrap on terminals that defer it
+//! (the space lands on the next row, the `\r` returns to its start, the
+//! next character overwrites the space). While the first rows read as the
+//! beginning of the command they are held; they are dropped with the rest
+//! of the echo, or written as ordinary lines once they turn out not to be
+//! one.
 
 use vte::{Params, Perform};
 
@@ -32,6 +43,12 @@ pub(super) struct Screen {
     /// The command whose echo may be the first non-empty line; taken when
     /// that line is committed.
     echo: Option<String>,
+    /// Rows of the first line that read as the start of the echo, held
+    /// until the echo is complete (dropped) or proven not to be (written).
+    held: Vec<String>,
+    /// Column where the current row starts: 0, or after a ` \r` wrap of
+    /// the echo, where the wrapped row begins. `\r` returns here.
+    row_start: usize,
 }
 
 impl Screen {
@@ -48,6 +65,8 @@ impl Screen {
             blank_pending: 0,
             pager_line: false,
             echo,
+            held: Vec::new(),
+            row_start: 0,
         }
     }
 
@@ -65,6 +84,7 @@ impl Screen {
         if self.line.iter().all(|c| c.is_whitespace()) {
             self.line.clear();
             self.col = 0;
+            self.row_start = 0;
             self.pager_line = !erased;
         }
     }
@@ -72,6 +92,7 @@ impl Screen {
     /// Commits the last line and returns the text.
     pub(super) fn finish(mut self) -> String {
         self.newline();
+        self.release_held();
         self.out
     }
 
@@ -92,36 +113,61 @@ impl Screen {
         }
         self.line.clear();
         self.col = 0;
+        self.row_start = 0;
     }
 
+    /// Commits the current line: to the output, or, while the echo is
+    /// awaited, to the echo check.
     fn commit(&mut self) {
-        let end = self
-            .line
-            .iter()
-            .rposition(|c| !c.is_whitespace())
-            .map_or(0, |p| p + 1);
-        if end == 0 {
-            if self.written {
-                self.blank_pending += 1;
-            }
+        let Some(command) = self.echo.as_deref() else {
+            return write_line(self, None);
+        };
+        let blank = self.line.iter().all(|c| c.is_whitespace());
+        if blank && self.held.is_empty() {
+            // Blank lines before the echo: nothing to write yet.
             return;
         }
-        let mark = self.out.len();
-        if self.written {
-            self.out.push('\n');
-            self.out
-                .extend(std::iter::repeat_n('\n', self.blank_pending));
-        }
-        let start = self.out.len();
-        self.out.extend(&self.line[..end]);
-        if let Some(command) = self.echo.take()
-            && is_echo(&self.out[start..], &command)
-        {
-            self.out.truncate(mark);
+        let row: String = self.line.iter().collect();
+        let joined = self.held.concat() + &row;
+        if !blank && is_echo(joined.trim_end(), command) {
+            self.held.clear();
+            self.echo = None;
             return;
         }
-        self.written = true;
-        self.blank_pending = 0;
+        if !blank && is_echo_start(&joined, command) {
+            self.held.push(row);
+            return;
+        }
+        self.release_held();
+        write_line(self, Some(&row));
+    }
+
+    /// The echo did not come: rows held as its start are ordinary lines.
+    fn release_held(&mut self) {
+        self.echo = None;
+        for row in std::mem::take(&mut self.held) {
+            write_line(self, Some(&row));
+        }
+    }
+
+    /// A ` \r` that wraps the echo at the terminal width: the cursor is
+    /// just past a space at the end of the line, and what precedes the
+    /// space reads as the start of the command. The space is on the next
+    /// row, whose start `\r` returns to.
+    fn echo_wraps(&mut self) -> bool {
+        let Some(command) = self.echo.as_deref() else {
+            return false;
+        };
+        if self.col == 0 || self.col != self.line.len() || self.line[self.col - 1] != ' ' {
+            return false;
+        }
+        let before: String = self.line[..self.col - 1].iter().collect();
+        if !is_echo_start(&(self.held.concat() + &before), command) {
+            return false;
+        }
+        self.col -= 1;
+        self.row_start = self.col;
+        true
     }
 
     /// Erase in line (`ESC[K`, `ESC[1K`, `ESC[2K`).
@@ -138,22 +184,100 @@ impl Screen {
     }
 }
 
+/// Writes a line (`row`, or else the screen's current line) to the output,
+/// trimmed at the end; an empty one is written only if a non-empty line
+/// follows.
+fn write_line(screen: &mut Screen, row: Option<&str>) {
+    let start = screen.out.len();
+    if screen.written {
+        screen.out.push('\n');
+        screen
+            .out
+            .extend(std::iter::repeat_n('\n', screen.blank_pending));
+    }
+    let text = screen.out.len();
+    match row {
+        Some(row) => screen.out.push_str(row.trim_end()),
+        None => {
+            let end = screen
+                .line
+                .iter()
+                .rposition(|c| !c.is_whitespace())
+                .map_or(0, |p| p + 1);
+            screen.out.extend(&screen.line[..end]);
+        }
+    }
+    if screen.out.len() == text {
+        screen.out.truncate(start);
+        if screen.written {
+            screen.blank_pending += 1;
+        }
+        return;
+    }
+    screen.written = true;
+    screen.blank_pending = 0;
+}
+
+/// Whether the character before a command in a line lets it be the echo:
+/// none (the line starts with it) or one that is not part of a word (the
+/// end of a prompt: `SW1#`, `user@r1> `, `<HUAWEI>`).
+fn ends_prompt(before: &str) -> bool {
+    before
+        .chars()
+        .next_back()
+        .is_none_or(|c| !c.is_alphanumeric() && c != '_')
+}
+
 /// Is `line` (the first non-empty line, trimmed at the end) the echo of
 /// `command` (trimmed)? Either the whole line, or its end after a prompt
 /// (`SW1#show clock`, `user@r1> show version`): the character before the
-/// command must not be part of a word.
+/// command must not be part of a word. Or, as a device that completes
+/// words paints it, the same words each completed (`show system uptime`
+/// for `sh sys up`), after a prompt.
 fn is_echo(line: &str, command: &str) -> bool {
     let line = line.trim_start();
     if line == command {
         return true;
     }
-    match line.strip_suffix(command) {
-        Some(before) => before
-            .chars()
-            .next_back()
-            .is_some_and(|c| !c.is_alphanumeric() && c != '_'),
-        None => false,
+    if let Some(before) = line.strip_suffix(command)
+        && ends_prompt(before)
+    {
+        return true;
     }
+    is_completed_echo(line, command)
+}
+
+/// Is `line` `command` with each word completed (`show system uptime` for
+/// `sh sys up`, `show ` for `sh` + TAB), at the start of the line or after
+/// a prompt?
+fn is_completed_echo(line: &str, command: &str) -> bool {
+    let wanted: Vec<&str> = command.split_whitespace().collect();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if wanted.is_empty() || words.len() < wanted.len() {
+        return false;
+    }
+    let (prompt, typed) = words.split_at(words.len() - wanted.len());
+    prompt.last().is_none_or(|p| ends_prompt(p))
+        && typed.iter().zip(&wanted).all(|(w, c)| w.starts_with(c))
+}
+
+/// Longest command for which a wrapped echo is looked for: the check is
+/// quadratic in its length.
+const MAX_WRAPPED_ECHO: usize = 1024;
+
+/// Does `text` (rows so far, untrimmed) end with a proper, non-empty
+/// beginning of `command`, at its start or after a prompt? Then the rest
+/// of the echo may follow on the next row.
+fn is_echo_start(text: &str, command: &str) -> bool {
+    if command.len() > MAX_WRAPPED_ECHO {
+        return false;
+    }
+    let text = text.trim_start();
+    command
+        .char_indices()
+        .skip(1)
+        .map(|(end, _)| &command[..end])
+        .any(|start| text.strip_suffix(start).is_some_and(ends_prompt))
 }
 
 /// The first parameter of a CSI sequence, 0 when absent.
@@ -175,7 +299,7 @@ impl Perform for Screen {
     fn execute(&mut self, byte: u8) {
         match byte {
             b'\n' | 0x0b | 0x0c => self.newline(),
-            b'\r' => self.col = 0,
+            b'\r' if !self.echo_wraps() => self.col = self.row_start,
             0x08 => self.col = self.col.saturating_sub(1),
             b'\t' => self.put('\t'),
             // C1 controls: vte reports both raw bytes 0x80-0x9f (invalid
@@ -194,11 +318,25 @@ impl Perform for Screen {
         match action {
             'D' => self.col = self.col.saturating_sub(n.max(1)),
             'C' => self.col = (self.col + n.max(1)).min(MAX_COLUMN),
-            'G' => self.col = (n.max(1) - 1).min(MAX_COLUMN),
+            // Column, and cursor position (whose row is this one: lines
+            // are not addressed, ProCurve puts its prompt at `ESC[24;1H`).
+            'G' => self.col = (self.row_start + n.max(1) - 1).min(MAX_COLUMN),
+            'H' | 'f' => {
+                let column = params.iter().nth(1).and_then(|p| p.first().copied());
+                let column = column.map_or(1, usize::from).max(1);
+                self.col = (self.row_start + column - 1).min(MAX_COLUMN);
+            }
             'K' => self.erase_in_line(n),
             // Colours, vertical moves, screen erases, modes: nothing to
             // show on a line of text.
             _ => {}
+        }
+    }
+
+    fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
+        // NEL (ProCurve ends lines with it) and IND: a line feed.
+        if !ignore && intermediates.is_empty() && matches!(byte, b'E' | b'D') {
+            self.newline();
         }
     }
 }

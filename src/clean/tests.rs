@@ -16,6 +16,17 @@ const JUNOS_PAGER: &[&[u8]] = &[b"---(more"];
 const HUAWEI_PAGER: &[&[u8]] = &[b"  ---- More ----"];
 /// Huawei's erase: back 42 columns, 42 spaces, back 42 columns.
 const HUAWEI_ERASE: &[u8] = b"\x1b[42D                                          \x1b[42D";
+/// The variant of other VRP releases and H3C Comware: back over the 16
+/// columns of the prompt, 16 spaces, back again.
+const HUAWEI_ERASE_16: &[u8] = b"\x1b[16D                \x1b[16D";
+const ARISTA_PAGER: &[&[u8]] = &[b" --More-- "];
+const PROCURVE_MORE: &[u8] = b"-- MORE --, next page: Space, next line: Enter, quit: Control-C";
+const PROCURVE_PAGER: &[&[u8]] = &[PROCURVE_MORE];
+/// ProCurve's VT100 erase after a key at its pager: cursor to the start of
+/// the bottom line, erase the line, show the cursor.
+const PROCURVE_ERASE: &[u8] = b"\x1b[24;1H\x1b[2K\x1b[24;1H\x1b[?25h\x1b[24;1H";
+/// A pager no preset knows, configured as a literal.
+const CUSTOM_PAGER: &[&[u8]] = &[b"<Press SPACE for more, q to quit>"];
 
 /// One capture: the raw bytes between the send and the prompt, and what
 /// an engineer reads.
@@ -303,6 +314,217 @@ fn cases() -> Vec<Case> {
             expected: "a\nb\nc",
         },
         Case {
+            name: "junos_more_variants",
+            raw: cat(&[
+                b"show route\r\n",
+                b"inet.0: 12 destinations, 12 routes\r\n",
+                b"---(more)---",
+                b"\r\x00\x00\x00\x00                \r",
+                b"10.0.0.0/8         *[Static/5] 1w2d\r\n",
+                b"---(more 27%)---",
+                b"\r\x00                \r",
+                b"                    >  to 192.0.2.1 via ge-0/0/0.0\r\n",
+                b"---(more 100%)---",
+                b"\r                 \r",
+            ]),
+            command: Some("show route"),
+            pagers: JUNOS_PAGER,
+            expected: "inet.0: 12 destinations, 12 routes\n\
+                       10.0.0.0/8         *[Static/5] 1w2d\n                    \
+                       >  to 192.0.2.1 via ge-0/0/0.0",
+        },
+        Case {
+            name: "huawei_more_16d",
+            raw: cat(&[
+                b"display interface brief\r\n",
+                b"GE0/0/1    up    up\r\n",
+                b"  ---- More ----",
+                HUAWEI_ERASE_16,
+                b"GE0/0/2    down  down\r\n",
+                b"  ---- More ----",
+                HUAWEI_ERASE_16,
+                b"  LoopBack0  up    up(s)\r\n",
+            ]),
+            command: Some("display interface brief"),
+            pagers: HUAWEI_PAGER,
+            expected: "GE0/0/1    up    up\nGE0/0/2    down  down\n  LoopBack0  up    up(s)",
+        },
+        Case {
+            name: "h3c_more_with_common_list",
+            raw: cat(&[
+                b"<H3C>display version\r\n",
+                b"H3C Comware Software, Version 7.1.064\r\n",
+                b"  ---- More ----",
+                HUAWEI_ERASE_16,
+                b"Copyright (c) 2004-2021 New H3C Technologies Co., Ltd.\r\n",
+            ]),
+            command: Some("display version"),
+            pagers: COMMON_PAGERS,
+            expected: "H3C Comware Software, Version 7.1.064\n\
+                       Copyright (c) 2004-2021 New H3C Technologies Co., Ltd.",
+        },
+        Case {
+            name: "arista_more",
+            raw: cat(&[
+                b"show interfaces status\r\n",
+                b"Port  Name   Status       Vlan\r\n",
+                b"Et1   spine1 connected    routed\r\n",
+                b" --More-- ",
+                b"\r          \r",
+                b"Et2   spine2 connected    routed\r\n",
+                b" --More-- ",
+                IOS_ERASE,
+                b"Et3          notconnect   1\r\n",
+            ]),
+            command: Some("show interfaces status"),
+            pagers: ARISTA_PAGER,
+            expected: "Port  Name   Status       Vlan\n\
+                       Et1   spine1 connected    routed\n\
+                       Et2   spine2 connected    routed\n\
+                       Et3          notconnect   1",
+        },
+        Case {
+            name: "alliedware_more_with_bell",
+            raw: cat(&[
+                b"show running-config\r\n",
+                b"clock timezone JST plus 9:00\r\n",
+                b"\x1b[7m--More--\x1b[m\x07",
+                b"\r        \r",
+                b"!\r\n",
+            ]),
+            command: Some("show running-config"),
+            pagers: COMMON_PAGERS,
+            expected: "clock timezone JST plus 9:00\n!",
+        },
+        Case {
+            name: "procurve_more",
+            raw: cat(&[
+                b"show running-config\r\n",
+                b"\r\nRunning configuration:\r\n\r\n",
+                b"hostname \"ProCurve\"\r\n",
+                b"\x1b[24;1H",
+                PROCURVE_MORE,
+                PROCURVE_ERASE,
+                b"vlan 1\r\n",
+                b"   name \"DEFAULT_VLAN\"\r\n",
+                b"\x1b[24;1H",
+                PROCURVE_MORE,
+                PROCURVE_ERASE,
+                b"   untagged 1-24\r\n",
+            ]),
+            command: Some("show running-config"),
+            pagers: PROCURVE_PAGER,
+            expected: "Running configuration:\n\
+                       \n\
+                       hostname \"ProCurve\"\n\
+                       vlan 1\n   \
+                       name \"DEFAULT_VLAN\"\n   \
+                       untagged 1-24",
+        },
+        Case {
+            name: "procurve_more_with_common_list_and_cr_erase",
+            raw: cat(&[
+                b"line 1\r\n",
+                PROCURVE_MORE,
+                b"\r                                                               \r",
+                b"line 2\r\n",
+            ]),
+            command: None,
+            pagers: COMMON_PAGERS,
+            expected: "line 1\nline 2",
+        },
+        Case {
+            name: "procurve_nel_line_ends",
+            raw: b"show vlans\x1bE VLAN ID Name\x1bE ------- ----\x1bE 1       DEFAULT_VLAN\x1bE".to_vec(),
+            command: Some("show vlans"),
+            pagers: PROCURVE_PAGER,
+            expected: " VLAN ID Name\n ------- ----\n 1       DEFAULT_VLAN",
+        },
+        Case {
+            name: "custom_pager_literal",
+            raw: cat(&[
+                b"show log\r\n",
+                b"boot ok\r\n",
+                b"<Press SPACE for more, q to quit>",
+                b"\r                                 \r",
+                b"link up\r\n",
+                b"<Press SPACE for more, q to quit>",
+                b"\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08",
+                b"link down\r\n",
+            ]),
+            command: Some("show log"),
+            pagers: CUSTOM_PAGER,
+            expected: "boot ok\nlink up\nlink down",
+        },
+        Case {
+            name: "junos_tab_completion_repaints_echo",
+            raw: b"sh\x08\x08show system uptime \r\nCurrent time: 2024-03-04 10:01:02 UTC\r\n".to_vec(),
+            command: Some("sh\tsystem uptime"),
+            pagers: JUNOS_PAGER,
+            expected: "Current time: 2024-03-04 10:01:02 UTC",
+        },
+        Case {
+            name: "junos_space_completion_of_abbreviations",
+            raw: b"sh\x08\x08show sys\x08\x08\x08system up\r\nCurrent time: 2024-03-04 10:01:02 UTC\r\n"
+                .to_vec(),
+            command: Some("sh sys up"),
+            pagers: JUNOS_PAGER,
+            expected: "Current time: 2024-03-04 10:01:02 UTC",
+        },
+        Case {
+            name: "echo_wrapped_with_crlf",
+            // The prompt is not part of what send_command reads: the echo
+            // starts at column 11, and the device wraps it at column 80.
+            raw: cat(&[
+                b"show configuration | match \"link-0007 to dist-07.lab.example.ne\r\n",
+                b"t\" | no-more\r\n",
+                b"    description \"link-0007 to dist-07.lab.example.net\";\r\n",
+            ]),
+            command: Some(
+                "show configuration | match \"link-0007 to dist-07.lab.example.net\" | no-more",
+            ),
+            pagers: JUNOS_PAGER,
+            expected: "    description \"link-0007 to dist-07.lab.example.net\";",
+        },
+        Case {
+            name: "echo_wrapped_with_space_cr",
+            raw: cat(&[
+                b"show configuration | match \"link-0007 to dist-07.lab.example.ne \r",
+                b"t\" | no-more\r\n",
+                b"    description \"link-0007 to dist-07.lab.example.net\";\r\n",
+            ]),
+            command: Some(
+                "show configuration | match \"link-0007 to dist-07.lab.example.net\" | no-more",
+            ),
+            pagers: JUNOS_PAGER,
+            expected: "    description \"link-0007 to dist-07.lab.example.net\";",
+        },
+        Case {
+            name: "echo_wrapped_at_a_space_after_a_prompt",
+            raw: cat(&[
+                b"admin@mx1> show interfaces ge-0/0/0 \r",
+                b" extensive\r\n",
+                b"Physical interface: ge-0/0/0, Enabled, Physical link is Up\r\n",
+            ]),
+            command: Some("show interfaces ge-0/0/0 extensive"),
+            pagers: JUNOS_PAGER,
+            expected: "Physical interface: ge-0/0/0, Enabled, Physical link is Up",
+        },
+        Case {
+            name: "wrapped_echo_start_that_is_not_an_echo",
+            raw: b"show inter\r\nfaces are down\r\nshow \rno\r\n".to_vec(),
+            command: Some("show interfaces"),
+            pagers: &[],
+            expected: "show inter\nfaces are down\nnoow",
+        },
+        Case {
+            name: "no_echo_first_line_like_the_start_of_the_command",
+            raw: b"10:01 sh\r\n".to_vec(),
+            command: Some("show clock"),
+            pagers: &[],
+            expected: "10:01 sh",
+        },
+        Case {
             name: "empty",
             raw: Vec::new(),
             command: Some("show clock"),
@@ -428,6 +650,60 @@ fn junos_more_with_percentage_and_cr_spaces_cr() {
 fn huawei_more_with_cursor_left_erase() {
     check("huawei_more");
     check("huawei_more_with_common_list");
+    check("huawei_more_16d");
+    check("h3c_more_with_common_list");
+}
+
+#[test]
+fn junos_more_with_nul_redraws() {
+    check("junos_more_variants");
+}
+
+#[test]
+fn arista_and_alliedware_more() {
+    check("arista_more");
+    check("alliedware_more_with_bell");
+}
+
+#[test]
+fn procurve_more_with_vt100_erase() {
+    check("procurve_more");
+    check("procurve_more_with_common_list_and_cr_erase");
+    check("procurve_nel_line_ends");
+}
+
+#[test]
+fn any_pager_literal_can_be_configured() {
+    check("custom_pager_literal");
+    // Without the literal, a terminal shows what the backspace erase left:
+    // the next line written over the pager text.
+    let c = case("custom_pager_literal");
+    let kept = clean_output(
+        &c.raw,
+        &CleanOptions {
+            command: c.command,
+            pagers: &[],
+        },
+    );
+    assert!(
+        kept.ends_with("link downACE for more, q to quit>"),
+        "{kept:?}"
+    );
+}
+
+#[test]
+fn echo_repainted_completed_or_wrapped_is_removed() {
+    check("junos_tab_completion_repaints_echo");
+    check("junos_space_completion_of_abbreviations");
+    check("echo_wrapped_with_crlf");
+    check("echo_wrapped_with_space_cr");
+    check("echo_wrapped_at_a_space_after_a_prompt");
+}
+
+#[test]
+fn rows_that_only_look_like_a_wrapped_echo_are_kept() {
+    check("wrapped_echo_start_that_is_not_an_echo");
+    check("no_echo_first_line_like_the_start_of_the_command");
 }
 
 #[test]
@@ -564,6 +840,16 @@ mod chunking {
         b"\x00",
         b"\t",
         b"\x1b[42D",
+        b"\x1b[16D",
+        b"\x1b[24;1H",
+        b"\x1b[?25h",
+        b"\x1b[1;24r",
+        b"\x1bE",
+        b"\x07",
+        b"-- MORE --, next page: Space, next line: Enter, quit: Control-C",
+        b"-- MORE --, next",
+        b"sh\x08\x08show ",
+        b" \r",
         b"\x1b[K",
         b"\x1b[2K",
         b"\x1b[1;31m",
@@ -574,6 +860,9 @@ mod chunking {
         b"\x1b(B",
         b"\x1b",
         b"show clock",
+        b"show",
+        b"sh",
+        b"clo",
         b"SW1#",
         b"abc",
         b"caf\xc3\xa9",

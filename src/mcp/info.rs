@@ -102,26 +102,41 @@ pub struct StatusResult {
     pub events: Vec<PortEvent>,
 }
 
-/// Recognizes what a device waits at from its last line of output.
+/// Recognizes what a device waits at from its last line of output (for
+/// `Press RETURN to get started`, which IOS follows with line ends, the
+/// last non-blank line).
 fn blocked_prompt(tail: &[u8]) -> Option<String> {
-    let last_line = tail.rsplit(|&b| b == b'\n').next().unwrap_or(tail);
-    let line = String::from_utf8_lossy(last_line).to_ascii_lowercase();
-    let line = line.trim_end();
-    let kinds = [
+    const KINDS: [(&str, &str); 12] = [
         ("--more--", "pager"),
         ("---(more", "pager"),
         ("---- more ----", "pager"),
         ("-- more --", "pager"),
         ("[confirm]", "confirm"),
         ("[yes/no]", "yes_no"),
+        ("[yes,no]", "yes_no"),
+        ("(yes/no)", "yes_no"),
         ("(y/n)", "yes_no"),
+        ("[y/n]", "yes_no"),
         ("password:", "password"),
         ("press return to get started", "press_return"),
     ];
-    kinds
-        .iter()
-        .find(|(needle, _)| line.contains(needle))
-        .map(|(_, kind)| format!("{kind}: {}", String::from_utf8_lossy(last_line).trim()))
+    let kind_of = |line: &[u8]| {
+        let lower = String::from_utf8_lossy(line).to_ascii_lowercase();
+        KINDS
+            .iter()
+            .find(|(needle, _)| lower.contains(needle))
+            .map(|(_, kind)| format!("{kind}: {}", String::from_utf8_lossy(line).trim()))
+    };
+    let is_blank = |line: &[u8]| line.iter().all(u8::is_ascii_whitespace);
+    let mut lines = tail.rsplit(|&b| b == b'\n');
+    let last_line = lines.next().unwrap_or(tail);
+    if !is_blank(last_line) {
+        return kind_of(last_line);
+    }
+    lines
+        .find(|l| !is_blank(l))
+        .and_then(kind_of)
+        .filter(|k| k.starts_with("press_return"))
 }
 
 fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
@@ -228,5 +243,35 @@ mod tests {
             Some("password: Password:")
         );
         assert_eq!(blocked_prompt(b" --More-- \r\nSW1#"), None);
+        assert_eq!(
+            blocked_prompt(b"Save? [yes/no]: ").as_deref(),
+            Some("yes_no: Save? [yes/no]:")
+        );
+        assert_eq!(
+            blocked_prompt(b"Reboot the system ? [yes,no] (no) ").as_deref(),
+            Some("yes_no: Reboot the system ? [yes,no] (no)")
+        );
+        assert_eq!(
+            blocked_prompt(b"-- More -- ").as_deref(),
+            Some("pager: -- More --")
+        );
+        // IOS prints line ends after it: the console waits at a blank line.
+        assert_eq!(
+            blocked_prompt(
+                b"\r\nSW1 con0 is now available\r\n\r\nPress RETURN to get started.\r\n"
+            )
+            .as_deref(),
+            Some("press_return: Press RETURN to get started.")
+        );
+        assert_eq!(
+            blocked_prompt(b"executing...\r\n\r\nPress RETURN to get started!\r\n\r\n\r\n")
+                .as_deref(),
+            Some("press_return: Press RETURN to get started!")
+        );
+        // Only that prompt reaches over blank lines: a pager or a password
+        // followed by a line end was answered.
+        assert_eq!(blocked_prompt(b"Password: \r\n"), None);
+        assert_eq!(blocked_prompt(b" --More-- \r\n\r\n"), None);
+        assert_eq!(blocked_prompt(b""), None);
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::args::{self, parse};
 use super::connect::compile_regex;
+use super::encoding::{self, Encoding};
 use super::resources::output_uri;
 use super::session::{Connection, RememberedOutput};
 use super::{GateServer, ToolError, structured_with_links};
@@ -98,6 +99,11 @@ pub struct ReadUntilPromptArgs {
     /// Most bytes of output returned inline (default 65536, at most 16 MiB).
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub max_output: Option<u64>,
+    /// How `output` is encoded: text (default; bytes that are not UTF-8
+    /// become U+FFFD), hex or base64 (every raw byte kept; max_output then
+    /// counts raw bytes).
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub encoding: Option<Encoding>,
     /// The connection (default: the current one).
     pub connection: Option<String>,
 }
@@ -109,7 +115,7 @@ pub struct ReadUntilPromptResult {
     pub matched: bool,
     /// The timeout passed first; `output` is what arrived meanwhile.
     pub timed_out: bool,
-    /// Raw output from the cursor up to and including the prompt.
+    /// Raw output from the cursor up to and including the prompt, in `encoding`.
     pub output: String,
     /// The text that matched the prompt (empty when not matched).
     pub prompt_text: String,
@@ -197,6 +203,9 @@ pub struct ReadAvailableArgs {
     /// Most bytes returned inline (default 65536).
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub max_output: Option<u64>,
+    /// How `output` is encoded: text (default), hex or base64.
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub encoding: Option<Encoding>,
     /// The connection (default: the current one).
     pub connection: Option<String>,
 }
@@ -204,8 +213,10 @@ pub struct ReadAvailableArgs {
 /// Result of `read_available`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ReadAvailableResult {
-    /// Raw output since the consume cursor.
+    /// Raw output since the consume cursor, in `encoding`.
     pub output: String,
+    /// The same raw bytes as hex, whatever `encoding` (cut like `output`).
+    pub hex: String,
     /// Bytes of output.
     pub bytes: u64,
     /// Where the output starts.
@@ -235,6 +246,11 @@ pub struct ReadOutputArgs {
     /// Wait up to this many milliseconds for output when none is past the cursor (default 0, at most 600000).
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub wait_ms: Option<u64>,
+    /// How `output` is encoded: text (default; pages keep UTF-8 characters
+    /// whole), hex or base64 (exactly max_bytes raw bytes when available,
+    /// any cursor up to head is valid).
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub encoding: Option<Encoding>,
     /// The connection (default: the current one).
     pub connection: Option<String>,
 }
@@ -242,7 +258,7 @@ pub struct ReadOutputArgs {
 /// Result of `read_output`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ReadOutputResult {
-    /// Output from `cursor`; never splits a UTF-8 character; bytes that are not UTF-8 appear as U+FFFD.
+    /// Output from `cursor` in `encoding`. As text it never splits a UTF-8 character and bytes that are not UTF-8 appear as U+FFFD.
     pub output: String,
     /// Where this output starts (the requested cursor, or oldest if that was dropped).
     pub cursor: u64,
@@ -277,12 +293,12 @@ pub struct ClearBufferResult {
     pub discarded_bytes: u64,
 }
 
-fn timeout_arg(v: Option<f64>, default: f64) -> Result<Duration, GateError> {
+pub(super) fn timeout_arg(v: Option<f64>, default: f64) -> Result<Duration, GateError> {
     let s = args::in_range("timeout", v, default, 0.0, MAX_TIMEOUT_S)?;
     Ok(Duration::from_secs_f64(s))
 }
 
-fn max_output_arg(v: Option<u64>) -> Result<usize, GateError> {
+pub(super) fn max_output_arg(v: Option<u64>) -> Result<usize, GateError> {
     let m = v.unwrap_or(DEFAULT_MAX_OUTPUT);
     if !(1..=MAX_MAX_OUTPUT).contains(&m) {
         return Err(GateError::invalid(format!(
@@ -293,7 +309,7 @@ fn max_output_arg(v: Option<u64>) -> Result<usize, GateError> {
 }
 
 /// Cuts `text` to at most `max` bytes at a character boundary.
-fn cut(mut text: String, max: usize) -> (String, bool) {
+pub(super) fn cut(mut text: String, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text, false);
     }
@@ -325,7 +341,7 @@ fn prompt_arg(
 }
 
 /// The triggers of a read: the argument, else the preset's.
-fn triggers_arg(
+pub(super) fn triggers_arg(
     conn: &Connection,
     auto_reply: &Option<BTreeMap<String, String>>,
     cursor: u64,
@@ -353,7 +369,7 @@ fn triggers_arg(
 
 impl GateServer {
     /// Checks that the port can be written to now.
-    fn ensure_open(conn: &Connection) -> Result<(), GateError> {
+    pub(super) fn ensure_open(conn: &Connection) -> Result<(), GateError> {
         match conn.port.port.state() {
             PortState::Open => Ok(()),
             _ => Err(conn.port.port.not_open_error()),
@@ -362,7 +378,7 @@ impl GateServer {
 
     /// Sends bytes, optionally after moving the cursor to the head; returns
     /// the head at sending time.
-    async fn send_bytes(
+    pub(super) async fn send_bytes(
         &self,
         conn: &Connection,
         bytes: &[u8],
@@ -379,7 +395,7 @@ impl GateServer {
 
     /// Waits for a prompt from `cursor` and moves the cursor past what is
     /// returned; a lost port becomes `port_lost` carrying the partial output.
-    async fn wait_prompt(
+    pub(super) async fn wait_prompt(
         &self,
         conn: &Connection,
         cursor: u64,
@@ -485,7 +501,8 @@ impl GateServer {
     /// means the end of what has arrived. auto_reply answers triggers such
     /// as --More-- once per occurrence. On timeout, `timed_out` is true and
     /// `output` holds what arrived (the cursor moves past it; nothing is
-    /// lost: read_output from start_cursor re-reads it).
+    /// lost: read_output from start_cursor re-reads it). encoding hex or
+    /// base64 returns the raw bytes of binary output exactly.
     #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ReadUntilPromptArgs>().unwrap_or_default())]
     pub async fn read_until_prompt(
         &self,
@@ -506,7 +523,8 @@ impl GateServer {
             _ => String::new(),
         };
         let total = raw.len() as u64;
-        let (output, output_truncated) = cut(lossy_text(&raw), max_output);
+        let (output, output_truncated) =
+            a.encoding.unwrap_or_default().encode_cut(&raw, max_output);
         Ok(Json(ReadUntilPromptResult {
             matched: matches!(waited.end, WaitEnd::Matched(_)),
             timed_out: waited.end == WaitEnd::TimedOut,
@@ -618,7 +636,8 @@ impl GateServer {
 
     /// Return output that arrived since this session's cursor: waits up to
     /// `timeout` seconds (default 1) for the first byte, then until the
-    /// device is quiet for a moment. Moves the cursor.
+    /// device is quiet for a moment. Moves the cursor. `hex` always holds
+    /// the raw bytes; encoding hex or base64 makes `output` binary-safe too.
     #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ReadAvailableArgs>().unwrap_or_default())]
     pub async fn read_available(
         &self,
@@ -642,9 +661,11 @@ impl GateServer {
         let raw = log.copy_range(start, end);
         self.session.advance(&conn.name, end);
         let total = raw.len() as u64;
-        let (output, output_truncated) = cut(lossy_text(&raw), max_output);
+        let (output, output_truncated) =
+            a.encoding.unwrap_or_default().encode_cut(&raw, max_output);
         Ok(Json(ReadAvailableResult {
             output,
+            hex: encoding::hex(&raw[..raw.len().min(max_output)]),
             bytes: total,
             start_cursor: start,
             end_cursor: end,
@@ -657,10 +678,11 @@ impl GateServer {
     /// Point-in-time read of the retained output by byte offset; moves
     /// nothing. Start with no cursor (the oldest retained byte) or a cursor
     /// from another result, continue with next_cursor while has_more is
-    /// true. Never splits a UTF-8 character (may return fewer than
-    /// max_bytes). `truncated` means the cursor was older than the oldest
-    /// retained byte and reading resumed there. A cursor beyond head or
-    /// inside a character is an error.
+    /// true. As text, never splits a UTF-8 character (may return fewer than
+    /// max_bytes); encoding hex or base64 returns the raw bytes exactly.
+    /// `truncated` means the cursor was older than the oldest retained byte
+    /// and reading resumed there. A cursor beyond head (or, as text, inside
+    /// a character) is an error.
     #[tool(
         annotations(read_only_hint = true),
         input_schema = rmcp::handler::server::common::schema_for_input::<ReadOutputArgs>().unwrap_or_default()
@@ -698,7 +720,13 @@ impl GateServer {
             )
             .await;
         }
-        let page = log.read_page(cursor, max_bytes as usize).map_err(|e| match e {
+        let encoding = a.encoding.unwrap_or_default();
+        let page = if encoding.is_binary() {
+            encoding::raw_page(log, cursor, max_bytes as usize)
+        } else {
+            log.read_page(cursor, max_bytes as usize)
+        };
+        let page = page.map_err(|e| match e {
             CursorError::BeyondHead { cursor, head } => GateError::new(
                 ErrorCode::CursorOutOfRange,
                 format!("cursor {cursor} is beyond head {head}; use a next_cursor from an earlier read, or omit cursor to start at the oldest retained byte"),
@@ -709,7 +737,7 @@ impl GateServer {
             ),
         })?;
         Ok(Json(ReadOutputResult {
-            output: lossy_text(&page.bytes),
+            output: encoding.encode(&page.bytes),
             cursor: page.cursor,
             next_cursor: page.next_cursor,
             has_more: page.has_more,

@@ -2,21 +2,29 @@
 //! thin layer that parses arguments, calls the port and shapes the result.
 //! Failures are tool results with `isError` and a stable code (DESIGN §5).
 
+pub mod access;
 mod args;
 mod connect;
+mod control;
+mod encoding;
+mod expect;
 mod info;
 mod io;
 mod resources;
+pub mod scope;
 mod session;
+mod terminal;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolResult, ContentBlock, IntoContents, ListResourceTemplatesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResourceTemplate,
-    ServerCapabilities, ServerConfig,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    InitializeRequestParams, InitializeResult, IntoContents, ListResourceTemplatesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use crate::error::GateError;
 use crate::gateway::Gateway;
@@ -56,6 +64,11 @@ pub struct GateServer {
     gateway: Gateway,
     session: Session,
     tool_router: ToolRouter<GateServer>,
+    /// stdio or HTTP: who calls, and which session state a call uses.
+    mode: scope::Mode,
+    /// Detaches this session's connections when the last clone drops
+    /// (HTTP sessions; stdio detaches explicitly).
+    _release: Option<std::sync::Arc<scope::Release>>,
 }
 
 impl GateServer {
@@ -64,7 +77,14 @@ impl GateServer {
         GateServer {
             gateway,
             session: Session::default(),
-            tool_router: Self::connect_router() + Self::io_router() + Self::info_router(),
+            tool_router: Self::connect_router()
+                + Self::io_router()
+                + Self::info_router()
+                + Self::control_router()
+                + Self::expect_router()
+                + Self::terminal_router(),
+            mode: scope::Mode::Local,
+            _release: None,
         }
     }
 
@@ -95,7 +115,18 @@ fn structured_with_links<T: serde::Serialize>(
     Ok(result)
 }
 
-#[tool_handler(router = self.tool_router)]
+/// A tool's error as a tool result (`isError`, text starting with the code).
+fn error_result(e: GateError) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()
+}
+
+/// The port a resource URI names (`serialgate://ports/{port}/...`).
+fn resource_port(uri: &str) -> Option<&str> {
+    uri.strip_prefix("serialgate://ports/")?.split('/').next()
+}
+
+// `#[tool_handler]` is not used: `call_tool` checks the caller's access
+// (mcp/access.rs) and picks the session state (mcp/scope.rs) first.
 impl ServerHandler for GateServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -109,6 +140,91 @@ impl ServerHandler for GateServer {
             env!("CARGO_PKG_VERSION"),
         ))
         .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // An MCP session belongs to the token that opens it.
+        self.claim(&context.extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (target, caller) = match self.resolve(&context.extensions) {
+            Ok(found) => found,
+            Err(e) => return Ok(error_result(e)),
+        };
+        let mut request = request;
+        if let Err(e) = access::authorize(&caller, &target.gateway, &target.session, &mut request) {
+            tracing::info!("refused {} to {}: {e}", request.name, caller.name);
+            return Ok(error_result(e));
+        }
+        if !matches!(self.mode, scope::Mode::Local)
+            && access::classify(&request.name).0 > crate::config::TokenAccess::Read
+        {
+            tracing::info!(
+                "token {:?} calls {} {}",
+                caller.name,
+                request.name,
+                request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("connection"))
+                    .and_then(|c| c.as_str())
+                    .unwrap_or("(current connection)")
+            );
+        }
+        let is_list_ports = request.name == "list_ports";
+        let tcc = ToolCallContext::new(&*target, request, context);
+        let mut response = target.tool_router.call(tcc).await?;
+        if is_list_ports
+            && let CallToolResponse::Complete(result) = &mut response
+            && result.is_error != Some(true)
+            && let Some(mut value) = result.structured_content.take()
+        {
+            access::filter_list_ports(&caller, &mut value);
+            *result = CallToolResult::structured(value);
+        }
+        Ok(response)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let (_, caller) = self
+            .resolve(&context.extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        let supports_cache_hints = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let mut result = ListToolsResult::with_all_items(
+            self.tool_router
+                .list_all()
+                .into_iter()
+                .filter(|t| access::tool_visible(&t.name, caller.access))
+                .collect(),
+        );
+        if supports_cache_hints {
+            // The list depends on the caller's token: private to it.
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(CacheScope::Private);
+        }
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tool_router.get(name).cloned()
     }
 
     async fn list_resource_templates(
@@ -125,8 +241,25 @@ impl ServerHandler for GateServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(&self.gateway, &self.session, &request.uri).map(Into::into)
+        let (target, caller) = self
+            .resolve(&context.extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        if let Some(port) = resource_port(&request.uri) {
+            let adhoc = target.gateway.port(port).is_some_and(|gp| gp.adhoc);
+            if !caller.may_use_port(port)
+                || (adhoc && caller.access < crate::config::TokenAccess::Admin)
+            {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "forbidden: token {:?} may not read the output of port {port:?}",
+                        caller.name
+                    ),
+                    None,
+                ));
+            }
+        }
+        resources::read(&target.gateway, &target.session, &request.uri).map(Into::into)
     }
 }

@@ -5,8 +5,10 @@
 //! mini-redis's `Db`: a std `Mutex` never held across `.await`, and `watch`
 //! channels that wake waiters when bytes arrive or the state changes.
 
+pub mod control;
 mod device;
 mod reader;
+mod responder;
 pub mod wait;
 
 use std::collections::VecDeque;
@@ -58,7 +60,10 @@ pub struct PortEvent {
     pub what: String,
 }
 
-/// What the port is and how it is opened; fixed for the port's life.
+/// What the port is and how it is opened. Name, device and retention are
+/// fixed for the port's life; `line` is the configured settings in the
+/// spec a port starts with, and the current ones (changed by
+/// `set_line_settings`) in what [`Port::spec`] returns.
 #[derive(Debug, Clone)]
 pub struct PortSpec {
     /// The port's name (configured name, or the ad-hoc connection name).
@@ -85,6 +90,8 @@ struct Shared {
     /// mutex serializes writes: one command's bytes are never interleaved
     /// with another's.
     writer: tokio::sync::Mutex<Option<device::DeviceWriter>>,
+    /// BREAK, modem lines and the current line settings (control.rs).
+    control: control::ControlSlot,
     events: Mutex<VecDeque<PortEvent>>,
     reconnects: AtomicU64,
     bytes_written: AtomicU64,
@@ -98,12 +105,14 @@ struct Shared {
 impl Port {
     /// Creates the port and starts its reader task, which opens the device
     /// and keeps it open (reopening with backoff after a loss) until
-    /// [`close`](Self::close) or `shutdown` is cancelled.
+    /// [`close`](Self::close) or `shutdown` is cancelled, and its terminal
+    /// responder, which answers the device's terminal queries.
     pub fn start(spec: PortSpec, shutdown: &CancellationToken) -> Port {
         let (state_tx, _) = watch::channel(PortState::Opening);
         let port = Port {
             shared: Arc::new(Shared {
                 log: OutputLog::new(spec.retention),
+                control: control::ControlSlot::new(spec.line),
                 spec,
                 state_tx,
                 writer: tokio::sync::Mutex::new(None),
@@ -115,6 +124,7 @@ impl Port {
             }),
         };
         tokio::spawn(reader::run(port.clone()));
+        tokio::spawn(responder::run(port.clone()));
         port
     }
 
@@ -123,9 +133,12 @@ impl Port {
         &self.shared.spec.name
     }
 
-    /// How the port is opened.
-    pub fn spec(&self) -> &PortSpec {
-        &self.shared.spec
+    /// How the port is opened, with the current line settings.
+    pub fn spec(&self) -> PortSpec {
+        PortSpec {
+            line: self.line_settings(),
+            ..self.shared.spec.clone()
+        }
     }
 
     /// Everything the device sent.

@@ -23,14 +23,16 @@ pub(super) async fn run(port: Port) {
         if port.closing().is_cancelled() {
             break;
         }
-        let spec = port.spec().clone();
-        match device::open_device(&spec.device, &spec.line) {
-            Ok((mut reader, writer)) => {
+        let device = port.spec().device;
+        // The current line settings: a reopen after a loss uses what
+        // `set_line_settings` last set, not only what the config said.
+        match port.open_with_control().await {
+            Ok((mut reader, writer, line)) => {
                 port.install_writer(Some(writer)).await;
                 if !first {
                     port.count_reconnect();
                 }
-                port.record(format!("opened {} at {}", spec.device, spec.line));
+                port.record(format!("opened {device} at {line}"));
                 port.set_state(PortState::Open);
                 backoff = BACKOFF_START;
                 let why = read_until_lost(&port, &mut reader).await;
@@ -38,13 +40,16 @@ pub(super) async fn run(port: Port) {
                 match why {
                     None => break, // closing
                     Some(why) => {
-                        port.record(format!("lost {}: {why}", spec.device));
+                        port.record(format!("lost {device}: {why}"));
                         port.set_state(PortState::Lost);
                     }
                 }
+                // After the state: waiters hear of the loss even while a
+                // pulse or BREAK still holds the control handle.
+                port.drop_control().await;
             }
             Err(e) => {
-                port.record(format!("cannot open {}: {e}", spec.device));
+                port.record(format!("cannot open {device}: {e}"));
                 port.set_state(PortState::Lost);
             }
         }
@@ -59,6 +64,7 @@ pub(super) async fn run(port: Port) {
         port.set_state(PortState::Reopening);
     }
     port.install_writer(None).await;
+    port.drop_control().await;
     port.set_state(PortState::Closed);
     port.record("closed");
 }

@@ -811,7 +811,7 @@ fn clock_text(now: SystemTime) -> String {
 
 /// Year, month (1–12) and day of `days` since 1970-01-01 (Howard Hinnant's
 /// `civil_from_days`, for dates on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, usize, u64) {
+pub(super) fn civil_from_days(days: u64) -> (u64, usize, u64) {
     let z = days + 719_468;
     let era = z / 146_097;
     let doe = z - era * 146_097;

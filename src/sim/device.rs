@@ -15,13 +15,36 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cisco::CiscoSwitch;
+use super::huawei::HuaweiRouter;
+use super::junos::JunosRouter;
+use super::menu::BiosMenu;
+use super::procurve::ProCurveSwitch;
 use super::pty::{Link, Pty};
+use super::shell::ColourShell;
+use super::utf8::Utf8Router;
 
 /// Which device a simulator plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Profile {
     /// A Cisco IOS switch named `SW1` ([`CiscoSwitch`]); CLI name `cisco-ios`.
     CiscoIos,
+    /// A Juniper MX router, `admin@mx1> ` ([`JunosRouter`]); CLI name
+    /// `juniper-junos`.
+    JuniperJunos,
+    /// A Huawei VRP router, `<HUAWEI>` ([`HuaweiRouter`]); CLI name
+    /// `huawei-vrp`.
+    HuaweiVrp,
+    /// An HP ProCurve switch, `ProCurve# ` ([`ProCurveSwitch`]); CLI name
+    /// `hp-procurve`.
+    HpProcurve,
+    /// A Linux bash with a coloured prompt and `ls --color`
+    /// ([`ColourShell`]); CLI name `ansi-colour`.
+    AnsiColour,
+    /// A full-screen BIOS/BMC setup menu ([`BiosMenu`]); CLI name `menu`.
+    Menu,
+    /// A router printing multi-byte UTF-8, written one byte per write
+    /// ([`Utf8Router`]); CLI name `utf8-slow`.
+    Utf8Slow,
     /// Prints nothing, only records what it receives (tests make it print
     /// with [`SimHandle::inject`]); CLI name `silent`.
     Silent,
@@ -29,13 +52,40 @@ pub enum Profile {
 
 impl Profile {
     /// Every profile, in the order the CLI lists them.
-    pub const ALL: [Profile; 2] = [Profile::CiscoIos, Profile::Silent];
+    pub const ALL: [Profile; 8] = [
+        Profile::CiscoIos,
+        Profile::JuniperJunos,
+        Profile::HuaweiVrp,
+        Profile::HpProcurve,
+        Profile::AnsiColour,
+        Profile::Menu,
+        Profile::Utf8Slow,
+        Profile::Silent,
+    ];
 
     /// The CLI name, e.g. `cisco-ios`.
     pub fn name(self) -> &'static str {
         match self {
             Profile::CiscoIos => "cisco-ios",
+            Profile::JuniperJunos => "juniper-junos",
+            Profile::HuaweiVrp => "huawei-vrp",
+            Profile::HpProcurve => "hp-procurve",
+            Profile::AnsiColour => "ansi-colour",
+            Profile::Menu => "menu",
+            Profile::Utf8Slow => "utf8-slow",
             Profile::Silent => "silent",
+        }
+    }
+
+    /// The built-in preset (see [`crate::presets`]) that fits the device.
+    pub fn preset(self) -> &'static str {
+        match self {
+            Profile::CiscoIos | Profile::Utf8Slow => "cisco-ios",
+            Profile::JuniperJunos => "juniper-junos",
+            Profile::HuaweiVrp => "huawei-vrp",
+            Profile::HpProcurve => "hp-procurve",
+            Profile::AnsiColour => "linux",
+            Profile::Menu | Profile::Silent => "generic",
         }
     }
 }
@@ -66,13 +116,29 @@ impl FromStr for Profile {
 /// A profile's state machine.
 enum Device {
     Cisco(CiscoSwitch),
+    Junos(JunosRouter),
+    Huawei(HuaweiRouter),
+    ProCurve(ProCurveSwitch),
+    Shell(ColourShell),
+    Menu(BiosMenu),
+    Utf8(Utf8Router),
     Silent,
 }
+
+/// How long a device that writes one byte at a time waits between bytes,
+/// so that each arrives in a read of its own.
+const BYTE_PACE: Duration = Duration::from_millis(1);
 
 impl Device {
     fn new(profile: Profile) -> Device {
         match profile {
             Profile::CiscoIos => Device::Cisco(CiscoSwitch::new("SW1")),
+            Profile::JuniperJunos => Device::Junos(JunosRouter::new()),
+            Profile::HuaweiVrp => Device::Huawei(HuaweiRouter::new()),
+            Profile::HpProcurve => Device::ProCurve(ProCurveSwitch::new()),
+            Profile::AnsiColour => Device::Shell(ColourShell::new()),
+            Profile::Menu => Device::Menu(BiosMenu::new()),
+            Profile::Utf8Slow => Device::Utf8(Utf8Router::new()),
             Profile::Silent => Device::Silent,
         }
     }
@@ -80,8 +146,19 @@ impl Device {
     fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
         match self {
             Device::Cisco(switch) => switch.feed(input, out),
+            Device::Junos(router) => router.feed(input, out),
+            Device::Huawei(router) => router.feed(input, out),
+            Device::ProCurve(switch) => switch.feed(input, out),
+            Device::Shell(shell) => shell.feed(input, out),
+            Device::Menu(menu) => menu.feed(input, out),
+            Device::Utf8(router) => router.feed(input, out),
             Device::Silent => {}
         }
+    }
+
+    /// Whether the device writes one byte per write, [`BYTE_PACE`] apart.
+    fn byte_at_a_time(&self) -> bool {
+        matches!(self, Device::Utf8(_))
     }
 }
 
@@ -257,7 +334,13 @@ async fn run(
     let mut written = 0;
     let (mut total_queued, mut total_written) = (0u64, 0u64);
     let mut acks: VecDeque<(u64, oneshot::Sender<()>)> = VecDeque::new();
+    let one_byte = device.byte_at_a_time();
     loop {
+        let end = if one_byte {
+            output.len().min(written + 1)
+        } else {
+            output.len()
+        };
         let queued_before = output.len();
         tokio::select! {
             biased;
@@ -281,10 +364,14 @@ async fn run(
                 }
                 None => break,
             },
-            write = pty.write(&output[written..]), if written < output.len() => match write {
+            write = pty.write(&output[written..end]), if written < output.len() => match write {
                 Ok(n) => {
                     written += n;
                     total_written += n as u64;
+                    if one_byte {
+                        // A slow device: the next byte comes a moment later.
+                        tokio::time::sleep(BYTE_PACE).await;
+                    }
                 }
                 Err(error) => {
                     tracing::debug!(%error, "simulated device: writing the pty master failed");
@@ -340,11 +427,19 @@ mod tests {
     fn profiles_by_cli_name() {
         assert_eq!("cisco-ios".parse(), Ok(Profile::CiscoIos));
         assert_eq!("silent".parse(), Ok(Profile::Silent));
+        for profile in Profile::ALL {
+            assert_eq!(profile.name().parse(), Ok(profile));
+            assert!(
+                crate::presets::builtin(profile.preset()).is_some(),
+                "{profile}"
+            );
+        }
+        let error = "junos".parse::<Profile>().unwrap_err();
         assert!(
-            "junos"
-                .parse::<Profile>()
-                .unwrap_err()
-                .contains("cisco-ios, silent")
+            error.contains(
+                "cisco-ios, juniper-junos, huawei-vrp, hp-procurve, ansi-colour, menu, utf8-slow, silent"
+            ),
+            "{error}"
         );
         assert_eq!(Profile::CiscoIos.to_string(), "cisco-ios");
     }
@@ -362,6 +457,53 @@ mod tests {
         assert!(reply.ends_with("\r\nSW1>"), "{reply:?}");
         assert!(sim.wait_received(b"clock\r", DEADLINE).await);
         assert_eq!(sim.received(), b"show clock\r");
+    }
+
+    #[tokio::test]
+    async fn every_profile_answers_on_a_real_pty() {
+        for (profile, wake, reply) in [
+            (Profile::JuniperJunos, &b"\r"[..], &b"admin@mx1> "[..]),
+            (Profile::HuaweiVrp, b"\r", b"<HUAWEI>"),
+            (Profile::HpProcurve, b"\r", b"ProCurve# "),
+            (Profile::AnsiColour, b"\r", b"\x1b[00m$ "),
+            (Profile::Menu, b"\r", b"\x1b[24;80H"),
+            (Profile::Utf8Slow, b"\r", b"edge-1#"),
+        ] {
+            let sim = spawn(profile, None).await.unwrap();
+            let mut port = open(sim.path());
+            port.write_all(wake).await.unwrap();
+            let seen = read_until(&mut port, reply).await;
+            assert!(seen.ends_with(reply), "{profile}: {seen:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn utf8_slow_writes_one_byte_per_read() {
+        let sim = spawn(Profile::Utf8Slow, None).await.unwrap();
+        let mut port = open(sim.path());
+        port.write_all(b"show interfaces description\r")
+            .await
+            .unwrap();
+        let mut seen = Vec::new();
+        let mut reads = 0;
+        let mut buf = [0u8; 1024];
+        while !seen.ends_with(b"edge-1#") {
+            let n = timeout(DEADLINE, port.read(&mut buf))
+                .await
+                .expect("deadline")
+                .unwrap();
+            assert!(n > 0);
+            seen.extend_from_slice(&buf[..n]);
+            reads += 1;
+        }
+        let text = String::from_utf8(seen).expect("whole characters in the end");
+        assert!(text.contains("Zürich–Genève ✓"), "{text:?}");
+        // Bytes come apart (a busy machine may join a few in one read).
+        assert!(
+            reads > text.len() / 10,
+            "{reads} reads for {} bytes",
+            text.len()
+        );
     }
 
     #[tokio::test]

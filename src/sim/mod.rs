@@ -2,7 +2,14 @@
 //! the end-to-end tests, `serialgate simulate` and the demo.
 
 pub mod cisco;
+mod cli;
 mod device;
+pub mod huawei;
+pub mod junos;
+pub mod menu;
+pub mod procurve;
 pub mod pty;
+pub mod shell;
+pub mod utf8;
 
 pub use device::{Profile, SimHandle, spawn};

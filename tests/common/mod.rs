@@ -45,6 +45,23 @@ impl Rig {
         Rig { sim, client, dir }
     }
 
+    /// Starts `profile` linked at `<tmp>/sw1`, a config with port `sw1` on
+    /// it with `preset`, plus `extra` TOML appended (more keys of
+    /// `[ports.sw1]` may come first in it), and a client session.
+    pub async fn start_with(profile: Profile, preset: &str, extra: &str) -> Rig {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let link = dir.path().join("sw1");
+        let sim = sim::spawn(profile, Some(link.clone()))
+            .await
+            .expect("simulated device");
+        let config = format!(
+            "[ports.sw1]\ndevice = {:?}\npreset = {preset:?}\n{extra}",
+            link.display()
+        );
+        let client = Self::client_with(&dir, &config).await;
+        Rig { sim, client, dir }
+    }
+
     /// Writes `config` into `dir` and starts a client session with it.
     pub async fn client_with(dir: &TempDir, config: &str) -> GateClient {
         let path: PathBuf = dir.path().join("serialgate.toml");

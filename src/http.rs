@@ -1,0 +1,448 @@
+//! MCP over streamable HTTP, at `/mcp`, behind bearer-token authentication.
+//!
+//! `serialgate serve --http ADDR` (or `[server] listen = "ADDR"`) serves
+//! rmcp's [`StreamableHttpService`] nested under axum at `/mcp`; stdio is
+//! not served then. Every MCP session gets its own [`GateServer`], all
+//! sharing one [`Gateway`].
+//!
+//! # Authentication
+//!
+//! Each request must carry `Authorization: Bearer <secret>`, the secret of
+//! one of the `[[tokens]]` (its `secret_file`'s content, trimmed). The
+//! presented secret is hashed (SHA-256) and compared in constant time
+//! with the digest of *every* token, without stopping at a match, so the
+//! time taken says nothing about which token (or how much of one) matched.
+//! A missing or wrong token gets `401 Unauthorized` with
+//! `WWW-Authenticate: Bearer`. A known token becomes a [`Caller`] in the
+//! request's extensions (the `Authorization` header itself is removed),
+//! which the MCP layer checks against the tool and port of every call
+//! (see [`crate::mcp::access`]). Tokens are read from the config in force
+//! at each request. An MCP session belongs to the token that opened it: a
+//! request with another token into it (a call, its SSE stream, a DELETE)
+//! gets `403`.
+//!
+//! The rule of DESIGN §6: a non-loopback address requires tokens; a
+//! loopback address without tokens requires an explicit `auth = "none"`
+//! (then every caller has full access, and only loopback `Host` headers are
+//! accepted, against DNS rebinding); `auth = "none"` on a non-loopback
+//! address is refused. The rule is checked against the configured address
+//! and again against the address actually bound.
+//!
+//! # Session state
+//!
+//! Clients that speak MCP sessions (`Mcp-Session-Id`, protocol versions
+//! before `2026-07-28`) keep their connections and consume cursors for the
+//! session's lifetime (idle sessions end after [`SESSION_IDLE`]).
+//! `2026-07-28` clients are sessionless (SEP-2567): rmcp serves each of
+//! their requests statelessly, so their state is kept by token name plus the
+//! optional `Serialgate-Session` header — see [`crate::mcp::scope`].
+
+use std::collections::HashMap;
+use std::future::IntoFuture;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::Digest;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, AuthMode, Config, TokenConfig};
+use crate::gateway::Gateway;
+use crate::mcp::GateServer;
+use crate::mcp::access::Caller;
+use crate::mcp::scope::Stateless;
+
+/// How long an MCP session may stay idle before the server ends it (its
+/// connections are then detached). Agents think between calls; a short
+/// timeout would lose their cursors.
+pub const SESSION_IDLE: Duration = Duration::from_secs(60 * 60);
+/// The header that carries an MCP session's id.
+const SESSION_ID: &str = "mcp-session-id";
+/// How long shutdown waits for open HTTP requests to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Who may call: nobody without a token, or (loopback, said explicitly)
+/// everybody.
+#[derive(Clone)]
+enum Auth {
+    /// Bearer tokens from the config in force.
+    Tokens(Gateway),
+    /// `auth = "none"` on loopback: every caller has full access.
+    None,
+}
+
+/// Why a request was refused (logged; the client gets a 401).
+#[derive(Debug, PartialEq, Eq)]
+enum Refusal {
+    /// No `Authorization: Bearer` header.
+    Missing,
+    /// An `Authorization` header of another scheme or shape.
+    Malformed,
+    /// A bearer token that is none of the configured ones.
+    Unknown,
+}
+
+/// The token whose secret is `presented`, found in constant time: every
+/// token's digest is compared, and the loop never stops early.
+fn find_token<'a>(tokens: &'a [TokenConfig], presented: &[u8]) -> Option<&'a TokenConfig> {
+    let digest: [u8; 32] = sha2::Sha256::digest(presented).into();
+    let mut found = u64::MAX;
+    for (i, token) in tokens.iter().enumerate() {
+        let equal = token.secret.digest()[..].ct_eq(&digest[..]);
+        found.conditional_assign(&(i as u64), equal);
+    }
+    usize::try_from(found).ok().and_then(|i| tokens.get(i))
+}
+
+/// The bearer token of an `Authorization` header.
+fn bearer(headers: &HeaderMap) -> Result<&[u8], Refusal> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or(Refusal::Missing)?
+        .as_bytes();
+    let space = value
+        .iter()
+        .position(|&b| b == b' ')
+        .ok_or(Refusal::Malformed)?;
+    let (scheme, rest) = value.split_at(space);
+    let token = rest.trim_ascii();
+    if !scheme.eq_ignore_ascii_case(b"bearer") || token.is_empty() {
+        return Err(Refusal::Malformed);
+    }
+    Ok(token)
+}
+
+impl Auth {
+    fn check(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        match self {
+            Auth::None => Ok(Caller::anonymous()),
+            Auth::Tokens(gateway) => {
+                let presented = bearer(headers)?;
+                let config = gateway.config();
+                find_token(&config.tokens, presented)
+                    .map(Caller::from_token)
+                    .ok_or(Refusal::Unknown)
+            }
+        }
+    }
+}
+
+fn unauthorized(refusal: &Refusal) -> Response {
+    let (challenge, text) = match refusal {
+        Refusal::Missing => (
+            r#"Bearer realm="serialgate""#,
+            "unauthorized: send Authorization: Bearer <secret of one of the server's [[tokens]]>\n",
+        ),
+        Refusal::Malformed => (
+            r#"Bearer realm="serialgate", error="invalid_request""#,
+            "unauthorized: the Authorization header must be Bearer <secret>\n",
+        ),
+        Refusal::Unknown => (
+            r#"Bearer realm="serialgate", error="invalid_token""#,
+            "unauthorized: the bearer token is not one of the server's [[tokens]]\n",
+        ),
+    };
+    (
+        StatusCode::UNAUTHORIZED,
+        [(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// Which token opened each MCP session (`Mcp-Session-Id`), so that no other
+/// token can use, listen to or end it. Entries not seen for
+/// [`SESSION_IDLE`] are forgotten (rmcp ends such sessions too).
+#[derive(Clone, Default)]
+struct SessionOwners {
+    owners: Arc<Mutex<HashMap<String, (String, Instant)>>>,
+}
+
+impl SessionOwners {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, (String, Instant)>> {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `caller` may use session `id` (an unknown id: rmcp decides).
+    fn allows(&self, id: &str, caller: &str) -> bool {
+        let mut owners = self.lock();
+        match owners.get_mut(id) {
+            Some((owner, seen)) if owner == caller => {
+                *seen = Instant::now();
+                true
+            }
+            Some(_) => false,
+            None => true,
+        }
+    }
+
+    fn opened(&self, id: &str, caller: &str) {
+        let now = Instant::now();
+        let mut owners = self.lock();
+        owners.retain(|_, (_, seen)| now.duration_since(*seen) <= SESSION_IDLE);
+        owners.insert(id.to_owned(), (caller.to_owned(), now));
+    }
+
+    fn closed(&self, id: &str) {
+        self.lock().remove(id);
+    }
+}
+
+/// The state of the authentication middleware.
+#[derive(Clone)]
+struct Gatekeeper {
+    auth: Auth,
+    owners: SessionOwners,
+}
+
+/// The middleware in front of `/mcp`: 401 without a known token; 403 for a
+/// request into an MCP session another token opened; else the caller goes
+/// into the request's extensions (rmcp hands the request's
+/// `http::request::Parts` to the MCP handlers).
+async fn authenticate(
+    State(gate): State<Gatekeeper>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let caller = match gate.auth.check(request.headers()) {
+        Ok(caller) => caller,
+        Err(refusal) => {
+            tracing::warn!(
+                "{peer}: refused {} {}: {refusal:?} bearer token",
+                request.method(),
+                request.uri()
+            );
+            return unauthorized(&refusal);
+        }
+    };
+    tracing::debug!(
+        "{peer}: {} {} as {}",
+        request.method(),
+        request.uri(),
+        caller.name
+    );
+    let session = request
+        .headers()
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session
+        && !gate.owners.allows(id, &caller.name)
+    {
+        tracing::warn!(
+            "{peer}: refused {} {}: token {:?} used an MCP session another token opened",
+            request.method(),
+            request.uri(),
+            caller.name
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            "forbidden: this MCP session belongs to another token; open a session of your own\n",
+        )
+            .into_response();
+    }
+    let is_delete = request.method() == axum::http::Method::DELETE;
+    let name = caller.name.clone();
+    request.headers_mut().remove(header::AUTHORIZATION);
+    request.extensions_mut().insert(Arc::new(caller));
+    let response = next.run(request).await;
+    match (&session, response.headers().get(SESSION_ID)) {
+        (None, Some(id)) => {
+            if let Ok(id) = id.to_str() {
+                gate.owners.opened(id, &name);
+            }
+        }
+        (Some(id), _) if is_delete && response.status().is_success() => gate.owners.closed(id),
+        _ => {}
+    }
+    response
+}
+
+/// Checks DESIGN §6's rule for serving `listen` (as configured, or as
+/// bound) with this config. The error says what to change.
+pub fn check_exposure(config: &Config, listen: &str, loopback: bool) -> anyhow::Result<()> {
+    config::check_http_auth(config.server.auth, config.tokens.is_empty(), loopback)
+        .map_err(|e| anyhow::anyhow!("cannot serve HTTP on {listen}: {e}"))
+}
+
+/// The axum app: rmcp's streamable HTTP service at `/mcp`, behind the
+/// authentication middleware. `cancel` ends every session and stream.
+fn app(
+    config: &Config,
+    gateway: &Gateway,
+    stateless: Stateless,
+    cancel: CancellationToken,
+) -> Router {
+    let auth = match config.server.auth {
+        AuthMode::Token => Auth::Tokens(gateway.clone()),
+        AuthMode::None => Auth::None,
+    };
+    let mut http_config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+    if config.server.auth == AuthMode::Token {
+        // Callers prove who they are with a token; any Host name may be
+        // used to reach the server (DNS rebinding gains nothing without a
+        // token). Without auth, rmcp's default keeps loopback hosts only.
+        http_config = http_config.disable_allowed_hosts();
+    }
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let template = GateServer::for_http(gateway.clone(), stateless);
+    let service = StreamableHttpService::new(
+        move || Ok(template.fresh()),
+        Arc::new(sessions),
+        http_config,
+    );
+    let gate = Gatekeeper {
+        auth,
+        owners: SessionOwners::default(),
+    };
+    Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(gate, authenticate))
+}
+
+/// Runs the daemon with MCP over streamable HTTP at `http://LISTEN/mcp`
+/// until SIGTERM/SIGINT; every port is closed before it returns. Refuses
+/// to start (an error naming the fix) when the address and the config break
+/// the authentication rule. Prints `listening on http://ADDR/mcp` to stderr
+/// once bound (with the actual port when `listen` asks for port 0).
+pub async fn serve_http(config: Config, listen: &str) -> anyhow::Result<()> {
+    config::check_listen(listen).map_err(|e| anyhow::anyhow!("--http {e}"))?;
+    check_exposure(&config, listen, config::listen_is_loopback(listen))?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let local = listener.local_addr()?;
+    check_exposure(&config, listen, local.ip().to_canonical().is_loopback())?;
+    if config.server.auth == AuthMode::None {
+        tracing::warn!("auth = \"none\": every local process may use every port over HTTP");
+    }
+
+    let shutdown = CancellationToken::new();
+    let cancel = shutdown.child_token();
+    let stateless = Stateless::default();
+    let gateway = Gateway::start(config.clone(), shutdown.clone());
+    let app = app(&config, &gateway, stateless.clone(), cancel.clone());
+    eprintln!("serialgate: listening on http://{local}/mcp");
+    // The ports are started and the listener is bound: ready for systemd.
+    crate::notify::notify_or_warn("READY=1");
+    tracing::info!(
+        "serving MCP at http://{local}/mcp ({} token(s), auth {:?})",
+        config.tokens.len(),
+        config.server.auth
+    );
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown({
+        let cancel = cancel.clone();
+        async move { cancel.cancelled().await }
+    })
+    .into_future();
+    let mut server = tokio::spawn(server);
+    let outcome = tokio::select! {
+        () = crate::serve::terminated() => {
+            tracing::info!("termination signal: closing sessions and ports");
+            Ok(())
+        }
+        ended = &mut server => match ended {
+            Ok(Ok(())) => Err(anyhow::anyhow!("the HTTP server on {local} stopped")),
+            Ok(Err(e)) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
+            Err(e) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
+        },
+    };
+    crate::notify::notify_or_warn("STOPPING=1");
+    cancel.cancel();
+    if !server.is_finished()
+        && tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
+            .await
+            .is_err()
+    {
+        tracing::warn!("HTTP requests still open after {SHUTDOWN_GRACE:?}; closing anyway");
+        server.abort();
+    }
+    stateless.clear();
+    gateway.close_all().await;
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{TokenAccess, TokenSecret};
+
+    fn token(name: &str, secret: &str) -> TokenConfig {
+        TokenConfig {
+            name: name.into(),
+            secret_file: "/s".into(),
+            secret: TokenSecret::new(secret.as_bytes()),
+            ports: vec!["*".into()],
+            access: TokenAccess::Read,
+        }
+    }
+
+    #[test]
+    fn tokens_are_found_by_secret() {
+        let tokens = [token("a", "alpha-secret"), token("b", "beta-secret")];
+        assert_eq!(
+            find_token(&tokens, b"beta-secret").map(|t| t.name.as_str()),
+            Some("b")
+        );
+        assert_eq!(
+            find_token(&tokens, b"alpha-secret").map(|t| t.name.as_str()),
+            Some("a")
+        );
+        assert!(find_token(&tokens, b"alpha-secre").is_none());
+        assert!(find_token(&tokens, b"").is_none());
+        assert!(find_token(&[], b"alpha-secret").is_none());
+    }
+
+    #[test]
+    fn bearer_headers() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), Err(Refusal::Missing));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer  s3cret "),
+        );
+        assert_eq!(bearer(&h), Ok(&b"s3cret"[..]));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer x"));
+        assert_eq!(bearer(&h), Ok(&b"x"[..]));
+        for bad in ["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "s3cret"] {
+            h.insert(header::AUTHORIZATION, HeaderValue::from_static(bad));
+            assert_eq!(bearer(&h), Err(Refusal::Malformed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sessions_belong_to_their_opener() {
+        let owners = SessionOwners::default();
+        assert!(owners.allows("s1", "a"), "unknown sessions: rmcp decides");
+        owners.opened("s1", "a");
+        assert!(owners.allows("s1", "a"));
+        assert!(!owners.allows("s1", "b"));
+        owners.closed("s1");
+        assert!(owners.allows("s1", "b"));
+    }
+
+    #[test]
+    fn refusals_challenge() {
+        let r = unauthorized(&Refusal::Unknown);
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let challenge = r.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
+        assert!(challenge.starts_with("Bearer "), "{challenge}");
+    }
+}

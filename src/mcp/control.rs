@@ -1,0 +1,467 @@
+//! Tools that control the line rather than send text: `send_break`,
+//! `set_line_settings`, `set_lines`, `pulse_line`, `detect_baud`. Thin over
+//! `port::control`, which holds the device handle and the timing.
+
+use std::time::Duration;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::JsonObject;
+use rmcp::{Json, tool, tool_router};
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::args::{self, parse};
+use super::{GateServer, ToolError};
+use crate::error::GateError;
+use crate::port::control::{
+    BaudScore, DEFAULT_CANDIDATES, MAX_BREAK, MAX_CANDIDATES, MAX_LISTEN, MAX_PULSE, ModemLine,
+    ModemStatus,
+};
+use crate::settings::{FlowControl, LineSettings, Parity};
+
+/// Default BREAK length, in milliseconds.
+pub const DEFAULT_BREAK_MS: u64 = 250;
+/// Default pulse length, in milliseconds.
+pub const DEFAULT_PULSE_MS: u64 = 100;
+/// Default listening time per candidate rate, in milliseconds.
+pub const DEFAULT_LISTEN_MS: u64 = 500;
+/// Longest `probe` of `detect_baud`, in bytes.
+pub const MAX_PROBE_BYTES: usize = 256;
+
+/// Arguments of `send_break`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendBreakArgs {
+    /// How long the BREAK lasts, in milliseconds (default 250, 1-10000).
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub duration_ms: Option<u64>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `send_break`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SendBreakResult {
+    /// How long the BREAK lasted, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// Arguments of `set_line_settings`; what is not given stays as it is.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetLineSettingsArgs {
+    /// Bits per second, e.g. 9600 or 115200.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub baud: Option<u64>,
+    /// Data bits: 5-8.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub data_bits: Option<u64>,
+    /// Parity: none, even or odd.
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub parity: Option<Parity>,
+    /// Stop bits: 1 or 2.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub stop_bits: Option<u64>,
+    /// Flow control: none, hardware (RTS/CTS) or software (XON/XOFF).
+    #[serde(default, deserialize_with = "args::opt_enum")]
+    pub flow_control: Option<FlowControl>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `set_line_settings`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SetLineSettingsResult {
+    /// The line settings now.
+    pub settings: LineSettings,
+    /// The line settings before.
+    pub previous: LineSettings,
+    /// Applied to the open device at once (false: the device is not open
+    /// now; the settings apply when it reopens).
+    pub live: bool,
+}
+
+/// Arguments of `set_lines`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetLinesArgs {
+    /// Data Terminal Ready: true asserts it, false drops it; omit to leave it.
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub dtr: Option<bool>,
+    /// Request To Send: true asserts it, false drops it; omit to leave it.
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub rts: Option<bool>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Arguments of `pulse_line`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PulseLineArgs {
+    /// The line to pulse: dtr or rts.
+    #[serde(deserialize_with = "modem_line")]
+    pub line: ModemLine,
+    /// How long the pulse lasts, in milliseconds (default 100, 1-10000).
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub ms: Option<u64>,
+    /// The level during the pulse (default false: drop the line, wait,
+    /// assert it again, the usual reset pulse).
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub level: Option<bool>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `pulse_line`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PulseLineResult {
+    /// The line pulsed.
+    pub line: ModemLine,
+    /// The level it had during the pulse.
+    pub level: bool,
+    /// How long the pulse lasted, in milliseconds.
+    pub ms: u64,
+    /// Every modem line after the pulse.
+    pub lines: ModemStatus,
+}
+
+/// Arguments of `detect_baud`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DetectBaudArgs {
+    /// Rates to try, in order (default [9600, 19200, 38400, 57600, 115200]; at most 16).
+    #[serde(default, deserialize_with = "opt_rates")]
+    pub candidates: Option<Vec<u64>>,
+    /// What to send at each rate to make the device print (default "\r": a console answers with its prompt; "" sends nothing and only listens).
+    pub probe: Option<String>,
+    /// How long to listen at each rate, in milliseconds (default 500, 1-5000); ends early once the device is quiet.
+    #[serde(default, deserialize_with = "args::opt_u64")]
+    pub listen_ms: Option<u64>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `detect_baud`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DetectBaudResult {
+    /// Every candidate, best first: readability score 0-1, bytes received, a sample (non-printables as \xNN).
+    pub ranking: Vec<BaudScore>,
+    /// The rate that read best, if any read well (score ≥ 0.5); null when none did (silent device?).
+    pub best: Option<u32>,
+    /// The line settings the port is left at: the best rate, else the original one.
+    pub settings: LineSettings,
+    /// The rate changed.
+    pub changed: bool,
+    /// This session's consume cursor, moved past the probing output (still readable with read_output).
+    pub cursor: u64,
+}
+
+/// A required `dtr`/`rts`, in any case.
+fn modem_line<'de, D: Deserializer<'de>>(d: D) -> Result<ModemLine, D::Error> {
+    let name = String::deserialize(d)?;
+    match name.trim().to_ascii_lowercase().as_str() {
+        "dtr" => Ok(ModemLine::Dtr),
+        "rts" => Ok(ModemLine::Rts),
+        _ => Err(de::Error::custom(format!(
+            "line must be dtr or rts, got {name:?}"
+        ))),
+    }
+}
+
+/// An optional list of rates: a JSON array (of numbers or numeric
+/// strings), one number, or a string such as "9600, 115200".
+fn opt_rates<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
+    fn one<E: de::Error>(v: &Value) -> Result<u64, E> {
+        match v {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| E::custom(format!("expected a baud rate such as 9600, got {v}")))
+    }
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items.iter().map(one).collect::<Result<_, _>>().map(Some),
+        Some(Value::String(s)) => s
+            .trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|part| !part.is_empty())
+            .map(|part| one(&Value::String(part.to_owned())))
+            .collect::<Result<_, _>>()
+            .map(Some),
+        Some(v) => one(&v).map(|rate| Some(vec![rate])),
+    }
+}
+
+/// A duration in milliseconds within 1..=max.
+fn ms_arg(name: &str, v: Option<u64>, default: u64, max: Duration) -> Result<u64, GateError> {
+    let ms = v.unwrap_or(default);
+    let max = max.as_millis() as u64;
+    if !(1..=max).contains(&ms) {
+        return Err(GateError::invalid(format!(
+            "{name} must be between 1 and {max} milliseconds, got {ms}"
+        )));
+    }
+    Ok(ms)
+}
+
+fn to_u8(name: &str, v: Option<u64>) -> Result<Option<u8>, GateError> {
+    v.map(|v| {
+        u8::try_from(v).map_err(|_| GateError::invalid(format!("{name} {v} is out of range")))
+    })
+    .transpose()
+}
+
+fn to_baud(v: u64) -> Result<u32, GateError> {
+    u32::try_from(v).map_err(|_| {
+        GateError::invalid(format!(
+            "baud {v} is out of range: use 50..=4000000, e.g. 9600 or 115200"
+        ))
+    })
+}
+
+impl SetLineSettingsArgs {
+    /// The settings asked for, on top of `current`.
+    fn apply_to(&self, current: LineSettings) -> Result<LineSettings, GateError> {
+        if self.baud.is_none()
+            && self.data_bits.is_none()
+            && self.parity.is_none()
+            && self.stop_bits.is_none()
+            && self.flow_control.is_none()
+        {
+            return Err(GateError::invalid(format!(
+                "give at least one of baud, data_bits, parity, stop_bits, flow_control (now {current})"
+            )));
+        }
+        let mut line = current;
+        if let Some(b) = self.baud {
+            line.baud = to_baud(b)?;
+        }
+        if let Some(d) = to_u8("data_bits", self.data_bits)? {
+            line.data_bits = d;
+        }
+        if let Some(p) = self.parity {
+            line.parity = p;
+        }
+        if let Some(s) = to_u8("stop_bits", self.stop_bits)? {
+            line.stop_bits = s;
+        }
+        if let Some(f) = self.flow_control {
+            line.flow_control = f;
+        }
+        line.validate().map_err(GateError::invalid)?;
+        Ok(line)
+    }
+}
+
+#[tool_router(router = control_router, vis = "pub(super)")]
+impl GateServer {
+    /// Send a serial BREAK (the line held low) for duration_ms (default
+    /// 250). Used to enter Cisco ROMMON during boot, or to get the
+    /// attention of a console that ignores text. Fails with
+    /// port_unavailable when the device cannot send BREAK.
+    #[tool(
+        annotations(destructive_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<SendBreakArgs>().unwrap_or_default()
+    )]
+    pub async fn send_break(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<SendBreakResult>, ToolError> {
+        let a: SendBreakArgs = parse("send_break", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let ms = ms_arg("duration_ms", a.duration_ms, DEFAULT_BREAK_MS, MAX_BREAK)?;
+        conn.port.port.send_break(Duration::from_millis(ms)).await?;
+        Ok(Json(SendBreakResult { duration_ms: ms }))
+    }
+
+    /// Change baud rate and framing of the open line at once, without
+    /// reconnecting: the output log and cursors go on (e.g. ROMMON at 9600,
+    /// then the booted image at 115200). Arguments not given stay as they
+    /// are. The port keeps the new settings for later reopens; status and
+    /// list_ports show them.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<SetLineSettingsArgs>().unwrap_or_default())]
+    pub async fn set_line_settings(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<SetLineSettingsResult>, ToolError> {
+        let a: SetLineSettingsArgs = parse("set_line_settings", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let port = &conn.port.port;
+        let previous = port.line_settings();
+        let line = a.apply_to(previous)?;
+        let live = port.set_line_settings(line).await?;
+        Ok(Json(SetLineSettingsResult {
+            settings: port.line_settings(),
+            previous,
+            live,
+        }))
+    }
+
+    /// Set the modem control outputs DTR and/or RTS (true asserts, false
+    /// drops; omitted ones stay) and read every modem line: dtr, rts, cts,
+    /// dsr, cd (carrier detect), ri (ring). With neither given it only
+    /// reads. Fails with port_unavailable on a device without modem lines.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<SetLinesArgs>().unwrap_or_default())]
+    pub async fn set_lines(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<ModemStatus>, ToolError> {
+        let a: SetLinesArgs = parse("set_lines", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let status = conn.port.port.set_lines(a.dtr, a.rts).await?;
+        Ok(Json(status))
+    }
+
+    /// Pulse a modem control line: set `line` (dtr or rts) to `level`
+    /// (default false) for `ms` milliseconds (default 100), then back. The
+    /// default is the usual reset pulse of a microcontroller or console
+    /// server port: drop, wait, restore. Returns the modem lines after it.
+    #[tool(
+        annotations(destructive_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<PulseLineArgs>().unwrap_or_default()
+    )]
+    pub async fn pulse_line(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<PulseLineResult>, ToolError> {
+        let a: PulseLineArgs = parse("pulse_line", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let ms = ms_arg("ms", a.ms, DEFAULT_PULSE_MS, MAX_PULSE)?;
+        let level = a.level.unwrap_or(false);
+        let lines = conn
+            .port
+            .port
+            .pulse_line(a.line, level, Duration::from_millis(ms))
+            .await?;
+        Ok(Json(PulseLineResult {
+            line: a.line,
+            level,
+            ms,
+            lines,
+        }))
+    }
+
+    /// Find the baud rate of an unknown console: at each candidate rate,
+    /// send the probe (default "\r"), listen up to listen_ms (default 500)
+    /// and score how readable the answer is (text vs the noise of a wrong
+    /// rate). Leaves the port at the best rate, or the original one when
+    /// none reads well, and returns the ranking. Moves this session's
+    /// cursor past the probing output.
+    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<DetectBaudArgs>().unwrap_or_default())]
+    pub async fn detect_baud(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<DetectBaudResult>, ToolError> {
+        let a: DetectBaudArgs = parse("detect_baud", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let listen = ms_arg("listen_ms", a.listen_ms, DEFAULT_LISTEN_MS, MAX_LISTEN)?;
+        let mut candidates = Vec::new();
+        for rate in a
+            .candidates
+            .unwrap_or_else(|| DEFAULT_CANDIDATES.iter().map(|&b| u64::from(b)).collect())
+        {
+            let rate = to_baud(rate)?;
+            if !candidates.contains(&rate) {
+                candidates.push(rate);
+            }
+        }
+        if candidates.is_empty() || candidates.len() > MAX_CANDIDATES {
+            return Err(GateError::invalid(format!(
+                "candidates must hold 1 to {MAX_CANDIDATES} rates, got {}",
+                candidates.len()
+            ))
+            .into());
+        }
+        let probe = a.probe.unwrap_or_else(|| "\r".to_owned()).into_bytes();
+        if probe.len() > MAX_PROBE_BYTES {
+            return Err(GateError::invalid(format!(
+                "probe is {} bytes; at most {MAX_PROBE_BYTES}",
+                probe.len()
+            ))
+            .into());
+        }
+        let port = &conn.port.port;
+        let found = port
+            .detect_baud(candidates, probe, Duration::from_millis(listen))
+            .await?;
+        let cursor = port.log().head();
+        self.session.advance(&conn.name, cursor);
+        Ok(Json(DetectBaudResult {
+            ranking: found.ranking,
+            best: found.best,
+            settings: found.settings,
+            changed: found.changed,
+            cursor,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, GateError> {
+        parse("t", v.as_object().cloned().unwrap_or_default())
+    }
+
+    #[test]
+    fn rates_come_as_arrays_numbers_or_strings() {
+        let a: DetectBaudArgs = args(serde_json::json!({"candidates": [9600, "115200"]})).unwrap();
+        assert_eq!(a.candidates, Some(vec![9600, 115200]));
+        let a: DetectBaudArgs = args(serde_json::json!({"candidates": "[9600, 19200]"})).unwrap();
+        assert_eq!(a.candidates, Some(vec![9600, 19200]));
+        let a: DetectBaudArgs = args(serde_json::json!({"candidates": 57600})).unwrap();
+        assert_eq!(a.candidates, Some(vec![57600]));
+        let a: DetectBaudArgs = args(serde_json::json!({"candidates": null})).unwrap();
+        assert_eq!(a.candidates, None);
+        let e = args::<DetectBaudArgs>(serde_json::json!({"candidates": ["fast"]})).unwrap_err();
+        assert!(e.to_string().contains("baud rate"), "{e}");
+    }
+
+    #[test]
+    fn the_pulsed_line_is_dtr_or_rts_in_any_case() {
+        let a: PulseLineArgs = args(serde_json::json!({"line": "DTR"})).unwrap();
+        assert_eq!(a.line, ModemLine::Dtr);
+        let e = args::<PulseLineArgs>(serde_json::json!({"line": "cts"})).unwrap_err();
+        assert!(e.to_string().contains("dtr or rts"), "{e}");
+        let e = args::<PulseLineArgs>(serde_json::json!({})).unwrap_err();
+        assert!(e.to_string().contains("line"), "{e}");
+    }
+
+    #[test]
+    fn line_settings_change_only_what_is_given_and_are_checked() {
+        let a: SetLineSettingsArgs = args(serde_json::json!({"baud": "115200"})).unwrap();
+        let line = a.apply_to(LineSettings::default()).unwrap();
+        assert_eq!(
+            line,
+            LineSettings {
+                baud: 115200,
+                ..LineSettings::default()
+            }
+        );
+        let a: SetLineSettingsArgs = args(serde_json::json!({})).unwrap();
+        assert!(a.apply_to(LineSettings::default()).is_err());
+        let a: SetLineSettingsArgs = args(serde_json::json!({"data_bits": 9})).unwrap();
+        let e = a.apply_to(LineSettings::default()).unwrap_err();
+        assert!(
+            e.to_string().starts_with("invalid_argument: data_bits"),
+            "{e}"
+        );
+        let a: SetLineSettingsArgs = args(serde_json::json!({"baud": 5_000_000_000u64})).unwrap();
+        assert!(a.apply_to(LineSettings::default()).is_err());
+    }
+
+    #[test]
+    fn durations_are_bounded() {
+        assert_eq!(ms_arg("ms", None, 100, MAX_PULSE).unwrap(), 100);
+        assert!(ms_arg("ms", Some(0), 100, MAX_PULSE).is_err());
+        assert!(ms_arg("ms", Some(10_001), 100, MAX_PULSE).is_err());
+        assert_eq!(ms_arg("ms", Some(10_000), 100, MAX_PULSE).unwrap(), 10_000);
+    }
+}

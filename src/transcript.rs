@@ -1,0 +1,343 @@
+//! Per-port transcripts: everything the device sent, line by line with a
+//! timestamp at the start of each line, and what was sent to it marked as
+//! such, in `log_dir/<port>.log`, rotated by size on a line boundary.
+//!
+//! The writer is its own task that follows the OutputLog (it never slows
+//! the reader): it wakes on appends, copies the new bytes and writes them.
+//! If it falls so far behind that retention dropped bytes it had not
+//! written, it writes a marker saying how many — losses are counted, never
+//! silent. Sent data reaches it through a bounded channel; a full channel
+//! drops the record and counts it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::log::OutputLog;
+
+/// Default size at which a transcript is rotated.
+pub const DEFAULT_LOG_MAX: u64 = 16 * 1024 * 1024;
+/// Default number of rotated transcripts kept (`<port>.log.1` …).
+pub const DEFAULT_LOG_KEEP: usize = 5;
+/// How many sent records may wait for the writer before new ones are dropped.
+const SENT_QUEUE: usize = 1024;
+/// Most bytes copied from the log per wake-up.
+const COPY_CHUNK: u64 = 256 * 1024;
+
+/// Where and how a port's transcript is written.
+#[derive(Debug, Clone)]
+pub struct TranscriptConfig {
+    /// The directory (`[server] log_dir`).
+    pub dir: PathBuf,
+    /// Rotate when the file reaches this size (at the next line boundary).
+    pub max_bytes: u64,
+    /// Rotated files kept.
+    pub keep: usize,
+}
+
+/// Something sent to the device, for the transcript.
+#[derive(Debug, Clone)]
+pub struct SentRecord {
+    /// What kind of write: text, hex, keys, break, auto_reply…
+    pub kind: &'static str,
+    /// The bytes, or `None` when they were marked sensitive.
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// A handle to a port's transcript writer task.
+#[derive(Clone)]
+pub struct Transcript {
+    path: PathBuf,
+    sent: mpsc::Sender<SentRecord>,
+    dropped_sent: Arc<AtomicU64>,
+    progress: watch::Receiver<Progress>,
+}
+
+/// How far the writer got: lets a caller (a test, a flush at shutdown)
+/// await the file instead of polling it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Log offset up to which device output is in the file.
+    pub device_offset: u64,
+    /// Sent records written so far.
+    pub sent_records: u64,
+}
+
+impl Transcript {
+    /// Starts the writer for `port`, following `log` from its current head.
+    pub fn start(port: &str, log: OutputLog, config: TranscriptConfig, stop: CancellationToken) -> io::Result<Transcript> {
+        std::fs::create_dir_all(&config.dir)?;
+        let path = config.dir.join(format!("{port}.log"));
+        let file = open_append(&path)?;
+        let (sent, sent_rx) = mpsc::channel(SENT_QUEUE);
+        // Follow from the head now, not when the task first runs.
+        let from = log.head();
+        let (progress_tx, progress) = watch::channel(Progress { device_offset: from, sent_records: 0 });
+        let writer = Writer {
+            size: file.metadata().map(|m| m.len()).unwrap_or(0),
+            file,
+            path: path.clone(),
+            config,
+            at_line_start: true,
+        };
+        tokio::spawn(run(writer, log, from, sent_rx, progress_tx, stop));
+        Ok(Transcript { path, sent, dropped_sent: Arc::new(AtomicU64::new(0)), progress })
+    }
+
+    /// The transcript file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records a write to the device; never blocks (a full queue drops the
+    /// record and counts it).
+    pub fn record_sent(&self, record: SentRecord) {
+        if self.sent.try_send(record).is_err() {
+            self.dropped_sent.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Sent records dropped because the writer was behind.
+    pub fn dropped_sent(&self) -> u64 {
+        self.dropped_sent.load(Ordering::Relaxed)
+    }
+
+    /// Waits (at most `timeout`) until the file holds device output up to
+    /// `offset` and `sent` sent records; false on timeout.
+    pub async fn wait_written(&self, offset: u64, sent: u64, timeout: std::time::Duration) -> bool {
+        let mut rx = self.progress.clone();
+        let done = rx.wait_for(|p| p.device_offset >= offset && p.sent_records >= sent);
+        matches!(tokio::time::timeout(timeout, done).await, Ok(Ok(_)))
+    }
+
+    /// The last `max` bytes of the transcript file (from a line start when
+    /// one is near).
+    pub fn tail(&self, max: u64) -> io::Result<String> {
+        tail(&self.path, max)
+    }
+}
+
+/// The last `max` bytes of a file, starting after the first line break
+/// when the cut falls mid-line.
+pub fn tail(path: &Path, max: u64) -> io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::with_capacity((len - start) as usize);
+    file.read_to_end(&mut bytes)?;
+    if start > 0
+        && let Some(nl) = memchr::memchr(b'\n', &bytes)
+        && nl + 1 < bytes.len()
+    {
+        bytes.drain(..=nl);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+fn timestamp() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+struct Writer {
+    file: File,
+    path: PathBuf,
+    config: TranscriptConfig,
+    size: u64,
+    at_line_start: bool,
+}
+
+impl Writer {
+    /// Writes device bytes, a timestamp at the start of each line. Lines
+    /// are written in batches cut where a rotation is due, so a rotated
+    /// file always ends on a line boundary.
+    fn device(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let mut out = Vec::with_capacity(bytes.len().min(64 * 1024) + 64);
+        let stamp = timestamp();
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            if self.at_line_start {
+                out.extend_from_slice(stamp.as_bytes());
+                out.push(b' ');
+            }
+            out.extend_from_slice(piece);
+            self.at_line_start = piece.ends_with(b"\n");
+            if self.at_line_start && self.size + out.len() as u64 >= self.config.max_bytes {
+                self.write(&out)?;
+                out.clear();
+            }
+        }
+        self.write(&out)
+    }
+
+    /// Writes a marker line (sent data, losses), on a line of its own.
+    fn marker(&mut self, text: &str) -> io::Result<()> {
+        let mut out = String::new();
+        if !self.at_line_start {
+            out.push('\n');
+        }
+        out.push_str(&format!("{} {text}\n", timestamp()));
+        self.at_line_start = true;
+        self.write(out.as_bytes())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file.write_all(bytes)?;
+        self.size += bytes.len() as u64;
+        if self.size >= self.config.max_bytes && self.at_line_start {
+            self.rotate()?;
+        }
+        Ok(())
+    }
+
+    /// `<port>.log` → `.1` → `.2` …, keeping `keep` files.
+    fn rotate(&mut self) -> io::Result<()> {
+        self.file.flush()?;
+        let name = |i: usize| PathBuf::from(format!("{}.{i}", self.path.display()));
+        if self.config.keep == 0 {
+            std::fs::remove_file(&self.path)?;
+        } else {
+            let _ = std::fs::remove_file(name(self.config.keep));
+            for i in (1..self.config.keep).rev() {
+                let _ = std::fs::rename(name(i), name(i + 1));
+            }
+            std::fs::rename(&self.path, name(1))?;
+        }
+        self.file = open_append(&self.path)?;
+        self.size = 0;
+        Ok(())
+    }
+}
+
+fn describe_sent(record: &SentRecord) -> String {
+    match &record.bytes {
+        None => format!(">>> sent {}: <redacted>", record.kind),
+        Some(b) => format!(">>> sent {}: {}", record.kind, b.escape_ascii()),
+    }
+}
+
+async fn run(
+    mut writer: Writer,
+    log: OutputLog,
+    from: u64,
+    mut sent: mpsc::Receiver<SentRecord>,
+    progress: watch::Sender<Progress>,
+    stop: CancellationToken,
+) {
+    let mut head_rx = log.subscribe();
+    let mut written = from;
+    let mut sent_open = true;
+    let mut sent_records = 0;
+    loop {
+        let head = *head_rx.borrow_and_update();
+        while written < head {
+            let oldest = log.oldest();
+            if written < oldest {
+                let lost = oldest - written;
+                if let Err(e) = writer.marker(&format!("[serialgate: {lost} bytes dropped by retention before they were written here]")) {
+                    tracing::warn!("transcript {}: {e}", writer.path.display());
+                }
+                written = oldest;
+            }
+            let to = head.min(written + COPY_CHUNK);
+            let bytes = log.copy_range(written, to);
+            written = to;
+            if let Err(e) = writer.device(&bytes) {
+                tracing::warn!("transcript {}: {e}", writer.path.display());
+            }
+        }
+        progress.send_replace(Progress { device_offset: written, sent_records });
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            changed = head_rx.changed() => if changed.is_err() { break },
+            record = sent.recv(), if sent_open => match record {
+                Some(r) => {
+                    if let Err(e) = writer.marker(&describe_sent(&r)) {
+                        tracing::warn!("transcript {}: {e}", writer.path.display());
+                    }
+                    sent_records += 1;
+                }
+                None => sent_open = false,
+            },
+        }
+    }
+    // Flush what arrived last, then close.
+    let head = log.head();
+    if written < head {
+        let _ = writer.device(&log.copy_range(written.max(log.oldest()), head));
+    }
+    while let Ok(r) = sent.try_recv() {
+        let _ = writer.marker(&describe_sent(&r));
+    }
+    let _ = writer.file.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path, max: u64, keep: usize) -> TranscriptConfig {
+        TranscriptConfig { dir: dir.to_owned(), max_bytes: max, keep }
+    }
+
+    /// Waits until the writer has the log up to its head and `sent`
+    /// records in the file, then reads it.
+    async fn written(t: &Transcript, log: &OutputLog, sent: u64) -> String {
+        assert!(t.wait_written(log.head(), sent, std::time::Duration::from_secs(5)).await);
+        std::fs::read_to_string(t.path()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn lines_get_timestamps_and_sent_data_is_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = OutputLog::new(1 << 20);
+        let t = Transcript::start("sw1", log.clone(), config(dir.path(), 1 << 20, 2), CancellationToken::new()).unwrap();
+        log.append(b"SW1#sh");
+        log.append(b"ow clock\r\n*12:00 UTC\r\nSW1#");
+        let text = written(&t, &log, 0).await;
+        let lines: Vec<&str> = text.split('\n').collect();
+        assert!(lines[0].ends_with(" SW1#show clock\r"), "{text}");
+        assert!(lines[1].ends_with(" *12:00 UTC\r"), "{text}");
+        assert!(lines[0].starts_with("20") && lines[0].as_bytes()[23] == b'Z', "{text}");
+        t.record_sent(SentRecord { kind: "text", bytes: Some(b"enable\r".to_vec()) });
+        t.record_sent(SentRecord { kind: "expect", bytes: None });
+        let text = written(&t, &log, 2).await;
+        assert!(text.contains(">>> sent text: enable\\r"), "{text}");
+        assert!(text.contains(">>> sent expect: <redacted>"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn rotates_on_a_line_boundary_and_keeps_n_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = OutputLog::new(1 << 20);
+        let t = Transcript::start("r1", log.clone(), config(dir.path(), 200, 2), CancellationToken::new()).unwrap();
+        for i in 0..40 {
+            log.append(format!("line {i:03} of output\r\n").as_bytes());
+        }
+        log.append(b"END\r\n");
+        written(&t, &log, 0).await;
+        let rotated = std::fs::read_to_string(dir.path().join("r1.log.1")).unwrap();
+        assert!(rotated.ends_with('\n'), "cut on a line boundary");
+        assert!(dir.path().join("r1.log.2").exists());
+        assert!(!dir.path().join("r1.log.3").exists());
+    }
+
+    #[test]
+    fn tail_starts_at_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.log");
+        std::fs::write(&path, "first line\nsecond line\nthird\n").unwrap();
+        assert_eq!(tail(&path, 15).unwrap(), "third\n");
+        assert_eq!(tail(&path, 1000).unwrap(), "first line\nsecond line\nthird\n");
+    }
+}
