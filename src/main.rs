@@ -42,7 +42,8 @@ enum Command {
     ListPorts,
     /// Run a simulated device on a pseudo-terminal until interrupted.
     Simulate {
-        /// Device profile: cisco-ios or silent.
+        /// Device profile: cisco-ios, juniper-junos, huawei-vrp, hp-procurve,
+        /// ansi-colour, menu, utf8-slow or silent.
         profile: String,
         /// Symlink to create pointing at the pseudo-terminal.
         #[arg(long)]
@@ -55,7 +56,14 @@ enum Command {
 
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SERIALGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // rmcp logs whole requests, tool arguments included, below warn: those
+    // hold the text of `sensitive` expect steps. Whatever level the user
+    // asks for, rmcp stays at warn so no secret reaches a log.
+    let filter = match "rmcp=warn".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    };
     // stdout belongs to MCP: logs go to stderr.
     tracing_subscriber::fmt()
         .with_env_filter(filter)

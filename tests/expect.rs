@@ -227,3 +227,59 @@ async fn output_is_cut_per_step_and_clear_first_skips_old_output() {
     assert_eq!(text(&r["steps"][0], "output"), "");
     assert_eq!(num(&r["steps"][0], "start_cursor"), 23);
 }
+
+/// Even with every log level turned up, a sensitive step's text does not
+/// reach the daemon's logs (rmcp logs requests, arguments included).
+#[tokio::test]
+async fn sensitive_text_stays_out_of_debug_logs() {
+    use std::process::Stdio;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let device = serialgate::sim::spawn(serialgate::sim::Profile::Silent, Some(dir.path().join("tty"))).await.unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, format!("[ports.p]\ndevice = {:?}\n", device.path().display())).unwrap();
+    let mut child = tokio::process::Command::new(common::binary())
+        .args(["serve", "--stdio", "--config"])
+        .arg(&config)
+        .env("SERIALGATE_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let secret = "hunter2-Zq9";
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"connect","arguments":{"port":"p"}}}"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"expect","arguments":{{"steps":[{{"send":"{secret}","sensitive":true}}]}}}}}}"#),
+    ];
+    // One request at a time: the server runs requests concurrently.
+    let deadline = std::time::Duration::from_secs(10);
+    for (i, r) in requests.iter().enumerate() {
+        stdin.write_all(r.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+        // The notification (the second message) has no answer.
+        let Some(id) = [Some(1), None, Some(2), Some(3)][i] else { continue };
+        let id = format!(r#""id":{id}"#);
+        tokio::time::timeout(deadline, async {
+            while let Ok(Some(line)) = stdout.next_line().await {
+                if line.contains(&id) {
+                    assert!(!line.contains(secret), "a result shows the secret: {line}");
+                    assert!(!line.contains(r#""isError":true"#), "{line}");
+                    break;
+                }
+            }
+        })
+        .await
+        .unwrap();
+    }
+    assert!(device.wait_received(secret.as_bytes(), deadline).await, "the device got it");
+    drop(stdin);
+    let out = tokio::time::timeout(deadline, child.wait_with_output()).await.unwrap().unwrap();
+    let logs = String::from_utf8_lossy(&out.stderr);
+    assert!(logs.contains("TRACE") || logs.contains("DEBUG"), "trace logging was on");
+    assert!(!logs.contains(secret), "the secret is in the logs:\n{logs}");
+}
