@@ -38,6 +38,6 @@ pub mod presets;
 pub mod serve;
 pub mod settings;
 pub mod sim;
-pub mod transcript;
 pub mod terminal;
+pub mod transcript;
 pub mod udev;

@@ -71,14 +71,22 @@ pub struct Progress {
 
 impl Transcript {
     /// Starts the writer for `port`, following `log` from its current head.
-    pub fn start(port: &str, log: OutputLog, config: TranscriptConfig, stop: CancellationToken) -> io::Result<Transcript> {
+    pub fn start(
+        port: &str,
+        log: OutputLog,
+        config: TranscriptConfig,
+        stop: CancellationToken,
+    ) -> io::Result<Transcript> {
         std::fs::create_dir_all(&config.dir)?;
         let path = config.dir.join(format!("{port}.log"));
         let file = open_append(&path)?;
         let (sent, sent_rx) = mpsc::channel(SENT_QUEUE);
         // Follow from the head now, not when the task first runs.
         let from = log.head();
-        let (progress_tx, progress) = watch::channel(Progress { device_offset: from, sent_records: 0 });
+        let (progress_tx, progress) = watch::channel(Progress {
+            device_offset: from,
+            sent_records: 0,
+        });
         let writer = Writer {
             size: file.metadata().map(|m| m.len()).unwrap_or(0),
             file,
@@ -87,7 +95,12 @@ impl Transcript {
             at_line_start: true,
         };
         tokio::spawn(run(writer, log, from, sent_rx, progress_tx, stop));
-        Ok(Transcript { path, sent, dropped_sent: Arc::new(AtomicU64::new(0)), progress })
+        Ok(Transcript {
+            path,
+            sent,
+            dropped_sent: Arc::new(AtomicU64::new(0)),
+            progress,
+        })
     }
 
     /// The transcript file.
@@ -244,7 +257,9 @@ async fn run(
             let oldest = log.oldest();
             if written < oldest {
                 let lost = oldest - written;
-                if let Err(e) = writer.marker(&format!("[serialgate: {lost} bytes dropped by retention before they were written here]")) {
+                if let Err(e) = writer.marker(&format!(
+                    "[serialgate: {lost} bytes dropped by retention before they were written here]"
+                )) {
                     tracing::warn!("transcript {}: {e}", writer.path.display());
                 }
                 written = oldest;
@@ -256,7 +271,10 @@ async fn run(
                 tracing::warn!("transcript {}: {e}", writer.path.display());
             }
         }
-        progress.send_replace(Progress { device_offset: written, sent_records });
+        progress.send_replace(Progress {
+            device_offset: written,
+            sent_records,
+        });
         tokio::select! {
             _ = stop.cancelled() => break,
             changed = head_rx.changed() => if changed.is_err() { break },
@@ -287,13 +305,20 @@ mod tests {
     use super::*;
 
     fn config(dir: &Path, max: u64, keep: usize) -> TranscriptConfig {
-        TranscriptConfig { dir: dir.to_owned(), max_bytes: max, keep }
+        TranscriptConfig {
+            dir: dir.to_owned(),
+            max_bytes: max,
+            keep,
+        }
     }
 
     /// Waits until the writer has the log up to its head and `sent`
     /// records in the file, then reads it.
     async fn written(t: &Transcript, log: &OutputLog, sent: u64) -> String {
-        assert!(t.wait_written(log.head(), sent, std::time::Duration::from_secs(5)).await);
+        assert!(
+            t.wait_written(log.head(), sent, std::time::Duration::from_secs(5))
+                .await
+        );
         std::fs::read_to_string(t.path()).unwrap()
     }
 
@@ -301,16 +326,31 @@ mod tests {
     async fn lines_get_timestamps_and_sent_data_is_marked() {
         let dir = tempfile::tempdir().unwrap();
         let log = OutputLog::new(1 << 20);
-        let t = Transcript::start("sw1", log.clone(), config(dir.path(), 1 << 20, 2), CancellationToken::new()).unwrap();
+        let t = Transcript::start(
+            "sw1",
+            log.clone(),
+            config(dir.path(), 1 << 20, 2),
+            CancellationToken::new(),
+        )
+        .unwrap();
         log.append(b"SW1#sh");
         log.append(b"ow clock\r\n*12:00 UTC\r\nSW1#");
         let text = written(&t, &log, 0).await;
         let lines: Vec<&str> = text.split('\n').collect();
         assert!(lines[0].ends_with(" SW1#show clock\r"), "{text}");
         assert!(lines[1].ends_with(" *12:00 UTC\r"), "{text}");
-        assert!(lines[0].starts_with("20") && lines[0].as_bytes()[23] == b'Z', "{text}");
-        t.record_sent(SentRecord { kind: "text", bytes: Some(b"enable\r".to_vec()) });
-        t.record_sent(SentRecord { kind: "expect", bytes: None });
+        assert!(
+            lines[0].starts_with("20") && lines[0].as_bytes()[23] == b'Z',
+            "{text}"
+        );
+        t.record_sent(SentRecord {
+            kind: "text",
+            bytes: Some(b"enable\r".to_vec()),
+        });
+        t.record_sent(SentRecord {
+            kind: "expect",
+            bytes: None,
+        });
         let text = written(&t, &log, 2).await;
         assert!(text.contains(">>> sent text: enable\\r"), "{text}");
         assert!(text.contains(">>> sent expect: <redacted>"), "{text}");
@@ -320,7 +360,13 @@ mod tests {
     async fn rotates_on_a_line_boundary_and_keeps_n_files() {
         let dir = tempfile::tempdir().unwrap();
         let log = OutputLog::new(1 << 20);
-        let t = Transcript::start("r1", log.clone(), config(dir.path(), 200, 2), CancellationToken::new()).unwrap();
+        let t = Transcript::start(
+            "r1",
+            log.clone(),
+            config(dir.path(), 200, 2),
+            CancellationToken::new(),
+        )
+        .unwrap();
         for i in 0..40 {
             log.append(format!("line {i:03} of output\r\n").as_bytes());
         }
@@ -338,6 +384,9 @@ mod tests {
         let path = dir.path().join("t.log");
         std::fs::write(&path, "first line\nsecond line\nthird\n").unwrap();
         assert_eq!(tail(&path, 15).unwrap(), "third\n");
-        assert_eq!(tail(&path, 1000).unwrap(), "first line\nsecond line\nthird\n");
+        assert_eq!(
+            tail(&path, 1000).unwrap(),
+            "first line\nsecond line\nthird\n"
+        );
     }
 }
