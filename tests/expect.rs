@@ -235,9 +235,18 @@ async fn sensitive_text_stays_out_of_debug_logs() {
     use std::process::Stdio;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let dir = tempfile::tempdir().unwrap();
-    let device = serialgate::sim::spawn(serialgate::sim::Profile::Silent, Some(dir.path().join("tty"))).await.unwrap();
+    let device = serialgate::sim::spawn(
+        serialgate::sim::Profile::Silent,
+        Some(dir.path().join("tty")),
+    )
+    .await
+    .unwrap();
     let config = dir.path().join("c.toml");
-    std::fs::write(&config, format!("[ports.p]\ndevice = {:?}\n", device.path().display())).unwrap();
+    std::fs::write(
+        &config,
+        format!("[ports.p]\ndevice = {:?}\n", device.path().display()),
+    )
+    .unwrap();
     let mut child = tokio::process::Command::new(common::binary())
         .args(["serve", "--stdio", "--config"])
         .arg(&config)
@@ -262,7 +271,9 @@ async fn sensitive_text_stays_out_of_debug_logs() {
         stdin.write_all(r.as_bytes()).await.unwrap();
         stdin.write_all(b"\n").await.unwrap();
         // The notification (the second message) has no answer.
-        let Some(id) = [Some(1), None, Some(2), Some(3)][i] else { continue };
+        let Some(id) = [Some(1), None, Some(2), Some(3)][i] else {
+            continue;
+        };
         let id = format!(r#""id":{id}"#);
         tokio::time::timeout(deadline, async {
             while let Ok(Some(line)) = stdout.next_line().await {
@@ -276,10 +287,19 @@ async fn sensitive_text_stays_out_of_debug_logs() {
         .await
         .unwrap();
     }
-    assert!(device.wait_received(secret.as_bytes(), deadline).await, "the device got it");
+    assert!(
+        device.wait_received(secret.as_bytes(), deadline).await,
+        "the device got it"
+    );
     drop(stdin);
-    let out = tokio::time::timeout(deadline, child.wait_with_output()).await.unwrap().unwrap();
+    let out = tokio::time::timeout(deadline, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
     let logs = String::from_utf8_lossy(&out.stderr);
-    assert!(logs.contains("TRACE") || logs.contains("DEBUG"), "trace logging was on");
+    assert!(
+        logs.contains("TRACE") || logs.contains("DEBUG"),
+        "trace logging was on"
+    );
     assert!(!logs.contains(secret), "the secret is in the logs:\n{logs}");
 }
