@@ -54,8 +54,12 @@ pub struct ServerConfig {
     pub auth: AuthMode,
     /// Output bytes kept per port ([`DEFAULT_RETENTION`] unless set).
     pub retention: usize,
-    /// Directory for per-port transcripts; none: no transcripts.
+    /// Directory for per-port transcripts and the audit log; none: neither.
     pub log_dir: Option<PathBuf>,
+    /// Size at which a transcript is rotated (`log_max`, on a line boundary).
+    pub log_max: u64,
+    /// Rotated transcripts kept per port (`log_keep`).
+    pub log_keep: usize,
     /// Whether `connect` may open devices that are not configured ports.
     pub allow_adhoc: bool,
     /// Globs of the device paths ad-hoc connects may open.
@@ -69,6 +73,8 @@ impl Default for ServerConfig {
             auth: AuthMode::Token,
             retention: DEFAULT_RETENTION,
             log_dir: None,
+            log_max: crate::transcript::DEFAULT_LOG_MAX,
+            log_keep: crate::transcript::DEFAULT_LOG_KEEP,
             allow_adhoc: false,
             adhoc_devices: DEFAULT_ADHOC_DEVICES.map(String::from).to_vec(),
         }
@@ -602,6 +608,8 @@ struct RawServer {
     auth: Option<Spanned<AuthMode>>,
     retention: Option<Spanned<Size>>,
     log_dir: Option<Spanned<PathBuf>>,
+    log_max: Option<Spanned<Size>>,
+    log_keep: Option<Spanned<i64>>,
     allow_adhoc: Option<bool>,
     adhoc_devices: Option<Vec<Spanned<String>>>,
 }
@@ -902,6 +910,26 @@ impl RawServer {
                 ));
             }
             s.log_dir = Some(dir.into_inner());
+        }
+        if let Some(m) = self.log_max {
+            let bytes = m.get_ref().0;
+            if !(4096..=MAX_RETENTION * 4).contains(&bytes) {
+                return Err(src.error(
+                    m.span(),
+                    format!("server.log_max: {bytes} bytes is out of range: use 4KiB to 4GiB, e.g. \"16MiB\""),
+                ));
+            }
+            s.log_max = bytes as u64;
+        }
+        if let Some(k) = self.log_keep {
+            let keep = *k.get_ref();
+            if !(0..=1000).contains(&keep) {
+                return Err(src.error(
+                    k.span(),
+                    format!("server.log_keep: {keep} is out of range: keep 0 to 1000 rotated files, e.g. 5"),
+                ));
+            }
+            s.log_keep = keep as usize;
         }
         if let Some(v) = self.allow_adhoc {
             s.allow_adhoc = v;
@@ -1441,6 +1469,24 @@ device = "/dev/ttyUSB2"
     }
 
     #[test]
+    fn transcript_rotation_keys() {
+        let c = parse(
+            "[server]\nlog_dir = \"/var/log/serialgate\"\nlog_max = \"1MiB\"\nlog_keep = 3\n",
+        );
+        assert_eq!((c.server.log_max, c.server.log_keep), (1 << 20, 3));
+        assert_error(
+            "[server]\nlog_keep = -1\n",
+            "2:12",
+            &["server.log_keep: -1 is out of range"],
+        );
+        assert_error(
+            "[server]\nlog_max = \"1KiB\"\n",
+            "2:11",
+            &["server.log_max: 1024 bytes is out of range"],
+        );
+    }
+
+    #[test]
     fn retention_as_integer() {
         assert_eq!(
             parse("[server]\nretention = 65536\n").server.retention,
@@ -1492,9 +1538,9 @@ device = "/dev/ttyUSB2"
             &["ports.a: unknown field `bauds`, expected one of", "`baud`"],
         );
         assert_error(
-            "[server]\nretention = 65536\nlog_max = 3\n",
+            "[server]\nretention = 65536\nlog_maxx = 3\n",
             "3:1",
-            &["server: unknown field `log_max`"],
+            &["server: unknown field `log_maxx`"],
         );
         assert_error("auth = 1\n", "1:1", &["unknown field `auth`"]);
         assert_error(

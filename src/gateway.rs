@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::Audit;
 use crate::config::{Config, PortConfig};
 use crate::error::{ErrorCode, GateError};
-use crate::port::{Port, PortSpec, PortState};
+use crate::port::{Port, PortServices, PortSpec, PortState};
+use crate::transcript::TranscriptConfig;
 
 /// How long an ad-hoc `connect` waits for the device to open.
 pub const ADHOC_OPEN_TIMEOUT: Duration = Duration::from_secs(3);
@@ -37,6 +39,8 @@ struct Shared {
     config: RwLock<Arc<Config>>,
     ports: Mutex<BTreeMap<String, Entry>>,
     shutdown: CancellationToken,
+    /// The audit trail of every session write, shared by all ports.
+    audit: Audit,
 }
 
 struct Entry {
@@ -49,27 +53,59 @@ impl Gateway {
     /// Starts every configured port. Ports that cannot be opened yet keep
     /// retrying in the background.
     pub fn start(config: Config, shutdown: CancellationToken) -> Gateway {
+        let audit = match &config.server.log_dir {
+            Some(dir) => Audit::to_dir(dir).unwrap_or_else(|e| {
+                tracing::warn!(
+                    "no audit file in {}: {e}; audit records go to the log only",
+                    dir.display()
+                );
+                Audit::log_only()
+            }),
+            None => Audit::log_only(),
+        };
         let mut ports = BTreeMap::new();
         for (name, pc) in &config.ports {
-            ports.insert(name.clone(), Self::start_configured(&config, pc, &shutdown));
+            ports.insert(
+                name.clone(),
+                Self::start_configured(&config, pc, &audit, &shutdown),
+            );
         }
         Gateway {
             shared: Arc::new(Shared {
                 config: RwLock::new(Arc::new(config)),
                 ports: Mutex::new(ports),
                 shutdown,
+                audit,
             }),
         }
     }
 
-    fn start_configured(config: &Config, pc: &PortConfig, shutdown: &CancellationToken) -> Entry {
+    /// What a port of `config` records besides its log.
+    fn services(config: &Config, audit: &Audit) -> PortServices {
+        let server = &config.server;
+        PortServices {
+            transcript: server.log_dir.as_ref().map(|dir| TranscriptConfig {
+                dir: dir.clone(),
+                max_bytes: server.log_max,
+                keep: server.log_keep,
+            }),
+            audit: audit.clone(),
+        }
+    }
+
+    fn start_configured(
+        config: &Config,
+        pc: &PortConfig,
+        audit: &Audit,
+        shutdown: &CancellationToken,
+    ) -> Entry {
         let spec = PortSpec {
             name: pc.name.clone(),
             device: pc.device.clone(),
             line: pc.line,
             retention: config.server.retention,
         };
-        let port = Port::start(spec, shutdown);
+        let port = Port::start(spec, Self::services(config, audit), shutdown);
         Entry {
             port: GatewayPort {
                 port,
@@ -115,7 +151,12 @@ impl Gateway {
                     }
                     ports.insert(
                         name.clone(),
-                        Self::start_configured(&config, pc, &self.shared.shutdown),
+                        Self::start_configured(
+                            &config,
+                            pc,
+                            &self.shared.audit,
+                            &self.shared.shutdown,
+                        ),
                     );
                 }
             }
@@ -234,7 +275,11 @@ impl Gateway {
             line: port_config.line,
             retention: server.retention,
         };
-        let port = Port::start(spec, &self.shared.shutdown);
+        let port = Port::start(
+            spec,
+            Self::services(&config, &self.shared.audit),
+            &self.shared.shutdown,
+        );
         let state = port
             .wait_for_state(ADHOC_OPEN_TIMEOUT, |s| s != PortState::Opening)
             .await;

@@ -21,6 +21,7 @@
 //! Dependencies point inwards: `mcp` → `gateway` → `port` → `log`/`matcher`.
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod clean;
 pub mod client;
 pub mod config;

@@ -296,8 +296,13 @@ async fn run(
     }
     while let Ok(r) = sent.try_recv() {
         let _ = writer.marker(&describe_sent(&r));
+        sent_records += 1;
     }
     let _ = writer.file.flush();
+    progress.send_replace(Progress {
+        device_offset: head.max(written),
+        sent_records,
+    });
 }
 
 #[cfg(test)]

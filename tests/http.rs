@@ -574,3 +574,119 @@ async fn sigterm_ends_the_http_server_cleanly() {
         .expect("status");
     assert!(status.success(), "{status}");
 }
+
+/// Two sessions with write tokens on one port: the first to write holds
+/// it, the other gets `busy` naming the holder until it takes over; the
+/// attach, the hold and the take-over are port events and audit records.
+#[tokio::test]
+async fn one_writer_at_a_time_and_take_over() {
+    let (dir, sim, config) = setup(Profile::Silent).await;
+    let config = format!(
+        "[server]\nlog_dir = {:?}\n{config}",
+        dir.path().join("logs").display()
+    );
+    let daemon = Daemon::start(&dir, &config, &["--http", "127.0.0.1:0"]).await;
+    let a = daemon.client("rw").await;
+    let b = daemon.client("rw").await;
+    ok(&a, "connect", json!({"port": "sw1"})).await;
+    ok(&b, "connect", json!({"port": "sw1"})).await;
+    ok(&a, "send_text", json!({"text": "from-a"})).await;
+    let e = err(&b, "send_text", json!({"text": "from-b"})).await;
+    assert!(
+        e.starts_with("busy: sw1 is held for writing by session "),
+        "{e}"
+    );
+    assert!(
+        e.contains("token rw") && e.contains("since ") && e.contains("take_over"),
+        "{e}"
+    );
+    // B still reads; its write changed nothing.
+    ok(&b, "read_output", json!({})).await;
+    assert!(sim.wait_received(b"from-a\r", Duration::from_secs(5)).await);
+    assert!(!sim.received().windows(6).any(|w| w == b"from-b"));
+    // B takes over: A becomes read-only.
+    let taken = ok(&b, "connect", json!({"port": "sw1", "take_over": true})).await;
+    let b_session = taken["writer"]["session"]
+        .as_u64()
+        .expect("writer after take-over");
+    ok(&b, "send_text", json!({"text": "from-b"})).await;
+    assert!(sim.wait_received(b"from-b\r", Duration::from_secs(5)).await);
+    let e = err(&a, "send_text", json!({"text": "again-a"})).await;
+    assert!(
+        e.starts_with("busy: ") && e.contains(&format!("session {b_session} ")),
+        "{e}"
+    );
+    let status = ok(&a, "status", json!({})).await;
+    assert_eq!(status["you_hold_writer"], false);
+    assert_eq!(status["writer"]["session"], b_session);
+    let events: Vec<String> = status["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["what"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(events.iter().any(|e| e.contains("attach")), "{events:?}");
+    assert!(
+        events.iter().any(|e| e.starts_with("take-over: ")),
+        "{events:?}"
+    );
+    // A leaves; B keeps the hold; the audit file has every write and who made it.
+    ok(&a, "disconnect", json!({})).await;
+    let audit = std::fs::read_to_string(dir.path().join("logs/audit.log")).expect("audit.log");
+    let records: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let writes: Vec<&Value> = records.iter().filter(|r| r["kind"] == "text").collect();
+    assert_eq!(writes.len(), 2, "{audit}");
+    assert_eq!(writes[0]["data"], "from-a\\r");
+    assert_eq!(writes[1]["session"], b_session);
+    assert!(
+        writes
+            .iter()
+            .all(|r| r["token"] == "rw" && r["port"] == "sw1")
+    );
+    assert!(records.iter().any(|r| r["kind"] == "take-over"));
+}
+
+/// With `log_dir`, a port's transcript holds what the device printed while
+/// no session was attached, and what sessions sent (sensitive text
+/// redacted), and `get_transcript` returns its tail.
+#[tokio::test]
+async fn transcripts_capture_output_nobody_watched() {
+    let (dir, sim, config) = setup(Profile::CiscoIos).await;
+    let logs = dir.path().join("logs");
+    let config = format!("[server]\nlog_dir = {:?}\n{config}", logs.display());
+    let daemon = Daemon::start(&dir, &config, &["--http", "127.0.0.1:0"]).await;
+    // The switch reboots at 3 a.m. with nobody attached.
+    sim.inject(b"\r\n%SYS-5-RELOAD: Reload requested\r\nSystem Bootstrap, Version 15.2\r\n")
+        .await;
+    let c = daemon.client("rw").await;
+    ok(&c, "connect", json!({"port": "sw1"})).await;
+    let steps = json!([
+        {"send": "", "expect": "SW1>"},
+        {"send": "enable", "expect": "Password: "},
+        {"send": "cisco", "sensitive": true, "expect": "SW1#"}
+    ]);
+    let r = ok(&c, "expect", json!({"steps": steps})).await;
+    assert_eq!(r["completed"], true, "{r}");
+    let t = ok(&c, "get_transcript", json!({"last_bytes": 100_000})).await;
+    let text = t["transcript"].as_str().unwrap();
+    assert!(text.contains("%SYS-5-RELOAD: Reload requested"), "{text}");
+    assert!(text.contains(">>> sent expect: enable\\r"), "{text}");
+    assert!(text.contains(">>> sent expect: <redacted>"), "{text}");
+    assert!(
+        !text.contains("cisco\\r") && !text.contains(">>> sent expect: cisco"),
+        "{text}"
+    );
+    // Every line starts with a timestamp.
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        assert!(
+            line.starts_with("20") && line.as_bytes().get(23) == Some(&b'Z'),
+            "{line:?}"
+        );
+    }
+    let file = std::fs::read_to_string(logs.join("sw1.log")).unwrap();
+    assert!(file.contains("%SYS-5-RELOAD"));
+    assert!(!file.contains(">>> sent expect: cisco"));
+}

@@ -128,6 +128,7 @@ async fn the_tool_list_is_the_contract() {
         "set_lines",
         "pulse_line",
         "detect_baud",
+        "get_transcript",
     ];
     want.sort();
     assert_eq!(names, want);

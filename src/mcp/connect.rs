@@ -52,6 +52,11 @@ pub struct ConnectArgs {
     /// Treat `prompt` as a regex (default false: literal).
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub prompt_regex: Option<bool>,
+    /// Take the write hold from the session that has it (it becomes
+    /// read-only; the take-over is an event and audited). Default false:
+    /// the first session to write holds the port.
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub take_over: Option<bool>,
 }
 
 /// Result of `connect`.
@@ -79,6 +84,8 @@ pub struct ConnectResult {
     pub head: u64,
     /// Oldest retained offset: earlier output is readable with read_output from here.
     pub oldest: u64,
+    /// The session holding the port for writing, if any (after a take-over: this one).
+    pub writer: Option<crate::port::Holder>,
 }
 
 /// Arguments of `disconnect`.
@@ -276,7 +283,9 @@ impl GateServer {
             paging_off: profile.paging_off.clone(),
             head,
             oldest,
+            writer: None,
         };
+        let port = gp.port.clone();
         let replaced = self.session.add(Connection {
             name: name.clone(),
             port: gp,
@@ -287,6 +296,13 @@ impl GateServer {
             // Connecting again to a port this session had: one attachment.
             self.gateway.detach(&name).await;
         }
+        if a.take_over.unwrap_or(false) {
+            let actor = self.session.actor();
+            port.claim_writer(&actor, true)?;
+            port.record_session_event(&actor, "take-over");
+        }
+        let mut result = result;
+        result.writer = port.holder();
         Ok(Json(result))
     }
 

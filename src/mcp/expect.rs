@@ -24,6 +24,7 @@ use super::io::{
 };
 use super::session::Connection;
 use super::{GateServer, ToolError};
+use crate::audit::Actor;
 use crate::error::GateError;
 use crate::log::lossy_text;
 use crate::matcher::Prompt;
@@ -359,19 +360,22 @@ fn redact(text: &str, secrets: &[String]) -> String {
         .fold(text.to_owned(), |t, s| t.replace(s.as_str(), REDACTED))
 }
 
-/// Writes a step's bytes. Every write of `expect` goes through here: this
-/// is the hook for the audit trail and transcripts, which must record a
-/// `sensitive` write as redacted, never in clear (a
-/// `transcript::SentRecord` with `kind: "expect"` and `bytes: None`).
-/// Nothing here logs the bytes.
-async fn write_step(port: &Port, bytes: &[u8], sensitive: bool) -> Result<(), GateError> {
+/// Writes a step's bytes as this session: [`Port::write_as`] records it in
+/// the transcript and the audit trail, a `sensitive` write as redacted,
+/// never in clear. Nothing here logs the bytes.
+async fn write_step(
+    port: &Port,
+    actor: &Actor,
+    bytes: &[u8],
+    sensitive: bool,
+) -> Result<(), GateError> {
     tracing::debug!(
         port = %port.name(),
         bytes = bytes.len(),
         sensitive,
         "expect: writing a step"
     );
-    port.write(bytes).await
+    port.write_as(actor, "expect", bytes, sensitive).await
 }
 
 /// A short account of the steps run, for an error that ends the call.
@@ -447,7 +451,8 @@ impl GateServer {
                 if let Err(e) = Self::ensure_open(&conn) {
                     return Err(fail(e, &results));
                 }
-                if let Err(e) = write_step(port, bytes, step.sensitive).await {
+                if let Err(e) = write_step(port, &self.session.actor(), bytes, step.sensitive).await
+                {
                     return Err(fail(e, &results));
                 }
                 bytes_sent = bytes.len() as u64;

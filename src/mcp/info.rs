@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::args::parse;
 use super::{GateServer, ToolError};
 use crate::devices::{self, SerialDevice};
+use crate::error::{ErrorCode, GateError};
 use crate::gateway::GatewayPort;
-use crate::port::{PortEvent, PortState};
+use crate::port::{Holder, PortEvent, PortState};
 use crate::presets::Preset;
 use crate::settings::{LineEnding, LineSettings};
 
@@ -100,6 +101,12 @@ pub struct StatusResult {
     pub reconnects: u64,
     /// Recent events, oldest first.
     pub events: Vec<PortEvent>,
+    /// The session holding the port for writing; null when nobody has written yet.
+    pub writer: Option<Holder>,
+    /// This session holds the write hold (others get `busy` when they write).
+    pub you_hold_writer: bool,
+    /// The transcript file, when `[server] log_dir` is set.
+    pub transcript: Option<String>,
 }
 
 /// Recognizes what a device waits at from its last line of output (for
@@ -220,8 +227,81 @@ impl GateServer {
             blocked_prompt: blocked_prompt(&tail),
             reconnects: port.reconnects(),
             events: port.events(),
+            you_hold_writer: port
+                .holder()
+                .is_some_and(|h| h.session == self.session.actor().session),
+            writer: port.holder(),
+            transcript: port.transcript().map(|t| t.path().display().to_string()),
         }))
     }
+
+    /// The tail of a port's transcript file: everything the device sent,
+    /// a timestamp on each line, and what was sent to it marked (sensitive
+    /// text redacted). Needs `[server] log_dir` in the config.
+    #[tool(
+        annotations(read_only_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<GetTranscriptArgs>().unwrap_or_default()
+    )]
+    pub async fn get_transcript(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<GetTranscriptResult>, ToolError> {
+        let a: GetTranscriptArgs = parse("get_transcript", raw)?;
+        let conn = self.session.get(a.connection.as_deref())?;
+        let last_bytes = a.last_bytes.unwrap_or(4000);
+        if !(1..=1 << 20).contains(&last_bytes) {
+            return Err(GateError::invalid(format!(
+                "last_bytes must be between 1 and 1048576, got {last_bytes}"
+            ))
+            .into());
+        }
+        let port = &conn.port.port;
+        let Some(transcript) = port.transcript() else {
+            return Err(GateError::invalid(format!(
+                "{} has no transcript: the daemon runs without [server] log_dir; read_output reads the retained output instead",
+                conn.name
+            ))
+            .into());
+        };
+        // Let the writer catch up with what has arrived, briefly.
+        transcript
+            .wait_written(port.log().head(), 0, std::time::Duration::from_millis(500))
+            .await;
+        let path = transcript.path().to_owned();
+        let text = tokio::task::spawn_blocking(move || crate::transcript::tail(&path, last_bytes))
+            .await
+            .map_err(|e| GateError::invalid(format!("reading the transcript failed: {e}")))?
+            .map_err(|e| {
+                GateError::new(
+                    ErrorCode::PortUnavailable,
+                    format!("cannot read {}: {e}", transcript.path().display()),
+                )
+            })?;
+        Ok(Json(GetTranscriptResult {
+            path: transcript.path().display().to_string(),
+            transcript: text,
+        }))
+    }
+}
+
+/// Arguments of `get_transcript`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetTranscriptArgs {
+    /// How much of the end of the file (default 4000 bytes, at most 1 MiB).
+    #[serde(default, deserialize_with = "super::args::opt_u64")]
+    pub last_bytes: Option<u64>,
+    /// The connection (default: the current one).
+    pub connection: Option<String>,
+}
+
+/// Result of `get_transcript`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GetTranscriptResult {
+    /// The transcript file.
+    pub path: String,
+    /// Its tail, from a line start.
+    pub transcript: String,
 }
 
 #[cfg(test)]

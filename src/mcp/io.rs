@@ -381,6 +381,7 @@ impl GateServer {
     pub(super) async fn send_bytes(
         &self,
         conn: &Connection,
+        kind: &'static str,
         bytes: &[u8],
         clear_first: bool,
     ) -> Result<u64, GateError> {
@@ -389,7 +390,10 @@ impl GateServer {
         if clear_first {
             self.session.set_cursor(&conn.name, head);
         }
-        conn.port.port.write(bytes).await?;
+        conn.port
+            .port
+            .write_as(&self.session.actor(), kind, bytes, false)
+            .await?;
         Ok(head)
     }
 
@@ -407,6 +411,7 @@ impl GateServer {
         let scanner = PromptScanner::new(prompt, cursor);
         let waited = wait_for_prompt(
             &conn.port.port,
+            &self.session.actor(),
             cursor,
             scanner,
             triggers,
@@ -460,7 +465,7 @@ impl GateServer {
             .into());
         }
         let cursor = self
-            .send_bytes(&conn, &bytes, a.clear_buffer_first.unwrap_or(false))
+            .send_bytes(&conn, "text", &bytes, a.clear_buffer_first.unwrap_or(false))
             .await?;
         Ok(Json(SendResult {
             bytes_sent: bytes.len() as u64,
@@ -486,7 +491,7 @@ impl GateServer {
             .into());
         }
         let cursor = self
-            .send_bytes(&conn, &bytes, a.clear_buffer_first.unwrap_or(false))
+            .send_bytes(&conn, "hex", &bytes, a.clear_buffer_first.unwrap_or(false))
             .await?;
         Ok(Json(SendResult {
             bytes_sent: bytes.len() as u64,
@@ -573,7 +578,7 @@ impl GateServer {
         }
         // The reply starts where the log is when the command goes out:
         // whatever arrived before is not this command's output.
-        let start = self.send_bytes(&conn, &bytes, true).await?;
+        let start = self.send_bytes(&conn, "command", &bytes, true).await?;
         let waited = self
             .wait_prompt(&conn, start, prompt, &a.auto_reply, timeout)
             .await?;

@@ -2,7 +2,10 @@
 //! cursors, and which connection is current.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::audit::Actor;
 
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::GatewayPort;
@@ -61,14 +64,36 @@ pub struct RememberedOutput {
     pub command: String,
 }
 
+/// Numbers sessions in the order they start, for the audit trail and the
+/// write hold.
+static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
 /// The state of one MCP session, shared by its concurrent tool calls.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Session {
     inner: Arc<Mutex<Inner>>,
 }
 
+impl Default for Session {
+    fn default() -> Self {
+        let actor = Actor {
+            session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
+            client: "unknown".to_owned(),
+            token: "local".to_owned(),
+        };
+        Session {
+            inner: Arc::new(Mutex::new(Inner {
+                actor,
+                ..Inner::default()
+            })),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Inner {
+    /// Who this session is, for the audit trail and the write hold.
+    actor: Actor,
     connections: BTreeMap<String, Connection>,
     current: Option<String>,
     outputs: VecDeque<RememberedOutput>,
@@ -79,19 +104,46 @@ impl Session {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds (or replaces) a connection and makes it current.
+    /// Who this session is.
+    pub fn actor(&self) -> Actor {
+        self.lock().actor.clone()
+    }
+
+    /// Names the session's client and token (from the MCP handshake and
+    /// the HTTP bearer token; `local` over stdio).
+    pub fn identify(&self, client: Option<&str>, token: &str) {
+        let mut inner = self.lock();
+        if let Some(client) = client {
+            inner.actor.client = client.to_owned();
+        }
+        inner.actor.token = token.to_owned();
+    }
+
+    /// Adds (or replaces) a connection and makes it current; the attach is
+    /// an event of the port and of the audit trail.
     pub fn add(&self, conn: Connection) -> Option<Connection> {
+        let actor = self.actor();
+        conn.port.port.record_session_event(&actor, "attach");
         let mut inner = self.lock();
         inner.current = Some(conn.name.clone());
         inner.connections.insert(conn.name.clone(), conn)
     }
 
-    /// Removes a connection; the current one falls back to another.
+    /// Removes a connection (the current one falls back to another),
+    /// letting go of its write hold; the detach is an event.
     pub fn remove(&self, name: &str) -> Option<Connection> {
-        let mut inner = self.lock();
-        let removed = inner.connections.remove(name);
-        if inner.current.as_deref() == Some(name) {
-            inner.current = inner.connections.keys().next_back().cloned();
+        let actor = self.actor();
+        let removed = {
+            let mut inner = self.lock();
+            let removed = inner.connections.remove(name);
+            if inner.current.as_deref() == Some(name) {
+                inner.current = inner.connections.keys().next_back().cloned();
+            }
+            removed
+        };
+        if let Some(conn) = &removed {
+            conn.port.port.release_writer(actor.session);
+            conn.port.port.record_session_event(&actor, "detach");
         }
         removed
     }

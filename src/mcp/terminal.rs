@@ -225,7 +225,7 @@ impl GateServer {
             .into());
         }
         let cursor = self
-            .send_bytes(&conn, &bytes, a.clear_buffer_first.unwrap_or(false))
+            .send_bytes(&conn, "keys", &bytes, a.clear_buffer_first.unwrap_or(false))
             .await?;
         Ok(Json(SendKeysResult {
             bytes_sent: bytes.len() as u64,

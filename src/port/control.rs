@@ -969,7 +969,7 @@ mod tests {
             line: LineSettings::default(),
             retention: 1024,
         };
-        let port = Port::start(spec, &shutdown);
+        let port = Port::start(spec, Default::default(), &shutdown);
         let new = LineSettings {
             baud: 115200,
             ..LineSettings::default()

@@ -9,6 +9,7 @@ pub mod control;
 mod device;
 mod reader;
 mod responder;
+mod sharing;
 pub mod wait;
 
 use std::collections::VecDeque;
@@ -22,11 +23,14 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::Audit;
 use crate::error::{ErrorCode, GateError};
 use crate::log::OutputLog;
 use crate::settings::LineSettings;
+use crate::transcript::{Transcript, TranscriptConfig};
 
 pub use device::open_device;
+pub use sharing::Holder;
 
 /// How long a single write may take before it is reported as `timeout`
 /// (a line held by hardware flow control must not hang a call forever).
@@ -76,6 +80,25 @@ pub struct PortSpec {
     pub retention: usize,
 }
 
+/// What a port records besides its OutputLog: a transcript file (with
+/// `log_dir`) and the daemon's audit trail.
+#[derive(Clone)]
+pub struct PortServices {
+    /// Where the transcript goes, if anywhere.
+    pub transcript: Option<TranscriptConfig>,
+    /// The audit trail every session write goes to.
+    pub audit: Audit,
+}
+
+impl Default for PortServices {
+    fn default() -> Self {
+        PortServices {
+            transcript: None,
+            audit: Audit::log_only(),
+        }
+    }
+}
+
 /// A handle on one serial line. Clones share the line.
 #[derive(Clone)]
 pub struct Port {
@@ -100,6 +123,12 @@ struct Shared {
     ever_opened: AtomicBool,
     /// Cancelled when the port closes; stops the reader task.
     closing: CancellationToken,
+    /// The session holding the port for writing (sharing.rs).
+    holder: Mutex<Option<sharing::Holder>>,
+    /// The transcript writer, with `log_dir`.
+    transcript: Option<Transcript>,
+    /// Where session writes are audited.
+    audit: Audit,
 }
 
 impl Port {
@@ -107,11 +136,21 @@ impl Port {
     /// and keeps it open (reopening with backoff after a loss) until
     /// [`close`](Self::close) or `shutdown` is cancelled, and its terminal
     /// responder, which answers the device's terminal queries.
-    pub fn start(spec: PortSpec, shutdown: &CancellationToken) -> Port {
+    pub fn start(spec: PortSpec, services: PortServices, shutdown: &CancellationToken) -> Port {
         let (state_tx, _) = watch::channel(PortState::Opening);
+        let log = OutputLog::new(spec.retention);
+        let closing = shutdown.child_token();
+        // The transcript follows the log from the start, whether or not
+        // anyone is attached; a directory it cannot write is logged, and
+        // the port runs without a transcript rather than not at all.
+        let transcript = services.transcript.and_then(|config| {
+            Transcript::start(&spec.name, log.clone(), config, closing.clone())
+                .map_err(|e| tracing::warn!(port = %spec.name, "no transcript: {e}"))
+                .ok()
+        });
         let port = Port {
             shared: Arc::new(Shared {
-                log: OutputLog::new(spec.retention),
+                log,
                 control: control::ControlSlot::new(spec.line),
                 spec,
                 state_tx,
@@ -120,7 +159,10 @@ impl Port {
                 reconnects: AtomicU64::new(0),
                 bytes_written: AtomicU64::new(0),
                 ever_opened: AtomicBool::new(false),
-                closing: shutdown.child_token(),
+                closing,
+                holder: Mutex::new(None),
+                transcript,
+                audit: services.audit,
             }),
         };
         tokio::spawn(reader::run(port.clone()));
@@ -227,10 +269,17 @@ impl Port {
         *self.shared.writer.lock().await = writer;
     }
 
+    /// The transcript of this port, with `log_dir`.
+    pub fn transcript(&self) -> Option<&Transcript> {
+        self.shared.transcript.as_ref()
+    }
+
     /// Writes bytes to the device, serialized with every other write to
     /// this port. Fails with `port_lost` when the device is not open and
     /// `timeout` when it does not take the bytes within [`WRITE_TIMEOUT`].
-    pub async fn write(&self, bytes: &[u8]) -> Result<(), GateError> {
+    /// Callers go through [`write_as`](Self::write_as) (sessions) or
+    /// [`write`](Self::write) (the gateway), which record the write.
+    async fn write_unrecorded(&self, bytes: &[u8]) -> Result<(), GateError> {
         let mut slot = self.shared.writer.lock().await;
         let Some(writer) = slot.as_mut() else {
             return Err(self.not_open_error());
@@ -294,11 +343,17 @@ impl Port {
             .map_or_else(|| "no event yet".to_owned(), |e| e.what.clone())
     }
 
-    /// Closes the port for good: the reader stops and the device is closed.
+    /// Closes the port for good: the reader stops, the device is closed,
+    /// and the transcript has everything that arrived.
     pub async fn close(&self) {
         self.shared.closing.cancel();
         let _ = self
             .wait_for_state(Duration::from_secs(5), |s| s == PortState::Closed)
             .await;
+        if let Some(t) = &self.shared.transcript {
+            let _ = t
+                .wait_written(self.log().head(), 0, Duration::from_secs(5))
+                .await;
+        }
     }
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use super::{Port, PortState};
+use crate::audit::Actor;
 use crate::error::GateError;
 use crate::matcher::{PromptScanner, Span, TriggerScanner};
 
@@ -59,15 +60,20 @@ pub struct PromptWait {
 }
 
 /// Waits for `scanner`'s prompt in the output from `cursor`, answering
-/// `triggers` once per occurrence (at most `max_replies`), until `timeout`.
+/// `triggers` once per occurrence (at most `max_replies`) as `actor`, until
+/// `timeout`. With triggers, `actor` must hold (or take) the write hold.
 pub async fn wait_for_prompt(
     port: &Port,
+    actor: &Actor,
     cursor: u64,
     mut scanner: PromptScanner,
     mut triggers: TriggerScanner,
     timeout: Duration,
     max_replies: usize,
 ) -> Result<PromptWait, GateError> {
+    if !triggers.is_empty() {
+        port.claim_writer(actor, false)?;
+    }
     let started = Instant::now();
     let deadline = started + timeout;
     let log = port.log();
@@ -109,7 +115,7 @@ pub async fn wait_for_prompt(
                 continue;
             }
             let reply = triggers.reply(&hit).to_vec();
-            port.write(&reply).await?;
+            port.write_as(actor, "auto_reply", &reply, false).await?;
             auto_replies.push(AutoReplySent {
                 trigger: triggers.trigger(&hit).to_owned(),
                 at: hit.span.start,

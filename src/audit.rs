@@ -1,0 +1,198 @@
+//! The audit trail: every write to a device (text, hex, keys, break,
+//! auto-reply, expect step) with its time, port, session, client and token,
+//! as JSON lines in `log_dir/audit.log` and as `audit` events in the log.
+//! Text marked sensitive is recorded as `<redacted>`.
+//!
+//! Writers never wait for the file: records go through a bounded channel
+//! to one task; a full channel drops the record and counts it.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+/// Records that may wait for the audit writer.
+const QUEUE: usize = 4096;
+
+/// Who made a write.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Actor {
+    /// The MCP session's number in this daemon.
+    pub session: u64,
+    /// The client's name from its MCP `initialize` (e.g. `claude-code`).
+    pub client: String,
+    /// The token name over HTTP; `local` over stdio.
+    pub token: String,
+}
+
+impl Actor {
+    /// How the actor is named in messages (`busy` errors, events).
+    pub fn describe(&self) -> String {
+        format!(
+            "session {} (client {}, token {})",
+            self.session, self.client, self.token
+        )
+    }
+}
+
+/// One audited write.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditRecord {
+    /// RFC 3339 time.
+    pub time: String,
+    /// The port written to.
+    pub port: String,
+    /// Who wrote.
+    #[serde(flatten)]
+    pub actor: Actor,
+    /// text, hex, keys, command, expect, auto_reply, break, probe…
+    pub kind: String,
+    /// The bytes, escaped, or `<redacted>`.
+    pub data: String,
+    /// Bytes written.
+    pub bytes: usize,
+}
+
+impl AuditRecord {
+    /// A record stamped now.
+    pub fn now(
+        port: &str,
+        actor: &Actor,
+        kind: &str,
+        bytes: &[u8],
+        sensitive: bool,
+    ) -> AuditRecord {
+        AuditRecord {
+            time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            port: port.to_owned(),
+            actor: actor.clone(),
+            kind: kind.to_owned(),
+            data: if sensitive {
+                "<redacted>".to_owned()
+            } else {
+                bytes.escape_ascii().to_string()
+            },
+            bytes: bytes.len(),
+        }
+    }
+}
+
+/// A handle on the audit trail. Clones share it.
+#[derive(Clone)]
+pub struct Audit {
+    file: Option<mpsc::Sender<AuditRecord>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Audit {
+    /// An audit trail to the log only (no `log_dir`).
+    pub fn log_only() -> Audit {
+        Audit {
+            file: None,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// An audit trail appended to `dir/audit.log` and to the log.
+    pub fn to_dir(dir: &Path) -> std::io::Result<Audit> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join("audit.log");
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        let (tx, mut rx) = mpsc::channel::<AuditRecord>(QUEUE);
+        tokio::spawn(async move {
+            while let Some(record) = rx.recv().await {
+                let line = serde_json::to_string(&record).unwrap_or_default();
+                if let Err(e) = writeln!(file, "{line}") {
+                    tracing::warn!("audit log {}: {e}", path.display());
+                }
+            }
+        });
+        Ok(Audit {
+            file: Some(tx),
+            dropped: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Records a write; never blocks.
+    pub fn record(&self, record: AuditRecord) {
+        tracing::info!(
+            target: "audit",
+            port = %record.port,
+            session = record.actor.session,
+            client = %record.actor.client,
+            token = %record.actor.token,
+            kind = %record.kind,
+            bytes = record.bytes,
+            "{}",
+            record.data
+        );
+        if let Some(tx) = &self.file
+            && tx.try_send(record).is_err()
+        {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records dropped because the writer was behind.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn records_are_json_lines_and_secrets_are_redacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = Audit::to_dir(dir.path()).unwrap();
+        let actor = Actor {
+            session: 3,
+            client: "claude-code".into(),
+            token: "noc-agent".into(),
+        };
+        audit.record(AuditRecord::now(
+            "core-sw1",
+            &actor,
+            "text",
+            b"show clock\r",
+            false,
+        ));
+        audit.record(AuditRecord::now(
+            "core-sw1",
+            &actor,
+            "expect",
+            b"s3cret\r",
+            true,
+        ));
+        drop(audit);
+        let path = dir.path().join("audit.log");
+        // The writer task ends when the last handle drops: await its lines.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let text = loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if text.lines().count() == 2 || tokio::time::Instant::now() > deadline {
+                break text;
+            }
+            tokio::task::yield_now().await;
+        };
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["port"], "core-sw1");
+        assert_eq!(lines[0]["session"], 3);
+        assert_eq!(lines[0]["token"], "noc-agent");
+        assert_eq!(lines[0]["data"], "show clock\\r");
+        assert_eq!(lines[1]["data"], "<redacted>");
+        assert!(!text.contains("s3cret"));
+    }
+}

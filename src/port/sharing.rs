@@ -1,0 +1,136 @@
+//! Shared ports: many sessions may watch a port, one at a time holds it for
+//! writing (conserver's model). Every write by a session goes through
+//! [`Port::write_as`], which checks the holder, then records the write in
+//! the transcript and the audit trail.
+
+use std::time::SystemTime;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::Port;
+use crate::audit::{Actor, AuditRecord};
+use crate::error::{ErrorCode, GateError};
+use crate::transcript::SentRecord;
+
+/// The session that holds a port for writing.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Holder {
+    /// The session's number in this daemon.
+    pub session: u64,
+    /// Session, client and token, for people.
+    pub who: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+}
+
+impl Port {
+    fn lock_holder(&self) -> std::sync::MutexGuard<'_, Option<Holder>> {
+        self.shared.holder.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Who holds the port for writing now.
+    pub fn holder(&self) -> Option<Holder> {
+        self.lock_holder().clone()
+    }
+
+    /// Makes `actor` the writer: at once when nobody holds the port (or
+    /// `actor` already does); from another holder only with `take_over`,
+    /// which makes that one read-only. Otherwise `busy`, naming the holder.
+    pub fn claim_writer(&self, actor: &Actor, take_over: bool) -> Result<(), GateError> {
+        let taken_from = {
+            let mut holder = self.lock_holder();
+            match holder.as_ref() {
+                Some(h) if h.session == actor.session => return Ok(()),
+                Some(h) if !take_over => {
+                    return Err(GateError::new(
+                        ErrorCode::Busy,
+                        format!(
+                            "{} is held for writing by {} since {}; you can still read it. To write, connect again with take_over: true (the holder becomes read-only)",
+                            self.name(),
+                            h.who,
+                            h.since
+                        ),
+                    ));
+                }
+                other => {
+                    let previous = other.map(|h| h.who.clone());
+                    *holder = Some(Holder {
+                        session: actor.session,
+                        who: actor.describe(),
+                        since: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+                    });
+                    previous
+                }
+            }
+        };
+        match taken_from {
+            Some(previous) => self.record(format!(
+                "take-over: {} took the write hold from {previous}",
+                actor.describe()
+            )),
+            None => self.record(format!("{} holds the port for writing", actor.describe())),
+        }
+        Ok(())
+    }
+
+    /// Lets go of the write hold if `session` has it.
+    pub fn release_writer(&self, session: u64) {
+        let released = {
+            let mut holder = self.lock_holder();
+            match holder.as_ref() {
+                Some(h) if h.session == session => holder.take(),
+                _ => None,
+            }
+        };
+        if let Some(h) = released {
+            self.record(format!("{} released the write hold", h.who));
+        }
+    }
+
+    /// Writes for a session: claims the write hold (or fails `busy`),
+    /// writes, and records the write in the transcript and the audit trail
+    /// (`sensitive` bytes as redacted).
+    pub async fn write_as(
+        &self,
+        actor: &Actor,
+        kind: &'static str,
+        bytes: &[u8],
+        sensitive: bool,
+    ) -> Result<(), GateError> {
+        self.claim_writer(actor, false)?;
+        self.write_unrecorded(bytes).await?;
+        if let Some(t) = &self.shared.transcript {
+            t.record_sent(SentRecord {
+                kind,
+                bytes: (!sensitive).then(|| bytes.to_vec()),
+            });
+        }
+        self.shared
+            .audit
+            .record(AuditRecord::now(self.name(), actor, kind, bytes, sensitive));
+        Ok(())
+    }
+
+    /// Records a session's attach, detach or take-over as a port event and
+    /// in the audit trail.
+    pub fn record_session_event(&self, actor: &Actor, kind: &str) {
+        self.record(format!("{} {kind}", actor.describe()));
+        self.shared
+            .audit
+            .record(AuditRecord::now(self.name(), actor, kind, b"", false));
+    }
+
+    /// Writes for the gateway itself (answers to terminal queries, baud
+    /// probes): recorded in the transcript as such, not held by a session.
+    pub async fn write(&self, bytes: &[u8]) -> Result<(), GateError> {
+        self.write_unrecorded(bytes).await?;
+        if let Some(t) = &self.shared.transcript {
+            t.record_sent(SentRecord {
+                kind: "gateway",
+                bytes: Some(bytes.to_vec()),
+            });
+        }
+        Ok(())
+    }
+}
