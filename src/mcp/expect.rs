@@ -421,6 +421,7 @@ impl GateServer {
     pub async fn expect(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<Json<ExpectResult>, ToolError> {
         let a: ExpectArgs =
             parse("expect", raw).map_err(|e| GateError::new(e.code, scrub(&e.message)))?;
@@ -475,7 +476,14 @@ impl GateServer {
             };
             if let Some((prompt, timeout)) = step.wait {
                 let waited = match self
-                    .wait_prompt(&conn, cursor, prompt, &a.auto_reply, timeout)
+                    .wait_prompt(
+                        &conn,
+                        cursor,
+                        prompt,
+                        &a.auto_reply,
+                        timeout,
+                        &super::io::wait_hooks(&context),
+                    )
                     .await
                 {
                     Ok(w) => w,

@@ -107,6 +107,8 @@ pub struct StatusResult {
     pub you_hold_writer: bool,
     /// The transcript file, when `[server] log_dir` is set.
     pub transcript: Option<String>,
+    /// Calls (of any session) waiting on this port's output now.
+    pub active_waits: u64,
 }
 
 /// Recognizes what a device waits at from its last line of output (for
@@ -232,6 +234,7 @@ impl GateServer {
                 .is_some_and(|h| h.session == self.session.actor().session),
             writer: port.holder(),
             transcript: port.transcript().map(|t| t.path().display().to_string()),
+            active_waits: port.active_waits(),
         }))
     }
 

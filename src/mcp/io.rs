@@ -2,11 +2,13 @@
 //! with clean output, and cursor reads.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::{Json, tool, tool_router};
+use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +24,8 @@ use crate::log::{CursorError, lossy_text};
 use crate::matcher::{Prompt, PromptScanner, TriggerScanner};
 use crate::port::PortState;
 use crate::port::wait::{
-    DEFAULT_MAX_AUTO_REPLIES, PromptWait, WaitEnd, wait_for_output, wait_for_prompt,
+    DEFAULT_MAX_AUTO_REPLIES, PromptWait, PromptWanted, WaitEnd, WaitHooks, wait_for_output,
+    wait_for_prompt,
 };
 use crate::settings::LineEnding;
 
@@ -367,6 +370,29 @@ pub(super) fn triggers_arg(
     TriggerScanner::new(&pairs, cursor).map_err(GateError::invalid)
 }
 
+/// The hooks of a wait made for an MCP request: the request's
+/// cancellation, and progress notifications (bytes received, pages
+/// answered) when the client sent a progress token.
+pub(super) fn wait_hooks(context: &RequestContext<RoleServer>) -> WaitHooks {
+    let progress = context.meta.get_progress_token().map(|token| {
+        let peer = context.peer.clone();
+        let report: crate::port::wait::ProgressFn = Arc::new(move |bytes: u64, pages: u64| {
+            let (peer, token) = (peer.clone(), token.clone());
+            // Never wait for the client: the notification goes on its own.
+            tokio::spawn(async move {
+                let note = ProgressNotificationParam::new(token, bytes as f64)
+                    .with_message(format!("{bytes} bytes received, {pages} pages answered"));
+                let _ = peer.notify_progress(note).await;
+            });
+        });
+        report
+    });
+    WaitHooks {
+        cancel: context.ct.clone(),
+        progress,
+    }
+}
+
 impl GateServer {
     /// Checks that the port can be written to now.
     pub(super) fn ensure_open(conn: &Connection) -> Result<(), GateError> {
@@ -406,19 +432,26 @@ impl GateServer {
         prompt: Prompt,
         auto_reply: &Option<BTreeMap<String, String>>,
         timeout: Duration,
+        hooks: &WaitHooks,
     ) -> Result<PromptWait, GateError> {
         let triggers = triggers_arg(conn, auto_reply, cursor)?;
         let scanner = PromptScanner::new(prompt, cursor);
-        let waited = wait_for_prompt(
-            &conn.port.port,
-            &self.session.actor(),
+        let want = PromptWanted {
             cursor,
             scanner,
             triggers,
             timeout,
-            DEFAULT_MAX_AUTO_REPLIES,
-        )
-        .await?;
+            max_replies: DEFAULT_MAX_AUTO_REPLIES,
+        };
+        let waited = wait_for_prompt(&conn.port.port, &self.session.actor(), want, hooks).await?;
+        if waited.end == WaitEnd::Cancelled {
+            // The client dropped the request: its output stays unread for
+            // the session's next read.
+            return Err(GateError::new(
+                ErrorCode::Timeout,
+                "the client cancelled this wait; the output stays for the next read",
+            ));
+        }
         self.session.advance(&conn.name, waited.end_offset);
         if matches!(waited.end, WaitEnd::Lost | WaitEnd::Closed) {
             let partial = conn
@@ -512,6 +545,7 @@ impl GateServer {
     pub async fn read_until_prompt(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ReadUntilPromptResult>, ToolError> {
         let a: ReadUntilPromptArgs = parse("read_until_prompt", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
@@ -519,7 +553,14 @@ impl GateServer {
         let timeout = timeout_arg(a.timeout, DEFAULT_TIMEOUT_S)?;
         let max_output = max_output_arg(a.max_output)?;
         let waited = self
-            .wait_prompt(&conn, conn.cursor, prompt, &a.auto_reply, timeout)
+            .wait_prompt(
+                &conn,
+                conn.cursor,
+                prompt,
+                &a.auto_reply,
+                timeout,
+                &wait_hooks(&context),
+            )
             .await?;
         let log = conn.port.port.log();
         let raw = log.copy_range(waited.start, waited.end_offset);
@@ -558,6 +599,7 @@ impl GateServer {
     pub async fn send_command(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ToolError> {
         let a: SendCommandArgs = parse("send_command", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
@@ -580,7 +622,14 @@ impl GateServer {
         // whatever arrived before is not this command's output.
         let start = self.send_bytes(&conn, "command", &bytes, true).await?;
         let waited = self
-            .wait_prompt(&conn, start, prompt, &a.auto_reply, timeout)
+            .wait_prompt(
+                &conn,
+                start,
+                prompt,
+                &a.auto_reply,
+                timeout,
+                &wait_hooks(&context),
+            )
             .await?;
         let log = conn.port.port.log();
         let (body_end, prompt_text) = match waited.end {

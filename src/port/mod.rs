@@ -99,6 +99,21 @@ impl Default for PortServices {
     }
 }
 
+/// Counts one waiting call on a port; dropping it (however the wait ends,
+/// cancellation included) uncounts it.
+pub(crate) struct WaitGuard {
+    port: Port,
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        self.port
+            .shared
+            .active_waits
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// A handle on one serial line. Clones share the line.
 #[derive(Clone)]
 pub struct Port {
@@ -123,6 +138,8 @@ struct Shared {
     ever_opened: AtomicBool,
     /// Cancelled when the port closes; stops the reader task.
     closing: CancellationToken,
+    /// Calls waiting on this port's output right now (`status` shows it).
+    active_waits: AtomicU64,
     /// The session holding the port for writing (sharing.rs).
     holder: Mutex<Option<sharing::Holder>>,
     /// The transcript writer, with `log_dir`.
@@ -160,6 +177,7 @@ impl Port {
                 bytes_written: AtomicU64::new(0),
                 ever_opened: AtomicBool::new(false),
                 closing,
+                active_waits: AtomicU64::new(0),
                 holder: Mutex::new(None),
                 transcript,
                 audit: services.audit,
@@ -267,6 +285,17 @@ impl Port {
 
     pub(crate) async fn install_writer(&self, writer: Option<device::DeviceWriter>) {
         *self.shared.writer.lock().await = writer;
+    }
+
+    /// Calls waiting on this port's output right now.
+    pub fn active_waits(&self) -> u64 {
+        self.shared.active_waits.load(Ordering::Relaxed)
+    }
+
+    /// Counts a wait for as long as the guard lives.
+    pub(crate) fn wait_guard(&self) -> WaitGuard {
+        self.shared.active_waits.fetch_add(1, Ordering::Relaxed);
+        WaitGuard { port: self.clone() }
     }
 
     /// The transcript of this port, with `log_dir`.

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use std::sync::Arc;
+
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::{Port, PortState};
 use crate::audit::Actor;
@@ -28,6 +31,40 @@ pub enum WaitEnd {
     Lost,
     /// The port was closed.
     Closed,
+    /// The client cancelled the request.
+    Cancelled,
+}
+
+/// What a prompt wait looks for: from where, which prompt, which triggers
+/// to answer, for how long.
+pub struct PromptWanted {
+    /// Where the output starts (the session's cursor).
+    pub cursor: u64,
+    /// The prompt, incrementally matched.
+    pub scanner: PromptScanner,
+    /// Auto-reply triggers.
+    pub triggers: TriggerScanner,
+    /// The deadline, from now.
+    pub timeout: Duration,
+    /// Most auto-replies this wait sends.
+    pub max_replies: usize,
+}
+
+/// How often a wait reports progress at most.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Reports progress as `(bytes received since the cursor, auto-replies
+/// sent)`; called at most every [`PROGRESS_INTERVAL`], never blocking.
+pub type ProgressFn = Arc<dyn Fn(u64, u64) + Send + Sync>;
+
+/// What can end a wait early and what it reports to: MCP's own request
+/// cancellation and progress notifications.
+#[derive(Clone, Default)]
+pub struct WaitHooks {
+    /// Cancelled when the client cancels the request: the wait ends at once.
+    pub cancel: CancellationToken,
+    /// Where progress goes, when the client asked for it.
+    pub progress: Option<ProgressFn>,
 }
 
 /// An auto-reply the wait sent.
@@ -65,15 +102,20 @@ pub struct PromptWait {
 pub async fn wait_for_prompt(
     port: &Port,
     actor: &Actor,
-    cursor: u64,
-    mut scanner: PromptScanner,
-    mut triggers: TriggerScanner,
-    timeout: Duration,
-    max_replies: usize,
+    want: PromptWanted,
+    hooks: &WaitHooks,
 ) -> Result<PromptWait, GateError> {
+    let PromptWanted {
+        cursor,
+        mut scanner,
+        mut triggers,
+        timeout,
+        max_replies,
+    } = want;
     if !triggers.is_empty() {
         port.claim_writer(actor, false)?;
     }
+    let _counted = port.wait_guard();
     let started = Instant::now();
     let deadline = started + timeout;
     let log = port.log();
@@ -81,6 +123,7 @@ pub async fn wait_for_prompt(
     let mut state_rx = port.watch_state();
     let mut auto_replies = Vec::new();
     let mut replies_capped = 0;
+    let mut reported = (Instant::now(), 0u64);
     let finish = |end: WaitEnd, end_offset: u64, auto_replies, replies_capped| {
         let oldest = log.oldest();
         PromptWait {
@@ -121,6 +164,13 @@ pub async fn wait_for_prompt(
                 at: hit.span.start,
             });
         }
+        if let Some(report) = &hooks.progress {
+            let received = head.saturating_sub(cursor);
+            if received > reported.1 && reported.0.elapsed() >= PROGRESS_INTERVAL {
+                report(received, auto_replies.len() as u64);
+                reported = (Instant::now(), received);
+            }
+        }
         if let Some(span) = found {
             return Ok(finish(
                 WaitEnd::Matched(span),
@@ -141,6 +191,9 @@ pub async fn wait_for_prompt(
         tokio::select! {
             _ = head_rx.changed() => {}
             _ = state_rx.changed() => {}
+            _ = hooks.cancel.cancelled() => {
+                return Ok(finish(WaitEnd::Cancelled, cursor, auto_replies, replies_capped));
+            }
             _ = tokio::time::sleep_until(deadline) => {
                 return Ok(finish(WaitEnd::TimedOut, log.head(), auto_replies, replies_capped));
             }
