@@ -144,6 +144,14 @@ impl Gateway {
                     closing.push(entry.port.port);
                 }
             }
+        }
+        // Close before starting: a changed port (or a renamed one, same
+        // device) must find its device released (TIOCEXCL).
+        for port in closing {
+            port.close().await;
+        }
+        {
+            let mut ports = self.lock();
             for (name, pc) in &config.ports {
                 if !ports.contains_key(name) {
                     if !changed.contains(name) {
@@ -165,9 +173,6 @@ impl Gateway {
                 .config
                 .write()
                 .unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
-        }
-        for port in closing {
-            port.close().await;
         }
         (added, removed, changed)
     }

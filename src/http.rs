@@ -36,14 +36,32 @@
 //! `2026-07-28` clients are sessionless (SEP-2567): rmcp serves each of
 //! their requests statelessly, so their state is kept by token name plus the
 //! optional `Serialgate-Session` header — see [`crate::mcp::scope`].
+//!
+//! # Reload and shutdown
+//!
+//! SIGHUP reloads the config as over stdio ([`crate::serve::Reloader`]);
+//! tokens follow at once (they are read per request). What the bound
+//! listener fixes cannot change without a restart: a new config whose
+//! `auth` differs, or whose tokens would break the exposure rule for the
+//! bound address, is rejected; a changed `listen` is logged and takes
+//! effect at the next start.
+//!
+//! On SIGTERM the ports close first, so a call waiting on one ends with an
+//! error result; the responses still being written (every request but the
+//! GET of a session's standing SSE stream is counted while its body is
+//! sent) get up to [`SHUTDOWN_GRACE`] to reach their clients before the
+//! sessions end.
 
 use std::collections::HashMap;
 use std::future::IntoFuture;
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -52,6 +70,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::Digest;
 use subtle::{ConditionallySelectable, ConstantTimeEq};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, AuthMode, Config, TokenConfig};
@@ -59,6 +79,7 @@ use crate::gateway::Gateway;
 use crate::mcp::GateServer;
 use crate::mcp::access::Caller;
 use crate::mcp::scope::Stateless;
+use crate::serve::{Reloader, Signals, until_terminated};
 
 /// How long an MCP session may stay idle before the server ends it (its
 /// connections are then detached). Agents think between calls; a short
@@ -66,8 +87,11 @@ use crate::mcp::scope::Stateless;
 pub const SESSION_IDLE: Duration = Duration::from_secs(60 * 60);
 /// The header that carries an MCP session's id.
 const SESSION_ID: &str = "mcp-session-id";
-/// How long shutdown waits for open HTTP requests to finish.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long shutdown waits for the responses still being written, and
+/// then for the HTTP connections, to finish.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Buffer between a counted response's body and the connection.
+const RELAY_BUFFER: usize = 64 * 1024;
 
 /// Who may call: nobody without a token, or (loopback, said explicitly)
 /// everybody.
@@ -204,6 +228,78 @@ impl SessionOwners {
 struct Gatekeeper {
     auth: Auth,
     owners: SessionOwners,
+    in_flight: InFlight,
+}
+
+/// The requests whose responses are still being written. A GET (a
+/// session's standing SSE stream, open until the session ends) is not
+/// counted.
+#[derive(Clone)]
+struct InFlight {
+    count: Arc<watch::Sender<usize>>,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            count: Arc::new(watch::Sender::new(0)),
+        }
+    }
+}
+
+/// Counts one request until dropped.
+struct InFlightGuard(InFlight);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.count.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+impl InFlight {
+    fn start(&self) -> InFlightGuard {
+        self.count.send_modify(|n| *n += 1);
+        InFlightGuard(self.clone())
+    }
+
+    /// Waits until no counted response is being written, at most `within`;
+    /// returns how many still are.
+    async fn drained(&self, within: Duration) -> usize {
+        let mut rx = self.count.subscribe();
+        let _ = tokio::time::timeout(within, rx.wait_for(|n| *n == 0)).await;
+        *self.count.borrow()
+    }
+
+    /// `response` with its body relayed by a task that holds `guard` until
+    /// the whole body has been handed to the connection (or the client went
+    /// away): the count then says when every response has been written.
+    fn track(response: Response, guard: InFlightGuard) -> Response {
+        let (parts, mut body) = response.into_parts();
+        let (reader, mut writer) = tokio::io::duplex(RELAY_BUFFER);
+        tokio::spawn(async move {
+            let _guard = guard;
+            loop {
+                let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+                match frame {
+                    None => break,
+                    Some(Err(e)) => {
+                        tracing::debug!("HTTP response body failed: {e}");
+                        break;
+                    }
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data()
+                            && writer.write_all(&data).await.is_err()
+                        {
+                            break; // the client went away
+                        }
+                    }
+                }
+            }
+            let _ = writer.shutdown().await;
+        });
+        let body = Body::from_stream(tokio_util::io::ReaderStream::new(reader));
+        Response::from_parts(parts, body)
+    }
 }
 
 /// The middleware in front of `/mcp`: 401 without a known token; 403 for a
@@ -254,10 +350,14 @@ async fn authenticate(
             .into_response();
     }
     let is_delete = request.method() == axum::http::Method::DELETE;
+    let counted = (request.method() != axum::http::Method::GET).then(|| gate.in_flight.start());
     let name = caller.name.clone();
     request.headers_mut().remove(header::AUTHORIZATION);
     request.extensions_mut().insert(Arc::new(caller));
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
+    if let Some(guard) = counted {
+        response = InFlight::track(response, guard);
+    }
     match (&session, response.headers().get(SESSION_ID)) {
         (None, Some(id)) => {
             if let Ok(id) = id.to_str() {
@@ -283,6 +383,7 @@ fn app(
     config: &Config,
     gateway: &Gateway,
     stateless: Stateless,
+    in_flight: InFlight,
     cancel: CancellationToken,
 ) -> Router {
     let auth = match config.server.auth {
@@ -307,6 +408,7 @@ fn app(
     let gate = Gatekeeper {
         auth,
         owners: SessionOwners::default(),
+        in_flight,
     };
     Router::new()
         .nest_service("/mcp", service)
@@ -317,31 +419,44 @@ fn app(
 /// until SIGTERM/SIGINT; every port is closed before it returns. Refuses
 /// to start (an error naming the fix) when the address and the config break
 /// the authentication rule. Prints `listening on http://ADDR/mcp` to stderr
-/// once bound (with the actual port when `listen` asks for port 0).
-pub async fn serve_http(config: Config, listen: &str) -> anyhow::Result<()> {
+/// once bound (with the actual port when `listen` asks for port 0), and
+/// sends `READY=1` once the ports had their first open attempt. SIGHUP
+/// reloads `config_path` (see the module doc).
+pub async fn serve_http(
+    config: Config,
+    config_path: Option<PathBuf>,
+    listen: &str,
+) -> anyhow::Result<()> {
+    let mut signals = Signals::install()?;
     config::check_listen(listen).map_err(|e| anyhow::anyhow!("--http {e}"))?;
     check_exposure(&config, listen, config::listen_is_loopback(listen))?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let local = listener.local_addr()?;
-    check_exposure(&config, listen, local.ip().to_canonical().is_loopback())?;
+    let loopback = local.ip().to_canonical().is_loopback();
+    check_exposure(&config, listen, loopback)?;
     if config.server.auth == AuthMode::None {
         tracing::warn!("auth = \"none\": every local process may use every port over HTTP");
     }
+    let reloader = Reloader::new(config_path).with_check({
+        let listen = listen.to_owned();
+        move |running, new| reload_check(running, new, &listen, loopback)
+    });
 
     let shutdown = CancellationToken::new();
-    let cancel = shutdown.child_token();
+    // Not a child of `shutdown`: closing the ports must not end the
+    // sessions before the waiting calls' results are written.
+    let cancel = CancellationToken::new();
     let stateless = Stateless::default();
+    let in_flight = InFlight::default();
     let gateway = Gateway::start(config.clone(), shutdown.clone());
-    let app = app(&config, &gateway, stateless.clone(), cancel.clone());
-    eprintln!("serialgate: listening on http://{local}/mcp");
-    // The ports are started and the listener is bound: ready for systemd.
-    crate::notify::notify_or_warn("READY=1");
-    tracing::info!(
-        "serving MCP at http://{local}/mcp ({} token(s), auth {:?})",
-        config.tokens.len(),
-        config.server.auth
+    let app = app(
+        &config,
+        &gateway,
+        stateless.clone(),
+        in_flight.clone(),
+        cancel.clone(),
     );
     let server = axum::serve(
         listener,
@@ -353,30 +468,77 @@ pub async fn serve_http(config: Config, listen: &str) -> anyhow::Result<()> {
     })
     .into_future();
     let mut server = tokio::spawn(server);
-    let outcome = tokio::select! {
-        () = crate::serve::terminated() => {
-            tracing::info!("termination signal: closing sessions and ports");
-            Ok(())
-        }
-        ended = &mut server => match ended {
-            Ok(Ok(())) => Err(anyhow::anyhow!("the HTTP server on {local} stopped")),
-            Ok(Err(e)) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
-            Err(e) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
+    eprintln!("serialgate: listening on http://{local}/mcp");
+    tracing::info!(
+        "serving MCP at http://{local}/mcp ({} token(s), auth {:?})",
+        config.tokens.len(),
+        config.server.auth
+    );
+    // The listener is bound and served; READY=1 once the ports had their
+    // first open attempt.
+    let outcome = match until_terminated(
+        crate::serve::ready(&gateway),
+        &mut signals,
+        &reloader,
+        &gateway,
+    )
+    .await
+    {
+        None => Ok(()),
+        Some(()) => match until_terminated(&mut server, &mut signals, &reloader, &gateway).await {
+            None => Ok(()),
+            Some(Ok(Ok(()))) => Err(anyhow::anyhow!("the HTTP server on {local} stopped")),
+            Some(Ok(Err(e))) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
+            Some(Err(e)) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
         },
     };
     crate::notify::notify_or_warn("STOPPING=1");
+    // Ports first: calls waiting on them end with an error result, which
+    // is written to the client before the sessions are cancelled.
+    gateway.close_all().await;
+    let unfinished = in_flight.drained(SHUTDOWN_GRACE).await;
+    if unfinished > 0 {
+        tracing::warn!(
+            "{unfinished} HTTP response(s) still being written after {SHUTDOWN_GRACE:?}; closing anyway"
+        );
+    }
     cancel.cancel();
     if !server.is_finished()
         && tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
             .await
             .is_err()
     {
-        tracing::warn!("HTTP requests still open after {SHUTDOWN_GRACE:?}; closing anyway");
+        tracing::warn!("HTTP connections still open after {SHUTDOWN_GRACE:?}; closing anyway");
         server.abort();
     }
     stateless.clear();
-    gateway.close_all().await;
     outcome
+}
+
+/// What a reloaded config may not change while HTTP is served: the
+/// authentication mode and the exposure rule for the bound address. A
+/// changed `listen` is only logged (the listener stays where it is).
+fn reload_check(
+    running: &Config,
+    new: &Config,
+    listen: &str,
+    loopback: bool,
+) -> Result<(), String> {
+    if new.server.auth != running.server.auth {
+        return Err(format!(
+            "[server] auth changes from {:?} to {:?}, which needs a restart (systemctl restart serialgate); keeping the running config",
+            running.server.auth, new.server.auth
+        ));
+    }
+    config::check_http_auth(new.server.auth, new.tokens.is_empty(), loopback)
+        .map_err(|e| format!("cannot keep serving HTTP on {listen} with it: {e}"))?;
+    if new.server.listen != running.server.listen {
+        tracing::warn!(
+            "[server] listen changed to {:?}: still serving on {listen} until a restart",
+            new.server.listen
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

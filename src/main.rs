@@ -40,6 +40,14 @@ enum Command {
     },
     /// List serial devices on this machine with USB ids and by-id paths.
     ListPorts,
+    /// Print udev rules giving each USB-serial adapter found a stable
+    /// /dev/serialgate/NAME link (named after its port in the config) and
+    /// keeping ModemManager away from it.
+    UdevRules {
+        /// Config file (TOML): name the links after its ports.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
     /// Run a simulated device on a pseudo-terminal until interrupted.
     Simulate {
         /// Device profile: cisco-ios, juniper-junos, huawei-vrp, hp-procurve,
@@ -53,6 +61,9 @@ enum Command {
     /// session through the real MCP path.
     Demo,
 }
+
+/// How long exiting waits for the runtime's leftover tasks.
+const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SERIALGATE_LOG")
@@ -92,22 +103,28 @@ fn main() -> ExitCode {
                 http,
                 stdio,
             } => {
-                let config = match config {
-                    Some(path) => Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?,
+                let loaded = match &config {
+                    Some(path) => Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?,
                     None => Config::default_with_builtins(),
                 };
-                let transport = serialgate::serve::Transport::choose(&config, http, stdio);
-                serialgate::serve::serve(config, transport).await
+                let transport = serialgate::serve::Transport::choose(&loaded, http, stdio);
+                serialgate::serve::serve(loaded, config, transport).await
             }
             Command::CheckConfig { file } => check_config(&file),
             Command::ListPorts => {
                 list_ports();
                 Ok(())
             }
+            Command::UdevRules { config } => udev_rules(config.as_deref()),
             Command::Simulate { profile, link } => simulate(&profile, link).await,
             Command::Demo => serialgate::demo::run().await,
         }
     });
+    // Everything that must finish (ports closed, responses sent) was
+    // awaited above. What may be left is a blocking read of stdin that only
+    // the client can end (stdio serving stopped by SIGTERM): do not wait
+    // for it beyond a moment.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -163,6 +180,18 @@ fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
             .cloned()
             .collect::<Vec<_>>()
             .join(", ")
+    );
+    Ok(())
+}
+
+fn udev_rules(config: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let config = match config {
+        Some(path) => Some(Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?),
+        None => None,
+    };
+    print!(
+        "{}",
+        serialgate::udev::rules(&serialgate::devices::list(), config.as_ref())
     );
     Ok(())
 }

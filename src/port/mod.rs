@@ -19,7 +19,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -313,11 +312,7 @@ impl Port {
         let Some(writer) = slot.as_mut() else {
             return Err(self.not_open_error());
         };
-        let write = async {
-            writer.write_all(bytes).await?;
-            writer.flush().await
-        };
-        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        match tokio::time::timeout(WRITE_TIMEOUT, writer.send(bytes)).await {
             Ok(Ok(())) => {
                 self.shared
                     .bytes_written
@@ -349,7 +344,9 @@ impl Port {
         match self.state() {
             PortState::Closed => GateError::new(
                 ErrorCode::PortUnavailable,
-                format!("{name} is closed; connect again"),
+                format!(
+                    "{name} is closed (the gateway is shutting down, or a config reload removed or changed it); connect again to use the port now configured"
+                ),
             ),
             _ if !self.ever_opened() => GateError::new(
                 ErrorCode::PortUnavailable,

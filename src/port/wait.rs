@@ -201,7 +201,8 @@ pub async fn wait_for_prompt(
     }
 }
 
-/// Waits until output past `cursor` exists (at most `timeout`), then until
+/// Waits until output past `cursor` exists (at most `timeout`, and not at
+/// all once the device is lost or the port closed), then until
 /// the device has been quiet for `settle` (at most `settle_max` in all), so
 /// one call returns a whole burst. Returns the head when it stopped.
 pub async fn wait_for_output(
@@ -213,13 +214,22 @@ pub async fn wait_for_output(
 ) -> u64 {
     let log = port.log();
     let mut head_rx = log.subscribe();
+    let mut state_rx = port.watch_state();
     let deadline = Instant::now() + timeout;
     loop {
         if *head_rx.borrow_and_update() > cursor {
             break;
         }
+        // A device that is gone will not talk: stop waiting for it.
+        if matches!(
+            *state_rx.borrow_and_update(),
+            PortState::Lost | PortState::Reopening | PortState::Closed
+        ) {
+            return log.head();
+        }
         tokio::select! {
             changed = head_rx.changed() => if changed.is_err() { return log.head() },
+            _ = state_rx.changed() => {}
             _ = tokio::time::sleep_until(deadline) => return log.head(),
         }
     }
