@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -312,7 +313,11 @@ impl Port {
         let Some(writer) = slot.as_mut() else {
             return Err(self.not_open_error());
         };
-        match tokio::time::timeout(WRITE_TIMEOUT, writer.send(bytes)).await {
+        let write = async {
+            writer.write_all(bytes).await?;
+            writer.flush().await
+        };
+        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
             Ok(Ok(())) => {
                 self.shared
                     .bytes_written
