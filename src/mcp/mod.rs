@@ -163,7 +163,10 @@ impl ServerHandler for GateServer {
             Ok(found) => found,
             Err(e) => return Ok(error_result(e)),
         };
-        let client = context.peer.peer_info().map(|info| info.client_info.name.clone());
+        let client = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone());
         target.session.identify(client.as_deref(), &caller.name);
         let mut request = request;
         if let Err(e) = access::authorize(&caller, &target.gateway, &target.session, &mut request) {
