@@ -41,13 +41,19 @@ fn call(tool: &str, args: Value) -> ClientRequest {
     ))
 }
 
-/// A Cisco switch in privileged mode behind the real binary, and a client.
-async fn start() -> (
-    tempfile::TempDir,
-    sim::SimHandle,
-    rmcp::service::RunningService<RoleClient, Collector>,
-    mpsc::UnboundedReceiver<ProgressNotificationParam>,
-) {
+type Client = rmcp::service::RunningService<RoleClient, Collector>;
+type Progress = mpsc::UnboundedReceiver<ProgressNotificationParam>;
+
+/// Calls a tool that must succeed.
+async fn ok(client: &Client, tool: &str, args: Value) -> Value {
+    let ClientRequest::CallToolRequest(r) = call(tool, args) else {
+        unreachable!()
+    };
+    to_outcome(client.peer().call_tool(r.params).await.unwrap()).ok()
+}
+
+/// A simulated Cisco switch and a config with port `sw1` on it.
+async fn device() -> (tempfile::TempDir, sim::SimHandle, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("sw1");
     let device = sim::spawn(Profile::CiscoIos, Some(link.clone()))
@@ -57,11 +63,27 @@ async fn start() -> (
     std::fs::write(
         &config,
         format!(
-            "[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n",
+            "[server]\nauth = \"none\"\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n",
             link.display()
         ),
     )
     .unwrap();
+    (dir, device, config)
+}
+
+/// Connects to `sw1` and enters privileged mode.
+async fn login(client: &Client) {
+    ok(client, "connect", json!({"port": "sw1"})).await;
+    let steps = json!([{"send": "", "expect": "SW1>"}, {"send": "enable", "expect": "Password: "}, {"send": "cisco", "sensitive": true, "expect": "SW1#"}]);
+    assert_eq!(
+        ok(client, "expect", json!({"steps": steps})).await["completed"],
+        true
+    );
+}
+
+/// The real binary over stdio, logged in.
+async fn start() -> (tempfile::TempDir, sim::SimHandle, Client, Progress) {
+    let (dir, device, config) = device().await;
     let mut cmd = tokio::process::Command::new(common::binary());
     cmd.args(["serve", "--stdio", "--config"])
         .arg(&config)
@@ -71,32 +93,62 @@ async fn start() -> (
         .serve(TokioChildProcess::new(cmd).unwrap())
         .await
         .unwrap();
-    let ok = |r| match to_outcome(r) {
-        serialgate::client::Outcome::Ok(v) => v,
-        serialgate::client::Outcome::Err(e) => panic!("{e}"),
-    };
-    let send = async |tool: &str, args: Value| {
-        ok(client
-            .peer()
-            .call_tool(match call(tool, args) {
-                ClientRequest::CallToolRequest(r) => r.params,
-                _ => unreachable!(),
-            })
-            .await
-            .unwrap())
-    };
-    send("connect", json!({"port": "sw1"})).await;
-    let steps = json!([{"send": "", "expect": "SW1>"}, {"send": "enable", "expect": "Password: "}, {"send": "cisco", "sensitive": true, "expect": "SW1#"}]);
-    assert_eq!(
-        send("expect", json!({"steps": steps})).await["completed"],
-        true
-    );
+    login(&client).await;
     (dir, device, client, rx)
+}
+
+/// The real binary over streamable HTTP on loopback, logged in.
+async fn start_http() -> (
+    tempfile::TempDir,
+    sim::SimHandle,
+    Client,
+    Progress,
+    tokio::process::Child,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let (dir, device, config) = device().await;
+    let mut daemon = tokio::process::Command::new(common::binary())
+        .args(["serve", "--http", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .env("SERIALGATE_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(daemon.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.split("listening on ").nth(1) {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("the daemon exited without listening")
+    })
+    .await
+    .unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url),
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    let client = Collector { progress: tx }.serve(transport).await.unwrap();
+    login(&client).await;
+    (dir, device, client, rx, daemon)
 }
 
 #[tokio::test]
 async fn a_paged_command_reports_progress() {
-    let (_dir, _device, client, mut progress) = start().await;
+    let (_dir, _device, client, progress) = start().await;
+    paged_progress(&client, progress).await;
+}
+
+#[tokio::test]
+async fn a_paged_command_reports_progress_over_http() {
+    let (_dir, _device, client, progress, _daemon) = start_http().await;
+    paged_progress(&client, progress).await;
+}
+
+async fn paged_progress(client: &Client, mut progress: Progress) {
     // show tech-support is long and paged: many pages to answer.
     let handle = client
         .send_cancellable_request(
@@ -146,6 +198,16 @@ async fn a_paged_command_reports_progress() {
 #[tokio::test]
 async fn a_cancelled_wait_ends_at_once_and_the_port_stays_usable() {
     let (_dir, _device, client, _progress) = start().await;
+    cancelled_wait(&client).await;
+}
+
+#[tokio::test]
+async fn a_cancelled_wait_ends_at_once_over_http() {
+    let (_dir, _device, client, _progress, _daemon) = start_http().await;
+    cancelled_wait(&client).await;
+}
+
+async fn cancelled_wait(client: &Client) {
     let handle = client
         .send_cancellable_request(
             call(
