@@ -18,6 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use crate::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
+use crate::remote::{RemoteAddr, Scheme};
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
 
 /// Retention per port when the config does not say: 1 MiB.
@@ -64,6 +65,10 @@ pub struct ServerConfig {
     pub allow_adhoc: bool,
     /// Globs of the device paths ad-hoc connects may open.
     pub adhoc_devices: Vec<String>,
+    /// Globs of the remote consoles (`host:port`, e.g. `10.0.0.*:20*`)
+    /// ad-hoc connects may reach by `telnet://` or `tcp://` URL; empty (the
+    /// default): none.
+    pub adhoc_remotes: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -77,6 +82,7 @@ impl Default for ServerConfig {
             log_keep: crate::transcript::DEFAULT_LOG_KEEP,
             allow_adhoc: false,
             adhoc_devices: DEFAULT_ADHOC_DEVICES.map(String::from).to_vec(),
+            adhoc_remotes: Vec::new(),
         }
     }
 }
@@ -102,6 +108,25 @@ impl ServerConfig {
         self.adhoc_devices
             .iter()
             .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches_with(path, options)))
+    }
+
+    /// Whether an ad-hoc connect may reach the remote console `addr`:
+    /// ad-hoc connects are on and its `host:port` (an IPv6 host in
+    /// brackets) matches one of `adhoc_remotes`. Host names match as
+    /// written, case-insensitively; nothing is resolved.
+    pub fn adhoc_remote_allowed(&self, addr: &RemoteAddr) -> bool {
+        if !self.allow_adhoc {
+            return false;
+        }
+        let target = addr.host_port();
+        let options = glob::MatchOptions {
+            case_sensitive: false,
+            require_literal_separator: false,
+            require_literal_leading_dot: false,
+        };
+        self.adhoc_remotes
+            .iter()
+            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches_with(&target, options)))
     }
 }
 
@@ -612,6 +637,7 @@ struct RawServer {
     log_keep: Option<Spanned<i64>>,
     allow_adhoc: Option<bool>,
     adhoc_devices: Option<Vec<Spanned<String>>>,
+    adhoc_remotes: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -937,6 +963,20 @@ impl RawServer {
         if let Some(globs) = self.adhoc_devices {
             s.adhoc_devices = check_globs(globs, "server.adhoc_devices", src)?;
         }
+        if let Some(globs) = self.adhoc_remotes {
+            for g in &globs {
+                if !g.get_ref().contains(':') || RemoteAddr::is_url(g.get_ref()) {
+                    return Err(src.error(
+                        g.span(),
+                        format!(
+                            "server.adhoc_remotes: {:?} is not a host:port glob; write it like \"10.0.0.*:20*\" (no scheme)",
+                            g.get_ref()
+                        ),
+                    ));
+                }
+            }
+            s.adhoc_remotes = check_globs(globs, "server.adhoc_remotes", src)?;
+        }
         Ok(s)
     }
 }
@@ -1248,6 +1288,16 @@ fn resolve_ports(
                 device.span(),
                 format!("{path}.device: it is empty; give the device path, e.g. /dev/serial/by-id/usb-FTDI_..."),
             ));
+        }
+        match RemoteAddr::parse(dev) {
+            Err(e) => return Err(src.error(device.span(), format!("{path}.device: {e}"))),
+            Ok(Some(addr)) if addr.scheme == Scheme::Rfc2217 => {
+                return Err(src.error(
+                    device.span(),
+                    format!("{path}.device: rfc2217:// is not supported yet; use telnet://{} (ser2net's telnet accepter, or a console server's reverse-telnet port) or tcp://{}", addr.host_port(), addr.host_port()),
+                ));
+            }
+            Ok(_) => {}
         }
         if let Some(other) = devices.get(dev) {
             return Err(src.error(
@@ -1792,6 +1842,58 @@ device = "/dev/ttyUSB2"
         s.adhoc_devices = vec!["/dev/tty[SU]*".into()];
         assert!(s.adhoc_allowed("/dev/ttyS1"));
         assert!(!s.adhoc_allowed("/dev/ttyACM0"));
+    }
+
+    #[test]
+    fn remote_devices_and_adhoc_remotes() {
+        let c = parse(
+            "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.*:20*\", \"ts1.lab:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n",
+        );
+        assert_eq!(c.ports["a"].device, "telnet://10.0.0.5:2001");
+        let s = &c.server;
+        let addr = |u: &str| RemoteAddr::parse(u).unwrap().unwrap();
+        assert!(s.adhoc_remote_allowed(&addr("telnet://10.0.0.7:2003")));
+        assert!(s.adhoc_remote_allowed(&addr("tcp://TS1.lab:4001")));
+        assert!(!s.adhoc_remote_allowed(&addr("telnet://10.0.1.7:2003")));
+        assert!(!s.adhoc_remote_allowed(&addr("telnet://10.0.0.7:23")));
+        let off = ServerConfig {
+            allow_adhoc: false,
+            ..s.clone()
+        };
+        assert!(!off.adhoc_remote_allowed(&addr("telnet://10.0.0.7:2003")));
+        assert!(
+            !ServerConfig {
+                allow_adhoc: true,
+                ..ServerConfig::default()
+            }
+            .adhoc_remote_allowed(&addr("telnet://10.0.0.7:2003")),
+            "no remotes by default"
+        );
+        for (text, want) in [
+            (
+                "[ports.a]\ndevice = \"ssh://h:22\"\n",
+                "ports.a.device: unknown scheme",
+            ),
+            (
+                "[ports.a]\ndevice = \"telnet://h\"\n",
+                "ports.a.device: \"telnet://h\" needs host:port",
+            ),
+            (
+                "[ports.a]\ndevice = \"rfc2217://h:7000\"\n",
+                "ports.a.device: rfc2217:// is not supported yet",
+            ),
+            (
+                "[server]\nadhoc_remotes = [\"10.0.0.*\"]\n",
+                "server.adhoc_remotes: \"10.0.0.*\" is not a host:port glob",
+            ),
+            (
+                "[server]\nadhoc_remotes = [\"telnet://h:*\"]\n",
+                "is not a host:port glob",
+            ),
+        ] {
+            let e = Config::parse(text, FILE).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 
     #[test]

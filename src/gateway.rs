@@ -12,10 +12,33 @@ use crate::audit::Audit;
 use crate::config::{Config, PortConfig};
 use crate::error::{ErrorCode, GateError};
 use crate::port::{Port, PortServices, PortSpec, PortState};
+use crate::remote::{RemoteAddr, Scheme};
 use crate::transcript::TranscriptConfig;
 
 /// How long an ad-hoc `connect` waits for the device to open.
 pub const ADHOC_OPEN_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long an ad-hoc `connect` waits for a remote console: longer than
+/// the connect timeout, so a silent host is reported as such.
+pub const ADHOC_REMOTE_OPEN_TIMEOUT: Duration =
+    Duration::from_secs(crate::remote::CONNECT_TIMEOUT.as_secs() + 1);
+
+/// Whether a `connect` target names a device to open ad hoc (a device path
+/// or a remote console URL) rather than a configured port.
+pub fn is_adhoc_target(target: &str) -> bool {
+    target.starts_with('/') || RemoteAddr::is_url(target)
+}
+
+/// The name an ad-hoc port opened from `target` gets: `name` if given,
+/// else the device's file name, or `host-port` for a remote console.
+pub fn adhoc_name(target: &str, name: Option<&str>) -> String {
+    if let Some(name) = name {
+        return name.to_owned();
+    }
+    match RemoteAddr::parse(target) {
+        Ok(Some(addr)) => addr.default_name(),
+        _ => target.rsplit('/').next().unwrap_or(target).to_owned(),
+    }
+}
 
 /// A port the gateway runs, with the config it was made from.
 #[derive(Clone)]
@@ -211,12 +234,12 @@ impl Gateway {
         if let Some(existing) = self.find(target) {
             return Ok(existing);
         }
-        if !target.starts_with('/') {
+        if !is_adhoc_target(target) {
             let known: Vec<String> = self.lock().keys().cloned().collect();
             return Err(GateError::new(
                 ErrorCode::UnknownConnection,
                 format!(
-                    "no configured port named {target:?}; configured ports: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 if ad-hoc connections are allowed",
+                    "no configured port named {target:?}; configured ports: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 or a console server URL such as telnet://10.0.0.5:2001 if ad-hoc connections are allowed",
                     if known.is_empty() {
                         "none".to_owned()
                     } else {
@@ -241,6 +264,7 @@ impl Gateway {
     async fn open_adhoc(&self, path: &str, req: &AdhocRequest) -> Result<GatewayPort, GateError> {
         let config = self.config();
         let server = &config.server;
+        let remote = RemoteAddr::parse(path).map_err(GateError::invalid)?;
         if !server.allow_adhoc {
             return Err(GateError::new(
                 ErrorCode::Forbidden,
@@ -249,19 +273,45 @@ impl Gateway {
                 ),
             ));
         }
-        if path.split('/').any(|part| part == ".." || part == ".") || !server.adhoc_allowed(path) {
-            return Err(GateError::new(
-                ErrorCode::Forbidden,
-                format!(
-                    "{path} is outside adhoc_devices ({}); use a path matching one of them",
-                    server.adhoc_devices.join(", ")
-                ),
-            ));
+        match &remote {
+            Some(addr) if addr.scheme == Scheme::Rfc2217 => {
+                return Err(GateError::new(
+                    ErrorCode::PortUnavailable,
+                    format!(
+                        "rfc2217:// is not supported yet; connect to telnet://{} (ser2net's telnet accepter) or tcp://{} instead",
+                        addr.host_port(),
+                        addr.host_port()
+                    ),
+                ));
+            }
+            Some(addr) if !server.adhoc_remote_allowed(addr) => {
+                return Err(GateError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "{path} is outside adhoc_remotes ({}); use a host:port matching one of them, or ask the operator to add it to adhoc_remotes in [server]",
+                        if server.adhoc_remotes.is_empty() {
+                            "none allowed".to_owned()
+                        } else {
+                            server.adhoc_remotes.join(", ")
+                        }
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None if path.split('/').any(|part| part == ".." || part == ".")
+                || !server.adhoc_allowed(path) =>
+            {
+                return Err(GateError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "{path} is outside adhoc_devices ({}); use a path matching one of them",
+                        server.adhoc_devices.join(", ")
+                    ),
+                ));
+            }
+            None => {}
         }
-        let name = match &req.name {
-            Some(n) => n.clone(),
-            None => path.rsplit('/').next().unwrap_or(path).to_owned(),
-        };
+        let name = adhoc_name(path, req.name.as_deref());
         if self.lock().contains_key(&name) {
             return Err(GateError::invalid(format!(
                 "a port named {name:?} already exists; pick another `name`"
@@ -285,8 +335,13 @@ impl Gateway {
             Self::services(&config, &self.shared.audit),
             &self.shared.shutdown,
         );
+        let open_timeout = if remote.is_some() {
+            ADHOC_REMOTE_OPEN_TIMEOUT
+        } else {
+            ADHOC_OPEN_TIMEOUT
+        };
         let state = port
-            .wait_for_state(ADHOC_OPEN_TIMEOUT, |s| s != PortState::Opening)
+            .wait_for_state(open_timeout, |s| s != PortState::Opening)
             .await;
         if state != PortState::Open {
             let why = port
@@ -295,11 +350,14 @@ impl Gateway {
                 .map(|e| e.what.clone())
                 .unwrap_or_default();
             port.close().await;
+            let hint = if remote.is_some() {
+                "check the address, that the console server listens there (and is not busy with another client), and firewalls"
+            } else {
+                "check the path (list_ports shows serial devices), permissions (dialout group) and that no other program holds it"
+            };
             return Err(GateError::new(
                 ErrorCode::PortUnavailable,
-                format!(
-                    "cannot open {path}: {why}; check the path (list_ports shows serial devices), permissions (dialout group) and that no other program holds it"
-                ),
+                format!("cannot open {path}: {why}; {hint}"),
             ));
         }
         let gp = GatewayPort {

@@ -14,6 +14,7 @@
 //! - [`mcp`]: the MCP tools, thin over the ports; [`serve`] runs them over
 //!   stdio, [`http`] over streamable HTTP with bearer tokens.
 //! - [`devices`]: serial devices present on the machine.
+//! - [`remote`]: remote consoles (telnet, raw TCP) behind device URLs.
 //! - [`error`]: the stable error codes of tool results.
 //! - [`sim`]: simulated devices on pseudo-terminals (tests, demo, benches).
 //! - [`client`] and [`demo`]: an MCP client of the binary, and the demo.
@@ -36,6 +37,7 @@ pub mod mcp;
 pub mod notify;
 pub mod port;
 pub mod presets;
+pub mod remote;
 pub mod serve;
 pub mod settings;
 pub mod sim;

@@ -236,9 +236,8 @@ fn connect_target(gateway: &Gateway, port: &str, name: Option<&str>) -> (String,
     {
         return (gp.port.name().to_owned(), gp.adhoc);
     }
-    if port.starts_with('/') {
-        let file = port.rsplit('/').next().unwrap_or(port);
-        return (name.unwrap_or(file).to_owned(), true);
+    if crate::gateway::is_adhoc_target(port) {
+        return (crate::gateway::adhoc_name(port, name), true);
     }
     (port.to_owned(), false)
 }

@@ -37,6 +37,7 @@ use tokio::time::Instant;
 use super::{Port, device};
 use crate::error::{ErrorCode, GateError};
 use crate::log::OutputLog;
+use crate::remote::RemoteAddr;
 use crate::settings::LineSettings;
 
 /// Longest BREAK `send_break` sends.
@@ -353,9 +354,48 @@ impl Port {
     ) -> io::Result<(device::DeviceReader, device::DeviceWriter, LineSettings)> {
         let mut slot = self.control().handle.lock().await;
         let line = self.line_settings();
-        let (reader, writer, control) = device::open_device(&self.shared.spec.device, &line)?;
-        *slot = Some(Box::new(control));
+        let (reader, writer, control) = device::open(&self.shared.spec.device, &line).await?;
+        *slot = control.map(|c| Box::new(c) as Box<dyn LineControl>);
         Ok((reader, writer, line))
+    }
+
+    /// Whether the device is a remote console (`tcp://`, `telnet://`).
+    pub fn is_remote(&self) -> bool {
+        RemoteAddr::is_url(&self.shared.spec.device)
+    }
+
+    /// The refusal of a line control operation on a remote console: a
+    /// telnet or raw TCP connection carries bytes, not the serial line's
+    /// settings or modem lines.
+    fn remote_refusal(&self, what: &str) -> GateError {
+        GateError::new(
+            ErrorCode::PortUnavailable,
+            format!(
+                "{} is a remote console ({}): {what} is not available over telnet or raw TCP; set the line on the console server itself",
+                self.name(),
+                self.shared.spec.device
+            ),
+        )
+    }
+
+    /// BREAK on a remote console: telnet's IAC BRK (the duration is the
+    /// console server's), refused on raw TCP.
+    async fn send_remote_break(&self) -> Result<(), GateError> {
+        let mut slot = self.shared.writer.lock().await;
+        let Some(writer) = slot.as_mut() else {
+            return Err(self.not_open_error());
+        };
+        match writer.send_break().await {
+            Some(Ok(())) => {
+                drop(slot);
+                self.record("sent BREAK (telnet IAC BRK)");
+                Ok(())
+            }
+            Some(Err(e)) => Err(self.failed("sending BREAK", &e)),
+            None => {
+                Err(self.remote_refusal("BREAK (raw TCP has no way to send one; use telnet://)"))
+            }
+        }
     }
 
     /// Drops the control handle (the device is lost or closing).
@@ -407,6 +447,9 @@ impl Port {
     /// to drop a Cisco router into ROMMON during boot.
     pub async fn send_break(&self, duration: Duration) -> Result<(), GateError> {
         let duration = duration.min(MAX_BREAK);
+        if self.is_remote() {
+            return self.send_remote_break().await;
+        }
         let port = self.clone();
         let task = tokio::spawn(async move {
             let mut slot = port.lock_control().await?;
@@ -440,6 +483,9 @@ impl Port {
     /// apply when it reopens).
     pub async fn set_line_settings(&self, line: LineSettings) -> Result<bool, GateError> {
         line.validate().map_err(GateError::invalid)?;
+        if self.is_remote() {
+            return Err(self.remote_refusal("set_line_settings"));
+        }
         if self.control().detecting.load(Ordering::Acquire) {
             return Err(self.detecting_error());
         }
@@ -526,6 +572,9 @@ impl Port {
         dtr: Option<bool>,
         rts: Option<bool>,
     ) -> Result<ModemStatus, GateError> {
+        if self.is_remote() {
+            return Err(self.remote_refusal("set_lines (DTR/RTS)"));
+        }
         let mut slot = self.lock_control().await?;
         let Some(ctl) = slot.as_mut() else {
             return Err(self.not_open_error());
@@ -552,6 +601,9 @@ impl Port {
         duration: Duration,
     ) -> Result<ModemStatus, GateError> {
         let duration = duration.min(MAX_PULSE);
+        if self.is_remote() {
+            return Err(self.remote_refusal("pulse_line (DTR/RTS)"));
+        }
         let port = self.clone();
         let task = tokio::spawn(async move {
             let mut slot = port.lock_control().await?;
@@ -586,6 +638,9 @@ impl Port {
         listen: Duration,
     ) -> Result<BaudDetection, GateError> {
         let listen = listen.min(MAX_LISTEN);
+        if self.is_remote() {
+            return Err(self.remote_refusal("detect_baud"));
+        }
         if candidates.is_empty() || candidates.len() > MAX_CANDIDATES {
             return Err(GateError::invalid(format!(
                 "give 1 to {MAX_CANDIDATES} candidate rates, got {}",

@@ -1,6 +1,8 @@
-//! Opening a serial device with tokio-serial, split into the halves the
-//! reader task and the writer use, plus a control handle on the same tty
-//! for BREAK, modem lines and live line settings.
+//! Opening a port's device: a local serial device with tokio-serial, split
+//! into the halves the reader task and the writer use, plus a control
+//! handle on the same tty for BREAK, modem lines and live line settings;
+//! or a remote console (`tcp://`, `telnet://`, see [`crate::remote`]) over
+//! a TCP connection, with no control handle.
 //!
 //! # The control handle
 //!
@@ -23,21 +25,185 @@
 //! wrappers) so that the errno survives: `ENOTTY` from a pseudo-terminal
 //! must become "this device has no modem control lines", not a generic
 //! failure.
+//!
+//! # Remote consoles
+//!
+//! A telnet connection's two halves share a [`TelnetLink`]: the protocol
+//! state (the writer escapes by it, the reader decodes by it) and the
+//! socket's write half, which the reader also uses to answer the server's
+//! option negotiation. Each write takes the socket's lock once, so a
+//! negotiation reply never lands inside a command's bytes.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Mutex};
 
 use serialport::{SerialPort, TTYPort};
-use tokio::io::{ReadHalf, WriteHalf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_serial::SerialStream;
 
+use super::WRITE_TIMEOUT;
 use super::control::{LineControl, ModemLine, ModemStatus};
+use crate::remote::telnet::Telnet;
+use crate::remote::{self, RemoteAddr, Scheme};
 use crate::settings::{FlowControl, LineSettings, Parity};
 
 /// The half of an open device the reader task owns.
-pub type DeviceReader = ReadHalf<SerialStream>;
+pub enum DeviceReader {
+    /// A local serial device.
+    Serial(ReadHalf<SerialStream>),
+    /// A raw TCP connection.
+    Tcp(OwnedReadHalf),
+    /// A telnet connection.
+    Telnet(OwnedReadHalf, Arc<TelnetLink>),
+}
+
 /// The half of an open device writes go through.
-pub type DeviceWriter = WriteHalf<SerialStream>;
+pub enum DeviceWriter {
+    /// A local serial device.
+    Serial(WriteHalf<SerialStream>),
+    /// A raw TCP connection.
+    Tcp(OwnedWriteHalf),
+    /// A telnet connection.
+    Telnet(Arc<TelnetLink>),
+}
+
+/// What the two halves of a telnet connection share (see the module docs).
+pub struct TelnetLink {
+    state: Mutex<Telnet>,
+    socket: tokio::sync::Mutex<OwnedWriteHalf>,
+}
+
+impl TelnetLink {
+    fn state(&self) -> std::sync::MutexGuard<'_, Telnet> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes bytes as they are (already encoded), within [`WRITE_TIMEOUT`].
+    async fn send_raw(&self, bytes: &[u8]) -> io::Result<()> {
+        let send = async {
+            let mut socket = self.socket.lock().await;
+            socket.write_all(bytes).await?;
+            socket.flush().await
+        };
+        tokio::time::timeout(WRITE_TIMEOUT, send)
+            .await
+            .unwrap_or_else(|_| {
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the console server did not take our bytes in time",
+                ))
+            })
+    }
+}
+
+impl DeviceReader {
+    /// Reads from the device into `buf` and appends the data bytes to
+    /// `data` (for a telnet connection: without the protocol, whose
+    /// replies are sent here). Returns how many bytes were read: 0 is the
+    /// end of the stream.
+    pub async fn read_data(&mut self, buf: &mut [u8], data: &mut Vec<u8>) -> io::Result<usize> {
+        match self {
+            DeviceReader::Serial(r) => read_into(r, buf, data).await,
+            DeviceReader::Tcp(r) => read_into(r, buf, data).await,
+            DeviceReader::Telnet(r, link) => {
+                let n = r.read(buf).await?;
+                let mut replies = Vec::new();
+                link.state().receive(&buf[..n], data, &mut replies);
+                if !replies.is_empty() {
+                    link.send_raw(&replies).await?;
+                }
+                Ok(n)
+            }
+        }
+    }
+}
+
+async fn read_into<R: tokio::io::AsyncRead + Unpin>(
+    r: &mut R,
+    buf: &mut [u8],
+    data: &mut Vec<u8>,
+) -> io::Result<usize> {
+    let n = r.read(buf).await?;
+    data.extend_from_slice(&buf[..n]);
+    Ok(n)
+}
+
+impl DeviceWriter {
+    /// Writes data bytes to the device and flushes them (for telnet:
+    /// encoded, IAC doubled).
+    pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            DeviceWriter::Serial(w) => {
+                w.write_all(bytes).await?;
+                w.flush().await
+            }
+            DeviceWriter::Tcp(w) => {
+                w.write_all(bytes).await?;
+                w.flush().await
+            }
+            DeviceWriter::Telnet(link) => {
+                let mut wire = Vec::new();
+                link.state().encode(bytes, &mut wire);
+                link.send_raw(&wire).await
+            }
+        }
+    }
+
+    /// Sends a BREAK the way the transport can: telnet's IAC BRK. `None`
+    /// when the transport has no BREAK of its own (raw TCP; a local tty
+    /// uses its control handle).
+    pub async fn send_break(&mut self) -> Option<io::Result<()>> {
+        match self {
+            DeviceWriter::Telnet(link) => Some(link.send_raw(&Telnet::brk()).await),
+            _ => None,
+        }
+    }
+}
+
+/// Opens a port's device: a remote console when `device` is a URL (see
+/// [`crate::remote`]), otherwise the local serial device, with
+/// [`open_device`]. A remote console has no control handle.
+pub async fn open(
+    device: &str,
+    line: &LineSettings,
+) -> io::Result<(DeviceReader, DeviceWriter, Option<DeviceControl>)> {
+    match RemoteAddr::parse(device).map_err(io::Error::other)? {
+        Some(addr) => {
+            let (reader, writer) = open_remote(&addr).await?;
+            Ok((reader, writer, None))
+        }
+        None => {
+            let (reader, writer, control) = open_device(device, line)?;
+            Ok((reader, writer, Some(control)))
+        }
+    }
+}
+
+/// Connects to a remote console (see [`remote::connect`]).
+async fn open_remote(addr: &RemoteAddr) -> io::Result<(DeviceReader, DeviceWriter)> {
+    if addr.scheme == Scheme::Rfc2217 {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "rfc2217:// is not supported yet; use telnet:// (ser2net's telnet accepter) or tcp://",
+        ));
+    }
+    let (read, write) = remote::connect(addr).await?.into_split();
+    Ok(match addr.scheme {
+        Scheme::Telnet => {
+            let link = Arc::new(TelnetLink {
+                state: Mutex::new(Telnet::new()),
+                socket: tokio::sync::Mutex::new(write),
+            });
+            (
+                DeviceReader::Telnet(read, link.clone()),
+                DeviceWriter::Telnet(link),
+            )
+        }
+        _ => (DeviceReader::Tcp(read), DeviceWriter::Tcp(write)),
+    })
+}
 
 mod ioctl {
     nix::ioctl_none_bad!(tiocsbrk, libc::TIOCSBRK);
@@ -66,7 +232,11 @@ pub fn open_device(
     };
     let stream = SerialStream::try_from(tty).map_err(io::Error::from)?;
     let (reader, writer) = tokio::io::split(stream);
-    Ok((reader, writer, control))
+    Ok((
+        DeviceReader::Serial(reader),
+        DeviceWriter::Serial(writer),
+        control,
+    ))
 }
 
 fn data_bits(bits: u8) -> tokio_serial::DataBits {

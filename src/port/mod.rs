@@ -19,7 +19,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -313,11 +312,7 @@ impl Port {
         let Some(writer) = slot.as_mut() else {
             return Err(self.not_open_error());
         };
-        let write = async {
-            writer.write_all(bytes).await?;
-            writer.flush().await
-        };
-        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        match tokio::time::timeout(WRITE_TIMEOUT, writer.send(bytes)).await {
             Ok(Ok(())) => {
                 self.shared
                     .bytes_written
@@ -356,7 +351,12 @@ impl Port {
             _ if !self.ever_opened() => GateError::new(
                 ErrorCode::PortUnavailable,
                 format!(
-                    "{name} ({device}) could not be opened: {why}; check the device path, cabling and permissions; it is retried in the background"
+                    "{name} ({device}) could not be opened: {why}; {}; it is retried in the background",
+                    if self.is_remote() {
+                        "check the address and that the console server listens there"
+                    } else {
+                        "check the device path, cabling and permissions"
+                    }
                 ),
             ),
             _ => GateError::new(

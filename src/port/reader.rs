@@ -1,9 +1,10 @@
 //! The reader task of one port: opens the device, appends everything it
 //! reads to the OutputLog, and on a loss reopens the same path with backoff.
+//! A remote console is the same: a connection that drops or is refused is
+//! a loss, retried with the same backoff (never in a hot loop).
 
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use super::{Port, PortState, device};
@@ -72,15 +73,25 @@ pub(super) async fn run(port: Port) {
 /// Reads until the device is lost (returns why) or the port closes (None).
 async fn read_until_lost(port: &Port, reader: &mut device::DeviceReader) -> Option<String> {
     let mut buf = vec![0u8; READ_CHUNK];
+    let mut data = Vec::with_capacity(READ_CHUNK);
+    let eof = if port.is_remote() {
+        "the console server closed the connection"
+    } else {
+        "end of file (device unplugged or closed)"
+    };
     loop {
+        data.clear();
         let read = tokio::select! {
             _ = port.closing().cancelled() => return None,
-            read = reader.read(&mut buf) => read,
+            read = reader.read_data(&mut buf, &mut data) => read,
         };
         match read {
-            // A closed pty master or an unplugged adapter: end of file.
-            Ok(0) => return Some("end of file (device unplugged or closed)".to_owned()),
-            Ok(n) => port.log().append(&buf[..n]),
+            // A closed pty master, an unplugged adapter, or a remote
+            // console that hung up: end of file.
+            Ok(0) => return Some(eof.to_owned()),
+            // Telnet negotiation alone carries no data.
+            Ok(_) if data.is_empty() => {}
+            Ok(_) => port.log().append(&data),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Some(e.to_string()),
         }
