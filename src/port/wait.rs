@@ -192,7 +192,16 @@ pub async fn wait_for_prompt(
             _ = head_rx.changed() => {}
             _ = state_rx.changed() => {}
             _ = hooks.cancel.cancelled() => {
-                return Ok(finish(WaitEnd::Cancelled, cursor, auto_replies, replies_capped));
+                // A shutdown closes the ports and cancels the requests at
+                // about the same time: a closed or lost port is the truer
+                // ending, and it carries the partial output.
+                return Ok(match port.state() {
+                    PortState::Closed => finish(WaitEnd::Closed, log.head(), auto_replies, replies_capped),
+                    PortState::Lost | PortState::Reopening => {
+                        finish(WaitEnd::Lost, log.head(), auto_replies, replies_capped)
+                    }
+                    _ => finish(WaitEnd::Cancelled, cursor, auto_replies, replies_capped),
+                });
             }
             _ = tokio::time::sleep_until(deadline) => {
                 return Ok(finish(WaitEnd::TimedOut, log.head(), auto_replies, replies_capped));
