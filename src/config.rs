@@ -1253,7 +1253,13 @@ fn resolve_preset(
         resolve_preset(&base, pending, done, stack, known, src)?;
     }
     stack.pop();
-    let entry = pending.get_mut(name).expect("pending preset");
+    let Some(entry) = pending.get_mut(name) else {
+        // Unreachable: `name` came from `pending` and nothing removes it.
+        return Err(src.error(
+            0..0,
+            format!("{path}: preset {name:?} was lost while resolving presets"),
+        ));
+    };
     let overrides = entry.overrides.take().unwrap_or_default();
     let mut preset = done[&base].clone();
     preset.name = name.to_owned();
