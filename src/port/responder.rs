@@ -25,9 +25,10 @@ const MAX_ANSWERS: u32 = 64;
 /// The window of [`MAX_ANSWERS`].
 const ANSWER_WINDOW: Duration = Duration::from_secs(1);
 
-/// The emulated screen, fed up to some offset.
+/// The emulated screen, fed up to some offset. Made at the first query:
+/// most consoles never ask, and an 80×24 screen is ~61 KB per port.
 struct Tracked {
-    term: Terminal,
+    term: Option<Terminal>,
     fed_to: u64,
 }
 
@@ -35,11 +36,12 @@ impl Tracked {
     /// The cursor as it was at offset `end`.
     fn cursor_at(&mut self, port: &Port, end: u64) -> screen::Position {
         let log = port.log();
+        let term = self.term.get_or_insert_with(Terminal::new);
         let gap_too_long = end.saturating_sub(self.fed_to) > SEARCH_WINDOW;
         if self.fed_to < log.oldest() || self.fed_to > end || gap_too_long {
             let replay = screen::replay(log, end);
-            self.term = Terminal::new();
-            self.term.process(&replay.bytes);
+            *term = Terminal::new();
+            term.process(&replay.bytes);
             self.fed_to = replay.end;
         }
         while self.fed_to < end {
@@ -48,10 +50,10 @@ impl Tracked {
             if bytes.is_empty() {
                 break;
             }
-            self.term.process(&bytes);
+            term.process(&bytes);
             self.fed_to += bytes.len() as u64;
         }
-        self.term.cursor()
+        term.cursor()
     }
 }
 
@@ -62,7 +64,7 @@ pub(super) async fn run(port: Port) {
     let mut scanner = QueryScanner::new();
     let mut scanned = log.head();
     let mut tracked = Tracked {
-        term: Terminal::new(),
+        term: None,
         fed_to: 0,
     };
     let mut window = (Instant::now(), 0u32);
