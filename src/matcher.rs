@@ -265,15 +265,17 @@ impl PromptScanner {
         &self.prompt
     }
 
-    /// The first offset the next [`scan`](Self::scan) needs in its window
-    /// (one byte of context before the rescan point, when there is one).
+    /// The first offset the next [`scan`](Self::scan) needs in its window:
+    /// the rescan point, and before it, as context for `^` and `\b`, the
+    /// character that precedes it (up to 4 bytes: a Unicode `\b` that sees
+    /// only the last byte of `é` takes it for a non-word character).
     pub fn window_start(&self) -> u64 {
         let back = match &self.prompt {
             Prompt::Literal(lit) => lit.len().saturating_sub(1) as u64,
             Prompt::Regex(_) => REGEX_LOOK_BEHIND,
         };
         let from = self.scanned_to.saturating_sub(back).max(self.cursor);
-        from.saturating_sub(1)
+        from.saturating_sub(4)
     }
 
     /// Scans `window`, the log bytes from absolute offset `base` to the head
@@ -520,7 +522,7 @@ mod tests {
         while head < log.len() {
             head = (head + 4096).min(log.len());
             let base = scanner.window_start();
-            assert!(head as u64 - base <= 4096 + REGEX_LOOK_BEHIND + 1);
+            assert!(head as u64 - base <= 4096 + REGEX_LOOK_BEHIND + 4);
             assert_eq!(scanner.scan(&log[base as usize..head], base), None);
         }
     }
@@ -547,6 +549,31 @@ mod tests {
         let mut t = TriggerScanner::new(&pairs, 0).unwrap();
         let log = b"SW1#reload\r\nProceed? [confirm]";
         assert!(t.scan(log, 0, 4).is_empty());
+    }
+
+    #[test]
+    fn word_boundary_sees_the_whole_character_before_a_rescan() {
+        // A rescan starting 4 KiB back lands between two `é`s; with only
+        // the last byte of the first in the window, `\b` read it as a
+        // non-word character and found a prompt that is not there.
+        let p = Prompt::regex(r"\bé").unwrap();
+        let mut log = b"x".to_vec();
+        log.extend_from_slice("é".repeat(2500).as_bytes());
+        log.push(b'!');
+        for last in [1, 2, 3] {
+            let chunks = [log.len() - last, last];
+            assert_eq!(scan_chunked(&p, &log, 0, &chunks), None, "{chunks:?}");
+        }
+        // A real boundary past the rescan point is still found.
+        log.extend_from_slice(" é".as_bytes());
+        let end = log.len() as u64;
+        assert_eq!(
+            scan_chunked(&p, &log, 0, &[5001, 1]),
+            Some(Span {
+                start: end - 2,
+                end
+            })
+        );
     }
 
     #[test]
