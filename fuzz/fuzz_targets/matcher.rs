@@ -143,10 +143,10 @@ fn term(u: &mut Unstructured, depth: u8) -> Result<String> {
 /// Most bytes of output: enough to cross the 4 KiB look-behind twice,
 /// few enough that the oracle's search from the cursor at every arrival
 /// stays fast.
-const MAX_OUTPUT: usize = 12_000;
+const MAX_OUTPUT: usize = 10_000;
 
 /// Most arrivals one by one; the rest of the output then comes at once.
-const MAX_ARRIVALS: usize = 64;
+const MAX_ARRIVALS: usize = 24;
 
 /// The output: pieces, raw bytes and long runs of one piece.
 fn output(u: &mut Unstructured) -> Result<Vec<u8>> {
