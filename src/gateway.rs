@@ -127,6 +127,7 @@ impl Gateway {
             device: pc.device.clone(),
             line: pc.line,
             retention: config.server.retention,
+            down_after: pc.down_after,
         };
         let port = Port::start(spec, Self::services(config, audit), shutdown);
         Entry {
@@ -329,6 +330,7 @@ impl Gateway {
             device: path.to_owned(),
             line: port_config.line,
             retention: server.retention,
+            down_after: port_config.down_after,
         };
         let port = Port::start(
             spec,

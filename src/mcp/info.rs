@@ -22,8 +22,11 @@ pub struct PortInfo {
     pub name: String,
     /// Device path.
     pub device: String,
-    /// opening, open, lost, reopening or closed.
+    /// opening, open, lost, reopening, down or closed.
     pub state: PortState,
+    /// Why the port is down (it kept failing right after opening); null
+    /// in every other state.
+    pub down_reason: Option<String>,
     /// Preset of the port.
     pub preset: String,
     /// Baud rate and framing.
@@ -73,8 +76,11 @@ pub struct StatusResult {
     pub connection: String,
     /// Device path.
     pub device: String,
-    /// opening, open, lost, reopening or closed.
+    /// opening, open, lost, reopening, down or closed.
     pub state: PortState,
+    /// Why the port is down (it kept failing right after opening: a
+    /// failing device, adapter or cable); null in every other state.
+    pub down_reason: Option<String>,
     /// Baud rate and framing.
     pub settings: LineSettings,
     /// Preset of this connection.
@@ -99,6 +105,8 @@ pub struct StatusResult {
     pub blocked_prompt: Option<String>,
     /// Times the device was reopened after a loss.
     pub reconnects: u64,
+    /// The last time the open device went away, and why; null if it never did.
+    pub last_loss: Option<PortEvent>,
     /// Recent events, oldest first.
     pub events: Vec<PortEvent>,
     /// The session holding the port for writing; null when nobody has written yet.
@@ -154,6 +162,7 @@ fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
         name: gp.port.name().to_owned(),
         device: gp.config.device.clone(),
         state: gp.port.state(),
+        down_reason: gp.port.down_reason(),
         preset: gp.config.preset.clone(),
         settings: gp.port.spec().line,
         line_ending: gp.config.line_ending,
@@ -197,7 +206,8 @@ impl GateServer {
 
     /// State of a connection: port state, retained range, this session's
     /// cursor and unread bytes, what the device is blocked at (a pager,
-    /// [confirm], Password:), reconnects and recent events.
+    /// [confirm], Password:), reconnects, the last loss (when and why),
+    /// why a port is `down`, and recent events.
     #[tool(
         annotations(read_only_hint = true),
         input_schema = rmcp::handler::server::common::schema_for_input::<StatusArgs>().unwrap_or_default()
@@ -216,6 +226,7 @@ impl GateServer {
             connection: conn.name.clone(),
             device: conn.port.config.device.clone(),
             state: port.state(),
+            down_reason: port.down_reason(),
             settings: port.spec().line,
             preset: conn.profile.preset.clone(),
             prompt: conn.profile.prompt.source(),
@@ -228,6 +239,7 @@ impl GateServer {
             bytes_written: port.bytes_written(),
             blocked_prompt: blocked_prompt(&tail),
             reconnects: port.reconnects(),
+            last_loss: port.last_loss(),
             events: port.events(),
             you_hold_writer: port
                 .holder()

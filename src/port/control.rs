@@ -507,14 +507,14 @@ impl Port {
         line: LineSettings,
         previous: LineSettings,
     ) -> Result<bool, GateError> {
-        use super::PortState::{Lost, Opening, Reopening};
+        use super::PortState::{Down, Lost, Opening, Reopening};
         let mut slot = self.lock_control().await?;
         let live = match slot.as_mut() {
             Some(ctl) => {
                 self.apply_to(ctl.as_mut(), &line, previous)?;
                 true
             }
-            None if matches!(self.state(), Opening | Lost | Reopening) => false,
+            None if matches!(self.state(), Opening | Lost | Reopening | Down) => false,
             None => return Err(self.not_open_error()),
         };
         self.store_settings(line);
@@ -1023,6 +1023,7 @@ mod tests {
             device: "/nonexistent/serialgate-test-tty".into(),
             line: LineSettings::default(),
             retention: 1024,
+            down_after: 0,
         };
         let port = Port::start(spec, Default::default(), &shutdown);
         let new = LineSettings {

@@ -180,7 +180,7 @@ pub async fn wait_for_prompt(
             ));
         }
         match state {
-            PortState::Lost | PortState::Reopening => {
+            PortState::Lost | PortState::Reopening | PortState::Down => {
                 return Ok(finish(WaitEnd::Lost, head, auto_replies, replies_capped));
             }
             PortState::Closed => {
@@ -197,7 +197,7 @@ pub async fn wait_for_prompt(
                 // ending, and it carries the partial output.
                 return Ok(match port.state() {
                     PortState::Closed => finish(WaitEnd::Closed, log.head(), auto_replies, replies_capped),
-                    PortState::Lost | PortState::Reopening => {
+                    PortState::Lost | PortState::Reopening | PortState::Down => {
                         finish(WaitEnd::Lost, log.head(), auto_replies, replies_capped)
                     }
                     _ => finish(WaitEnd::Cancelled, cursor, auto_replies, replies_capped),
@@ -232,7 +232,7 @@ pub async fn wait_for_output(
         // A device that is gone will not talk: stop waiting for it.
         if matches!(
             *state_rx.borrow_and_update(),
-            PortState::Lost | PortState::Reopening | PortState::Closed
+            PortState::Lost | PortState::Reopening | PortState::Down | PortState::Closed
         ) {
             return log.head();
         }
