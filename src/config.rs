@@ -343,7 +343,11 @@ impl Config {
             file: file_name,
             text,
         };
-        let raw: RawFile = toml::from_str(text).map_err(|e| src.toml_error(&e))?;
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            let mut error = src.toml_error(&e);
+            error.message.push_str(syntax_hint(text, &error.message));
+            error
+        })?;
         raw.resolve(&src)
     }
 
@@ -394,6 +398,22 @@ impl Config {
 
     fn preset_names(&self) -> Vec<&str> {
         self.presets.keys().map(String::as_str).collect()
+    }
+}
+
+/// What to do about a TOML error the parser's message leaves open: a
+/// repeated key or table, a file that is not TOML text at all, or a
+/// syntax error (a file cut short, a typo). Empty for errors about values,
+/// whose messages already name the key and what it expects.
+fn syntax_hint(text: &str, message: &str) -> &'static str {
+    if message.contains("duplicate key") {
+        "; each key and each [table] may appear once: remove the repeated one or merge the two"
+    } else if text.contains('\0') {
+        "; the file holds NUL bytes, so it is not a TOML config: is this the right file?"
+    } else if toml::from_str::<toml::Table>(text).is_err() {
+        "; this is not valid TOML (a file cut short, or a typo): fix it, config/example.toml shows the syntax"
+    } else {
+        ""
     }
 }
 

@@ -240,7 +240,8 @@ impl Gateway {
             return Err(GateError::new(
                 ErrorCode::UnknownConnection,
                 format!(
-                    "no configured port named {target:?}; configured ports: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 or a console server URL such as telnet://10.0.0.5:2001 if ad-hoc connections are allowed",
+                    "no configured port named {}; configured ports: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 or a console server URL such as telnet://10.0.0.5:2001 if ad-hoc connections are allowed",
+                    crate::error::shown(target),
                     if known.is_empty() {
                         "none".to_owned()
                     } else {

@@ -18,6 +18,13 @@ use crate::matcher::Prompt;
 use crate::port::PortState;
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
 
+/// Longest `port` (a name or a device path; PATH_MAX).
+pub const MAX_PORT_BYTES: usize = 4096;
+/// Longest `name` of an ad-hoc connection.
+pub const MAX_NAME_BYTES: usize = 64;
+/// Longest prompt (literal or regex) of any tool.
+pub const MAX_PROMPT_BYTES: usize = 4096;
+
 /// Arguments of `connect`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -25,7 +32,7 @@ pub struct ConnectArgs {
     /// A configured port's name (see list_ports), or a device path such as
     /// /dev/ttyUSB0 when the server allows ad-hoc connections.
     pub port: String,
-    /// Name for an ad-hoc connection (default: the device's file name).
+    /// Name for an ad-hoc connection (default: the device's file name; at most 64 bytes).
     pub name: Option<String>,
     /// Device preset (see list_presets): prompt, pager replies, error patterns.
     pub preset: Option<String>,
@@ -47,7 +54,7 @@ pub struct ConnectArgs {
     /// What send_text appends by default: cr (default for consoles), lf, crlf, none.
     #[serde(default, deserialize_with = "args::opt_enum")]
     pub line_ending: Option<LineEnding>,
-    /// Default prompt of this connection (default: the preset's regex).
+    /// Default prompt of this connection (default: the preset's regex; at most 4096 bytes).
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex (default false: literal).
     #[serde(default, deserialize_with = "args::opt_bool")]
@@ -154,6 +161,12 @@ fn build_profile(config: &PortConfig, a: &ConnectArgs) -> Result<Profile, GateEr
                 "prompt is empty; give the text that ends the output, e.g. \"SW1#\"",
             ));
         }
+        (Some(p), _) if p.len() > MAX_PROMPT_BYTES => {
+            return Err(GateError::invalid(format!(
+                "prompt is {} bytes; at most {MAX_PROMPT_BYTES} (a prompt is one short line)",
+                p.len()
+            )));
+        }
         (Some(p), true) => (compile_regex("prompt", p)?, true),
         (Some(p), false) => (Prompt::literal(p), false),
         (None, _) => (compile_regex("the preset's prompt", &config.prompt)?, true),
@@ -213,6 +226,20 @@ impl GateServer {
             return Err(
                 GateError::invalid("port is empty; give a port name from list_ports").into(),
             );
+        }
+        if a.port.len() > MAX_PORT_BYTES {
+            return Err(GateError::invalid(format!(
+                "port is {} bytes; a port name or device path is at most {MAX_PORT_BYTES}",
+                a.port.len()
+            ))
+            .into());
+        }
+        if let Some(name) = a.name.as_ref().filter(|n| n.len() > MAX_NAME_BYTES) {
+            return Err(GateError::invalid(format!(
+                "name is {} bytes; a connection name is at most {MAX_NAME_BYTES}, e.g. \"bench-r1\"",
+                name.len()
+            ))
+            .into());
         }
         if let Some(preset) = &a.preset
             && !self.gateway.config().presets.contains_key(preset)

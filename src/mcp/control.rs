@@ -361,11 +361,18 @@ impl GateServer {
         let a: DetectBaudArgs = parse("detect_baud", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let listen = ms_arg("listen_ms", a.listen_ms, DEFAULT_LISTEN_MS, MAX_LISTEN)?;
-        let mut candidates = Vec::new();
-        for rate in a
+        let given = a
             .candidates
-            .unwrap_or_else(|| DEFAULT_CANDIDATES.iter().map(|&b| u64::from(b)).collect())
-        {
+            .unwrap_or_else(|| DEFAULT_CANDIDATES.iter().map(|&b| u64::from(b)).collect());
+        if given.len() > MAX_CANDIDATES {
+            return Err(GateError::invalid(format!(
+                "candidates must hold 1 to {MAX_CANDIDATES} rates, got {}",
+                given.len()
+            ))
+            .into());
+        }
+        let mut candidates = Vec::new();
+        for rate in given {
             let rate = to_baud(rate)?;
             if !candidates.contains(&rate) {
                 candidates.push(rate);

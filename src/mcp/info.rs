@@ -61,6 +61,14 @@ pub struct ListPresetsResult {
     pub presets: Vec<Preset>,
 }
 
+/// The arguments of `list_ports` and `list_presets`: none. An argument
+/// given anyway is refused (`invalid_argument`), like an unknown one of
+/// any other tool, rather than silently ignored (a filter the agent thinks
+/// applied).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
 /// Arguments of `status`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -177,8 +185,15 @@ fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
 impl GateServer {
     /// List the ports this gateway runs (state, settings, retained range)
     /// and the serial devices found on the machine (USB ids, by-id paths).
-    #[tool(annotations(read_only_hint = true))]
-    pub async fn list_ports(&self) -> Result<Json<ListPortsResult>, ToolError> {
+    #[tool(
+        annotations(read_only_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<NoArgs>().unwrap_or_default()
+    )]
+    pub async fn list_ports(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<ListPortsResult>, ToolError> {
+        let NoArgs {} = parse("list_ports", raw)?;
         let ports = self
             .gateway
             .ports()
@@ -197,8 +212,15 @@ impl GateServer {
 
     /// List the device presets (prompt regex, pager replies, error
     /// patterns, paging-off command, line settings) that connect accepts.
-    #[tool(annotations(read_only_hint = true))]
-    pub async fn list_presets(&self) -> Result<Json<ListPresetsResult>, ToolError> {
+    #[tool(
+        annotations(read_only_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<NoArgs>().unwrap_or_default()
+    )]
+    pub async fn list_presets(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<ListPresetsResult>, ToolError> {
+        let NoArgs {} = parse("list_presets", raw)?;
         Ok(Json(ListPresetsResult {
             presets: self.gateway.config().presets.values().cloned().collect(),
         }))

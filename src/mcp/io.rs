@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::{self, parse};
-use super::connect::compile_regex;
+use super::connect::{MAX_PROMPT_BYTES, compile_regex};
 use super::encoding::{self, Encoding};
 use super::resources::output_uri;
 use super::session::{Connection, RememberedOutput};
@@ -86,8 +86,8 @@ pub struct SendResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadUntilPromptArgs {
-    /// Text that ends the output, e.g. "SW1#", "login: ", "Password:".
-    /// Default: the connection's prompt (the preset's regex).
+    /// Text that ends the output, e.g. "SW1#", "login: ", "Password:"
+    /// (at most 4096 bytes). Default: the connection's prompt (the preset's regex).
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex (multi-line: `^`/`$` at line boundaries, `$` also at the end of what has arrived). Default false.
     #[serde(default, deserialize_with = "args::opt_bool")]
@@ -96,7 +96,8 @@ pub struct ReadUntilPromptArgs {
     #[serde(default, deserialize_with = "args::opt_f64")]
     pub timeout: Option<f64>,
     /// {trigger: reply} answered once per occurrence while waiting, e.g.
-    /// {"--More--": " ", "[confirm]": "\r"}. Default: the preset's pager replies; {} for none.
+    /// {"--More--": " ", "[confirm]": "\r"}. Default: the preset's pager
+    /// replies; {} for none. At most 64 triggers of 1-256 bytes, replies at most 1024 bytes.
     #[serde(default, deserialize_with = "args::opt_map")]
     pub auto_reply: Option<BTreeMap<String, String>>,
     /// Most bytes of output returned inline (default 65536, at most 16 MiB).
@@ -144,9 +145,9 @@ pub struct ReadUntilPromptResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendCommandArgs {
-    /// The command line, e.g. "show version" (the line ending is added).
+    /// The command line, e.g. "show version" (the line ending is added; at most 64 KiB).
     pub command: String,
-    /// Prompt ending the output (default: the connection's prompt).
+    /// Prompt ending the output (default: the connection's prompt; at most 4096 bytes).
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex. Default false.
     #[serde(default, deserialize_with = "args::opt_bool")]
@@ -154,7 +155,8 @@ pub struct SendCommandArgs {
     /// Seconds to wait for the prompt (default 10, at most 600).
     #[serde(default, deserialize_with = "args::opt_f64")]
     pub timeout: Option<f64>,
-    /// {trigger: reply} while waiting (default: the preset's, e.g. --More-- → space).
+    /// {trigger: reply} while waiting (default: the preset's, e.g. --More-- → space;
+    /// at most 64 triggers of 1-256 bytes, replies at most 1024 bytes).
     #[serde(default, deserialize_with = "args::opt_map")]
     pub auto_reply: Option<BTreeMap<String, String>>,
     /// Most bytes of clean output returned inline (default 65536, at most 16 MiB).
@@ -335,9 +337,10 @@ fn prompt_arg(
         Some(p) if p.is_empty() => Err(GateError::invalid(
             "prompt is empty; give the text that ends the output, or omit it for the connection's prompt",
         )),
-        Some(p) if p.len() > 4096 => Err(GateError::invalid(
-            "prompt is longer than 4096 bytes; a prompt is one short line",
-        )),
+        Some(p) if p.len() > MAX_PROMPT_BYTES => Err(GateError::invalid(format!(
+            "prompt is {} bytes, longer than {MAX_PROMPT_BYTES}; a prompt is one short line",
+            p.len()
+        ))),
         Some(p) if regex.unwrap_or(false) => compile_regex("prompt", p),
         Some(p) => Ok(Prompt::literal(p)),
     }
@@ -618,6 +621,9 @@ impl GateServer {
             ))
             .into());
         }
+        // Every argument is checked before anything is sent: a refused
+        // call must not have run the command.
+        triggers_arg(&conn, &a.auto_reply, 0)?;
         // The reply starts where the log is when the command goes out:
         // whatever arrived before is not this command's output.
         let start = self.send_bytes(&conn, "command", &bytes, true).await?;
