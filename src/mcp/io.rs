@@ -467,7 +467,7 @@ impl GateServer {
             return Err(GateError::new(
                 e.code,
                 format!(
-                    "{} Partial output ({} bytes, cursors {}-{}; whole with read_output):\n{text}",
+                    "{}.\nPartial output ({} bytes, cursors {}-{}; whole with read_output):\n{text}",
                     e.message,
                     waited.end_offset - waited.start,
                     waited.start,
