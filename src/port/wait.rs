@@ -124,6 +124,8 @@ pub async fn wait_for_prompt(
     let mut auto_replies = Vec::new();
     let mut replies_capped = 0;
     let mut reported = (Instant::now(), 0u64);
+    // The bytes one wake-up scans, copied out of the log (reused).
+    let mut window = Vec::new();
     let finish = |end: WaitEnd, end_offset: u64, auto_replies, replies_capped| {
         let oldest = log.oldest();
         PromptWait {
@@ -139,16 +141,25 @@ pub async fn wait_for_prompt(
     loop {
         head_rx.borrow_and_update();
         let state = *state_rx.borrow_and_update();
-        let (found, hits, head) = {
+        // Copy the window out and scan it after the lock is released: the
+        // reader's appends (and every other waiter) never wait for a regex.
+        let (base, tbase, from, head) = {
             let view = log.view();
             let (oldest, head) = (view.oldest(), view.head());
-            let base = scanner.window_start().max(oldest);
-            let found = scanner.scan(view.slice(base, head), base);
-            let limit = found.map_or(head, |s| s.start);
-            let tbase = triggers.window_start().max(oldest);
-            let hits = triggers.scan(view.slice(tbase, head), tbase, limit);
-            (found, hits, head)
+            let base = scanner.window_start().clamp(oldest, head);
+            let tbase = if triggers.is_empty() {
+                head
+            } else {
+                triggers.window_start().clamp(oldest, head)
+            };
+            let from = base.min(tbase);
+            window.clear();
+            window.extend_from_slice(view.slice(from, head));
+            (base, tbase, from, head)
         };
+        let found = scanner.scan(&window[(base - from) as usize..], base);
+        let limit = found.map_or(head, |s| s.start);
+        let hits = triggers.scan(&window[(tbase - from) as usize..], tbase, limit);
         for hit in hits {
             if auto_replies.len() >= max_replies {
                 if replies_capped == 0 {
