@@ -265,6 +265,16 @@ impl GateServer {
             )
             .await?;
         let name = gp.port.name().to_owned();
+        if !gp.adhoc {
+            // A configured port still on its first open attempt (a client
+            // quick after start-up over HTTP, which serves before the
+            // ports are ready): that attempt's outcome is the answer.
+            gp.port
+                .wait_for_state(crate::gateway::ADHOC_OPEN_TIMEOUT, |s| {
+                    s != PortState::Opening
+                })
+                .await;
+        }
         let built = (|| {
             if !gp.adhoc {
                 if let Some(line) = a.line_settings(gp.config.line)?
