@@ -284,3 +284,62 @@ async fn sigterm_under_load_flushes_transcripts_and_a_restart_reopens_every_port
     assert!(daemon.exit().await.success());
     drop(switches);
 }
+
+#[tokio::test]
+async fn a_client_that_goes_away_mid_wait_lets_the_daemon_exit_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("sw1");
+    let _device = sim::spawn(Profile::Silent, Some(link.clone()))
+        .await
+        .unwrap();
+    let config = dir.path().join("serialgate.toml");
+    std::fs::write(&config, format!("[ports.sw1]\ndevice = {link:?}\n")).unwrap();
+    let notify = NotifySocket::bind(dir.path());
+    let mut daemon = Daemon::spawn(Some(&config), &notify, &[]);
+    let client = daemon.client().await;
+    client.ok("connect", json!({"port": "sw1"})).await;
+    // Calls that would wait a minute for output that never comes.
+    let mut calls = Vec::new();
+    for (tool, args) in [
+        (
+            "read_until_prompt",
+            json!({"prompt": "never#", "timeout": 60}),
+        ),
+        ("read_output", json!({"wait_ms": 60_000})),
+        ("read_available", json!({"timeout": 60})),
+    ] {
+        let peer = client.service.peer().clone();
+        let mut params = rmcp::model::CallToolRequestParams::new(tool);
+        if let serde_json::Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        calls.push(tokio::spawn(async move { peer.call_tool(params).await }));
+    }
+    // All three are waiting (`status` counts them; no event says so).
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let status = client.ok("status", json!({})).await;
+        if status["active_waits"] == 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the waits did not start: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The client goes away: its end of stdio closes.
+    let gone = Instant::now();
+    client.service.cancel().await.unwrap();
+    let status = daemon.exit().await;
+    let took = gone.elapsed();
+    println!("the daemon exited {took:?} after its client went away");
+    assert!(status.success(), "{status}");
+    assert!(
+        took < Duration::from_secs(2),
+        "the waiting calls held the daemon for {took:?}"
+    );
+    for call in calls {
+        let _ = call.await;
+    }
+}

@@ -483,7 +483,7 @@ impl GateServer {
                         prompt,
                         &a.auto_reply,
                         timeout,
-                        &super::io::wait_hooks(&context),
+                        &super::io::wait_hooks(&context, &self.client_gone),
                     )
                     .await
                 {

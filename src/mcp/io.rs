@@ -373,10 +373,22 @@ pub(super) fn triggers_arg(
     TriggerScanner::new(&pairs, cursor).map_err(GateError::invalid)
 }
 
+/// The error of a wait the client cancelled (or left by going away).
+fn cancelled() -> GateError {
+    GateError::new(
+        ErrorCode::Timeout,
+        "the client cancelled this wait; the output stays for the next read",
+    )
+}
+
 /// The hooks of a wait made for an MCP request: the request's
-/// cancellation, and progress notifications (bytes received, pages
-/// answered) when the client sent a progress token.
-pub(super) fn wait_hooks(context: &RequestContext<RoleServer>) -> WaitHooks {
+/// cancellation, the client going away (`gone`), and progress
+/// notifications (bytes received, pages answered) when the client sent a
+/// progress token.
+pub(super) fn wait_hooks(
+    context: &RequestContext<RoleServer>,
+    gone: &tokio_util::sync::CancellationToken,
+) -> WaitHooks {
     let progress = context.meta.get_progress_token().map(|token| {
         let peer = context.peer.clone();
         let report: crate::port::wait::ProgressFn = Arc::new(move |bytes: u64, pages: u64| {
@@ -392,6 +404,7 @@ pub(super) fn wait_hooks(context: &RequestContext<RoleServer>) -> WaitHooks {
     });
     WaitHooks {
         cancel: context.ct.clone(),
+        gone: gone.clone(),
         progress,
     }
 }
@@ -450,10 +463,7 @@ impl GateServer {
         if waited.end == WaitEnd::Cancelled {
             // The client dropped the request: its output stays unread for
             // the session's next read.
-            return Err(GateError::new(
-                ErrorCode::Timeout,
-                "the client cancelled this wait; the output stays for the next read",
-            ));
+            return Err(cancelled());
         }
         self.session.advance(&conn.name, waited.end_offset);
         if matches!(waited.end, WaitEnd::Lost | WaitEnd::Closed) {
@@ -562,7 +572,7 @@ impl GateServer {
                 prompt,
                 &a.auto_reply,
                 timeout,
-                &wait_hooks(&context),
+                &wait_hooks(&context, &self.client_gone),
             )
             .await?;
         let log = conn.port.port.log();
@@ -634,7 +644,7 @@ impl GateServer {
                 prompt,
                 &a.auto_reply,
                 timeout,
-                &wait_hooks(&context),
+                &wait_hooks(&context, &self.client_gone),
             )
             .await?;
         let log = conn.port.port.log();
@@ -702,6 +712,7 @@ impl GateServer {
     pub async fn read_available(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ReadAvailableResult>, ToolError> {
         let a: ReadAvailableArgs = parse("read_available", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
@@ -714,8 +725,10 @@ impl GateServer {
             timeout,
             SETTLE,
             timeout.max(SETTLE),
+            &wait_hooks(&context, &self.client_gone),
         )
-        .await;
+        .await
+        .ok_or_else(cancelled)?;
         let oldest = log.oldest();
         let start = conn.cursor.max(oldest);
         let raw = log.copy_range(start, end);
@@ -750,6 +763,7 @@ impl GateServer {
     pub async fn read_output(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ReadOutputResult>, ToolError> {
         let a: ReadOutputArgs = parse("read_output", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
@@ -777,8 +791,10 @@ impl GateServer {
                 Duration::from_millis(wait_ms),
                 Duration::ZERO,
                 Duration::ZERO,
+                &wait_hooks(&context, &self.client_gone),
             )
-            .await;
+            .await
+            .ok_or_else(cancelled)?;
         }
         let encoding = a.encoding.unwrap_or_default();
         let page = if encoding.is_binary() {

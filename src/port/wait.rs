@@ -63,8 +63,32 @@ pub type ProgressFn = Arc<dyn Fn(u64, u64) + Send + Sync>;
 pub struct WaitHooks {
     /// Cancelled when the client cancels the request: the wait ends at once.
     pub cancel: CancellationToken,
+    /// Cancelled when the client itself is gone (its stdio closed): the
+    /// wait ends at once, instead of holding the daemon's exit until the
+    /// MCP library gives up on the call.
+    pub gone: CancellationToken,
     /// Where progress goes, when the client asked for it.
     pub progress: Option<ProgressFn>,
+}
+
+impl WaitHooks {
+    /// Hooks that never cancel and report nothing (waits made by the
+    /// gateway itself, tests).
+    pub fn none() -> WaitHooks {
+        WaitHooks {
+            cancel: CancellationToken::new(),
+            gone: CancellationToken::new(),
+            progress: None,
+        }
+    }
+
+    /// Resolves when the request is cancelled or the client is gone.
+    pub async fn cancelled(&self) {
+        tokio::select! {
+            () = self.cancel.cancelled() => {}
+            () = self.gone.cancelled() => {}
+        }
+    }
 }
 
 /// An auto-reply the wait sent.
@@ -202,7 +226,7 @@ pub async fn wait_for_prompt(
         tokio::select! {
             _ = head_rx.changed() => {}
             _ = state_rx.changed() => {}
-            _ = hooks.cancel.cancelled() => {
+            () = hooks.cancelled() => {
                 // A shutdown closes the ports and cancels the requests at
                 // about the same time: a closed or lost port is the truer
                 // ending, and it carries the partial output.
@@ -224,14 +248,18 @@ pub async fn wait_for_prompt(
 /// Waits until output past `cursor` exists (at most `timeout`, and not at
 /// all once the device is lost or the port closed), then until
 /// the device has been quiet for `settle` (at most `settle_max` in all), so
-/// one call returns a whole burst. Returns the head when it stopped.
+/// one call returns a whole burst. Returns the head when it stopped, or
+/// `None` when `hooks` cancelled the wait (the request was cancelled or the
+/// client went away).
 pub async fn wait_for_output(
     port: &Port,
     cursor: u64,
     timeout: Duration,
     settle: Duration,
     settle_max: Duration,
-) -> u64 {
+    hooks: &WaitHooks,
+) -> Option<u64> {
+    let _counted = port.wait_guard();
     let log = port.log();
     let mut head_rx = log.subscribe();
     let mut state_rx = port.watch_state();
@@ -245,12 +273,13 @@ pub async fn wait_for_output(
             *state_rx.borrow_and_update(),
             PortState::Lost | PortState::Reopening | PortState::Down | PortState::Closed
         ) {
-            return log.head();
+            return Some(log.head());
         }
         tokio::select! {
-            changed = head_rx.changed() => if changed.is_err() { return log.head() },
+            changed = head_rx.changed() => if changed.is_err() { return Some(log.head()) },
             _ = state_rx.changed() => {}
-            _ = tokio::time::sleep_until(deadline) => return log.head(),
+            _ = tokio::time::sleep_until(deadline) => return Some(log.head()),
+            () = hooks.cancelled() => return None,
         }
     }
     let settle_deadline = Instant::now() + settle_max;
@@ -261,7 +290,8 @@ pub async fn wait_for_output(
                 if changed.is_err() || Instant::now() >= settle_deadline { break; }
             }
             _ = tokio::time::sleep_until(quiet_until) => break,
+            () = hooks.cancelled() => return None,
         }
     }
-    log.head()
+    Some(log.head())
 }
