@@ -222,7 +222,13 @@ async fn a_returning_device_is_reopened_at_once_not_when_the_backoff_timer_fires
     let rig = Rig::start(Profile::Silent, "").await;
     rig.ok("connect", json!({"port": "sw1"})).await;
     let link = rig.dir.path().join("sw1");
+    let unplugged_at = now_ms();
     rig.sim.close().await;
+    // Lost within a second of the unplug.
+    let (_, lost_at) = wait_event(&rig, Duration::from_secs(2), |e| e.starts_with("lost ")).await;
+    let lost_after = lost_at.saturating_sub(unplugged_at);
+    println!("lost {lost_after} ms after the unplug");
+    assert!(lost_after < 1000, "lost {lost_after} ms after the unplug");
     // Let the backoff grow to its cap: the attempt that says "next attempt
     // in 5s" leaves the timer at 5 s.
     let (_, capped_at) = wait_event(&rig, Duration::from_secs(20), |e| {
@@ -295,6 +301,18 @@ async fn a_flapping_device_goes_down_and_status_says_why() {
         status = rig.wait_state("down", Duration::from_secs(1)).await;
     }
     assert_eq!(status["state"], "down", "{status}");
+    let evs = events(&status);
+    let first_loss = evs
+        .iter()
+        .find(|(_, e)| e.starts_with("lost "))
+        .map(|(at, _)| *at);
+    let down_at = evs
+        .iter()
+        .find(|(_, e)| e.starts_with("down:"))
+        .map(|(at, _)| *at);
+    if let (Some(a), Some(b)) = (first_loss, down_at) {
+        println!("down {} ms after the first quick loss", b.saturating_sub(a));
+    }
     let why = text(&status, "down_reason");
     assert!(
         why.contains("lost 3 times in a row within 2s of opening"),
