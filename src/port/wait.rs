@@ -72,16 +72,6 @@ pub struct WaitHooks {
 }
 
 impl WaitHooks {
-    /// Hooks that never cancel and report nothing (waits made by the
-    /// gateway itself, tests).
-    pub fn none() -> WaitHooks {
-        WaitHooks {
-            cancel: CancellationToken::new(),
-            gone: CancellationToken::new(),
-            progress: None,
-        }
-    }
-
     /// Resolves when the request is cancelled or the client is gone.
     pub async fn cancelled(&self) {
         tokio::select! {
