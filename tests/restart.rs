@@ -343,3 +343,77 @@ async fn a_client_that_goes_away_mid_wait_lets_the_daemon_exit_at_once() {
         let _ = call.await;
     }
 }
+
+#[tokio::test]
+async fn an_http_client_that_drops_its_connection_mid_wait_ends_the_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("sw1");
+    let _device = sim::spawn(Profile::Silent, Some(link.clone()))
+        .await
+        .unwrap();
+    let config = dir.path().join("serialgate.toml");
+    std::fs::write(
+        &config,
+        format!("[server]\nauth = \"none\"\n[ports.sw1]\ndevice = {link:?}\n"),
+    )
+    .unwrap();
+    let notify = NotifySocket::bind(dir.path());
+    let (mut daemon, url) = start(&config, &notify).await;
+    let http = reqwest::Client::new();
+    let post = |session: Option<String>, body: String| {
+        let mut request = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        request.send()
+    };
+    let init = post(None, r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#.into()).await.unwrap();
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = init.bytes().await;
+    let _ = post(
+        Some(session.clone()),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(),
+    )
+    .await
+    .unwrap()
+    .bytes()
+    .await;
+    let connected = post(Some(session.clone()), r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"connect","arguments":{"port":"sw1"}}}"#.into()).await.unwrap().text().await.unwrap();
+    assert!(connected.contains("\"connection\""), "{connected}");
+    let waiting = post(Some(session.clone()), r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_until_prompt","arguments":{"prompt":"never#","timeout":60}}}"#.into()).await.unwrap();
+    let watcher = GateClient::connect_http(&url, None).await.unwrap();
+    ok(&watcher, "connect", json!({"port": "sw1"})).await;
+    let deadline = Instant::now() + WITHIN;
+    while ok(&watcher, "status", json!({})).await["active_waits"] != 1 {
+        assert!(Instant::now() < deadline, "the wait did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The client drops the connection of the waiting call.
+    let dropped = Instant::now();
+    drop(waiting);
+    drop(http);
+    loop {
+        let status = ok(&watcher, "status", json!({})).await;
+        if status["active_waits"] == 0 {
+            break;
+        }
+        assert!(
+            dropped.elapsed() < Duration::from_secs(20),
+            "the wait outlived its connection: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "the wait ended {:?} after its connection dropped",
+        dropped.elapsed()
+    );
+    daemon.signal(libc::SIGTERM);
+    assert!(daemon.exit().await.success());
+}
