@@ -73,7 +73,7 @@ pub struct ConnectResult {
     pub connection: String,
     /// The device path.
     pub device: String,
-    /// opening, open, lost, reopening or closed.
+    /// opening, open, lost, reopening, down or closed.
     pub state: PortState,
     /// Baud rate and framing.
     pub settings: LineSettings,
