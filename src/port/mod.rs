@@ -5,6 +5,7 @@
 //! mini-redis's `Db`: a std `Mutex` never held across `.await`, and `watch`
 //! channels that wake waiters when bytes arrive or the state changes.
 
+mod comport;
 pub mod control;
 mod device;
 mod reader;
@@ -28,6 +29,7 @@ use crate::log::OutputLog;
 use crate::settings::LineSettings;
 use crate::transcript::{Transcript, TranscriptConfig};
 
+pub use comport::{ComPortLink, ComPortView, Negotiation};
 pub use device::open_device;
 pub use sharing::Holder;
 

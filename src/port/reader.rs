@@ -35,6 +35,11 @@ pub(super) async fn run(port: Port) {
                 }
                 port.record(format!("opened {device} at {line}"));
                 port.set_state(PortState::Open);
+                if port.com_port().is_some() {
+                    // rfc2217://: the line behind the console server gets
+                    // the port's settings once the server agrees.
+                    port.start_line_setup();
+                }
                 backoff = BACKOFF_START;
                 let why = read_until_lost(&port, &mut reader).await;
                 port.install_writer(None).await;
