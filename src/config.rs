@@ -66,8 +66,8 @@ pub struct ServerConfig {
     /// Globs of the device paths ad-hoc connects may open.
     pub adhoc_devices: Vec<String>,
     /// Globs of the remote consoles (`host:port`, e.g. `10.0.0.*:20*`)
-    /// ad-hoc connects may reach by `telnet://` or `tcp://` URL; empty (the
-    /// default): none.
+    /// ad-hoc connects may reach by `telnet://`, `rfc2217://` or `tcp://`
+    /// URL; empty (the default): none.
     pub adhoc_remotes: Vec<String>,
 }
 

@@ -14,7 +14,8 @@
 //! - [`mcp`]: the MCP tools, thin over the ports; [`serve`] runs them over
 //!   stdio, [`http`] over streamable HTTP with bearer tokens.
 //! - [`devices`]: serial devices present on the machine.
-//! - [`remote`]: remote consoles (telnet, raw TCP) behind device URLs.
+//! - [`remote`]: remote consoles (telnet, RFC 2217, raw TCP) behind device
+//!   URLs.
 //! - [`error`]: the stable error codes of tool results.
 //! - [`sim`]: simulated devices on pseudo-terminals (tests, demo, benches).
 //! - [`client`] and [`demo`]: an MCP client of the binary, and the demo.
