@@ -433,6 +433,19 @@ async fn rfc2217_through_ser2net_sets_the_line() {
     if let Some(fd) = &slave {
         assert_eq!(kernel_speed(fd), 115200, "changed on the pty");
     }
+    // detect_baud goes through the server too (a pty reads at any rate:
+    // a tie, which keeps the current one).
+    let detected = gate
+        .ok(
+            "detect_baud",
+            json!({"candidates": [9600, 115200], "listen_ms": 300}),
+        )
+        .await;
+    assert_eq!(detected["best"], 115200, "{detected}");
+    assert_eq!(detected["settings"]["baud"], 115200, "{detected}");
+    if let Some(fd) = &slave {
+        assert_eq!(kernel_speed(fd), 115200, "back at the best rate");
+    }
     // BREAK goes as SET-CONTROL BREAK-ON / BREAK-OFF, both acknowledged.
     gate.ok("send_break", json!({"duration_ms": 50})).await;
     // A pty has no DTR: ser2net does not answer, which the deadline ends.
