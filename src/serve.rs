@@ -94,8 +94,12 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
 
     let server = GateServer::new(gateway.clone());
     // Until the client has initialized MCP, signals are still answered.
+    // `stdio_pipes`: when the client launched us with pipes (as MCP clients
+    // do), stdin and stdout run on the reactor; `stdio()` would hand every
+    // read and write to a blocking-pool thread, two thread hops per call.
+    // It falls back to those blocking handles for a terminal or a file.
     let initialized = until_terminated(
-        server.clone().serve(rmcp::transport::stdio()),
+        server.clone().serve(rmcp::transport::stdio_pipes()),
         &mut signals,
         &reloader,
         &gateway,

@@ -37,12 +37,15 @@
 //! `rfc2217://` connection's link also carries its COM-PORT-OPTION state
 //! ([`ComPortLink`]), which the reader feeds with the server's answers.
 
+use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use serialport::{SerialPort, TTYPort};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_serial::SerialStream;
 
@@ -105,25 +108,47 @@ impl TelnetLink {
     }
 }
 
+/// Size of one read from a device.
+const READ_CHUNK: usize = 8 * 1024;
+
+thread_local! {
+    /// The read buffer, one per runtime thread instead of one per port: a
+    /// read fills it and hands the bytes on within the same poll, so no
+    /// port holds a buffer while it waits (256 idle ports would otherwise
+    /// keep 2 MiB of buffers).
+    static READ_BUF: RefCell<Vec<u8>> = RefCell::new(vec![0; READ_CHUNK]);
+    /// The data bytes of a telnet read, without the protocol.
+    static TELNET_DATA: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 impl DeviceReader {
-    /// Reads from the device into `buf` and appends the data bytes to
-    /// `data` (for a telnet connection: without the protocol, whose
-    /// replies are sent here). Returns how many bytes were read: 0 is the
-    /// end of the stream.
-    pub async fn read_data(&mut self, buf: &mut [u8], data: &mut Vec<u8>) -> io::Result<usize> {
+    /// Waits for the device's next bytes and hands the data bytes to
+    /// `deliver` (for a telnet connection: without the protocol, whose
+    /// replies are sent here; `deliver` is not called when a read carried
+    /// only protocol). Returns how many bytes were read: 0 is the end of
+    /// the stream.
+    pub async fn read_data(&mut self, deliver: &mut impl FnMut(&[u8])) -> io::Result<usize> {
         match self {
-            DeviceReader::Serial(r) => read_into(r, buf, data).await,
-            DeviceReader::Tcp(r) => read_into(r, buf, data).await,
+            DeviceReader::Serial(r) => read_with(r, deliver).await,
+            DeviceReader::Tcp(r) => read_with(r, deliver).await,
             DeviceReader::Telnet(r, link) => {
-                let n = r.read(buf).await?;
                 let mut replies = Vec::new();
-                {
-                    let mut state = link.state();
-                    state.receive(&buf[..n], data, &mut replies);
-                    if let Some(com) = &link.com {
-                        com.update(&mut state, &mut replies);
-                    }
-                }
+                let n = read_with(r, |bytes| {
+                    TELNET_DATA.with_borrow_mut(|data| {
+                        data.clear();
+                        {
+                            let mut state = link.state();
+                            state.receive(bytes, data, &mut replies);
+                            if let Some(com) = &link.com {
+                                com.update(&mut state, &mut replies);
+                            }
+                        }
+                        if !data.is_empty() {
+                            deliver(data);
+                        }
+                    })
+                })
+                .await?;
                 if !replies.is_empty() {
                     link.send_raw(&replies).await?;
                 }
@@ -133,14 +158,30 @@ impl DeviceReader {
     }
 }
 
-async fn read_into<R: tokio::io::AsyncRead + Unpin>(
+/// One read into the thread's [`READ_BUF`], handed to `take` before the
+/// poll returns. Valid because a reader that is not ready writes nothing
+/// into the buffer it was given, so each poll may lend it another one.
+async fn read_with<R: AsyncRead + Unpin>(
     r: &mut R,
-    buf: &mut [u8],
-    data: &mut Vec<u8>,
+    mut take: impl FnMut(&[u8]),
 ) -> io::Result<usize> {
-    let n = r.read(buf).await?;
-    data.extend_from_slice(&buf[..n]);
-    Ok(n)
+    std::future::poll_fn(|cx| {
+        READ_BUF.with_borrow_mut(|buf| {
+            let mut read = ReadBuf::new(buf);
+            match Pin::new(&mut *r).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let filled = read.filled();
+                    if !filled.is_empty() {
+                        take(filled);
+                    }
+                    Poll::Ready(Ok(filled.len()))
+                }
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+    })
+    .await
 }
 
 impl DeviceWriter {

@@ -13,8 +13,6 @@ use super::{Port, PortState, device};
 pub const BACKOFF_START: Duration = Duration::from_millis(100);
 /// Longest wait between reopen attempts.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
-/// Size of one read from the device.
-const READ_CHUNK: usize = 8 * 1024;
 
 /// Runs until the port is closed.
 pub(super) async fn run(port: Port) {
@@ -77,26 +75,25 @@ pub(super) async fn run(port: Port) {
 
 /// Reads until the device is lost (returns why) or the port closes (None).
 async fn read_until_lost(port: &Port, reader: &mut device::DeviceReader) -> Option<String> {
-    let mut buf = vec![0u8; READ_CHUNK];
-    let mut data = Vec::with_capacity(READ_CHUNK);
     let eof = if port.is_remote() {
         "the console server closed the connection"
     } else {
         "end of file (device unplugged or closed)"
     };
+    let log = port.log();
+    let mut append = |data: &[u8]| log.append(data);
     loop {
-        data.clear();
         let read = tokio::select! {
             _ = port.closing().cancelled() => return None,
-            read = reader.read_data(&mut buf, &mut data) => read,
+            read = reader.read_data(&mut append) => read,
         };
         match read {
             // A closed pty master, an unplugged adapter, or a remote
             // console that hung up: end of file.
             Ok(0) => return Some(eof.to_owned()),
-            // Telnet negotiation alone carries no data.
-            Ok(_) if data.is_empty() => {}
-            Ok(_) => port.log().append(&data),
+            // The data is in the log already (telnet negotiation alone
+            // carried none).
+            Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Some(e.to_string()),
         }
