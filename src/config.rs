@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use crate::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
-use crate::remote::{RemoteAddr, Scheme};
+use crate::remote::RemoteAddr;
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
 
 /// Retention per port when the config does not say: 1 MiB.
@@ -75,8 +75,8 @@ pub struct ServerConfig {
     /// Globs of the device paths ad-hoc connects may open.
     pub adhoc_devices: Vec<String>,
     /// Globs of the remote consoles (`host:port`, e.g. `10.0.0.*:20*`)
-    /// ad-hoc connects may reach by `telnet://` or `tcp://` URL; empty (the
-    /// default): none.
+    /// ad-hoc connects may reach by `telnet://`, `rfc2217://` or `tcp://`
+    /// URL; empty (the default): none.
     pub adhoc_remotes: Vec<String>,
     /// Quick losses in a row before a port is `down` (`down_after`, default
     /// [`DEFAULT_DOWN_AFTER`]; 0: never); a port may override it.
@@ -1419,15 +1419,8 @@ fn resolve_ports(
                 format!("{path}.device: it is empty; give the device path, e.g. /dev/serial/by-id/usb-FTDI_..."),
             ));
         }
-        match RemoteAddr::parse(dev) {
-            Err(e) => return Err(src.error(device.span(), format!("{path}.device: {e}"))),
-            Ok(Some(addr)) if addr.scheme == Scheme::Rfc2217 => {
-                return Err(src.error(
-                    device.span(),
-                    format!("{path}.device: rfc2217:// is not supported yet; use telnet://{} (ser2net's telnet accepter, or a console server's reverse-telnet port) or tcp://{}", addr.host_port(), addr.host_port()),
-                ));
-            }
-            Ok(_) => {}
+        if let Err(e) = RemoteAddr::parse(dev) {
+            return Err(src.error(device.span(), format!("{path}.device: {e}")));
         }
         if let Some(other) = devices.get(dev) {
             return Err(src.error(
@@ -2019,9 +2012,11 @@ device = "/dev/ttyUSB2"
     #[test]
     fn remote_devices_and_adhoc_remotes() {
         let c = parse(
-            "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.*:20*\", \"ts1.lab:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n",
+            "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.*:20*\", \"ts1.lab:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n\n[ports.c]\ndevice = \"rfc2217://10.0.0.5:7001\"\nbaud = 115200\n",
         );
         assert_eq!(c.ports["a"].device, "telnet://10.0.0.5:2001");
+        assert_eq!(c.ports["c"].device, "rfc2217://10.0.0.5:7001");
+        assert_eq!(c.ports["c"].line.baud, 115200, "the line the server sets");
         let s = &c.server;
         let addr = |u: &str| RemoteAddr::parse(u).unwrap().unwrap();
         assert!(s.adhoc_remote_allowed(&addr("telnet://10.0.0.7:2003")));
@@ -2049,10 +2044,6 @@ device = "/dev/ttyUSB2"
             (
                 "[ports.a]\ndevice = \"telnet://h\"\n",
                 "ports.a.device: \"telnet://h\" needs host:port",
-            ),
-            (
-                "[ports.a]\ndevice = \"rfc2217://h:7000\"\n",
-                "ports.a.device: rfc2217:// is not supported yet",
             ),
             (
                 "[server]\nadhoc_remotes = [\"10.0.0.*\"]\n",

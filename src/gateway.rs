@@ -12,7 +12,7 @@ use crate::audit::Audit;
 use crate::config::{Config, PortConfig};
 use crate::error::{ErrorCode, GateError};
 use crate::port::{Port, PortServices, PortSpec, PortState};
-use crate::remote::{RemoteAddr, Scheme};
+use crate::remote::RemoteAddr;
 use crate::transcript::TranscriptConfig;
 
 /// How long an ad-hoc `connect` waits for the device to open.
@@ -276,16 +276,6 @@ impl Gateway {
             ));
         }
         match &remote {
-            Some(addr) if addr.scheme == Scheme::Rfc2217 => {
-                return Err(GateError::new(
-                    ErrorCode::PortUnavailable,
-                    format!(
-                        "rfc2217:// is not supported yet; connect to telnet://{} (ser2net's telnet accepter) or tcp://{} instead",
-                        addr.host_port(),
-                        addr.host_port()
-                    ),
-                ));
-            }
             Some(addr) if !server.adhoc_remote_allowed(addr) => {
                 return Err(GateError::new(
                     ErrorCode::Forbidden,

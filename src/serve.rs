@@ -94,13 +94,15 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
 
     let gone = CancellationToken::new();
     let server = GateServer::new(gateway.clone()).with_client_gone(gone.clone());
-    let stdin = WatchedStdin {
-        inner: tokio::io::stdin(),
-        gone,
-    };
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let stdin = WatchedStdin { inner: stdin, gone };
     // Until the client has initialized MCP, signals are still answered.
+    // `stdio_pipes`: when the client launched us with pipes (as MCP clients
+    // do), stdin and stdout run on the reactor; `stdio()` would hand every
+    // read and write to a blocking-pool thread, two thread hops per call.
+    // It falls back to those blocking handles for a terminal or a file.
     let initialized = until_terminated(
-        server.clone().serve((stdin, tokio::io::stdout())),
+        server.clone().serve((stdin, stdout)),
         &mut signals,
         &reloader,
         &gateway,
@@ -151,7 +153,7 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
 /// after the end of its input; with `gone` they end at once, and so does
 /// the daemon.
 struct WatchedStdin {
-    inner: tokio::io::Stdin,
+    inner: rmcp::transport::StdioReader,
     gone: CancellationToken,
 }
 

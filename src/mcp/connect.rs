@@ -29,8 +29,11 @@ pub const MAX_PROMPT_BYTES: usize = 4096;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectArgs {
-    /// A configured port's name (see list_ports), or a device path such as
-    /// /dev/ttyUSB0 when the server allows ad-hoc connections.
+    /// A configured port's name (see list_ports); or, when the server
+    /// allows ad-hoc connections, a device path such as /dev/ttyUSB0 or a
+    /// remote console's URL: telnet://host:port (a terminal server's
+    /// reverse-telnet port), rfc2217://host:port (telnet with serial line
+    /// control) or tcp://host:port (raw bytes), within adhoc_remotes.
     pub port: String,
     /// Name for an ad-hoc connection (default: the device's file name; at most 64 bytes).
     pub name: Option<String>,
@@ -210,8 +213,9 @@ pub(super) fn compile_regex(what: &str, source: &str) -> Result<Prompt, GateErro
 #[tool_router(router = connect_router, vis = "pub(super)")]
 impl GateServer {
     /// Attach this session to a serial port so the other tools can use it.
-    /// `port` is a configured port's name from list_ports, or a device path
-    /// (e.g. /dev/ttyUSB0) if the server allows ad-hoc connections. The
+    /// `port` is a configured port's name from list_ports, or, if the server
+    /// allows ad-hoc connections, a device path (e.g. /dev/ttyUSB0) or a
+    /// telnet://, rfc2217:// or tcp:// URL of a console server. The
     /// session's consume cursor starts at the head: earlier output stays
     /// readable with read_output. Line settings apply to ad-hoc ports;
     /// `prompt`/`prompt_regex`/`line_ending`/`preset` set this connection's

@@ -13,6 +13,7 @@ use crate::error::{ErrorCode, GateError};
 use crate::gateway::GatewayPort;
 use crate::port::{Holder, PortEvent, PortState};
 use crate::presets::Preset;
+use crate::remote::rfc2217::{RemoteLineState, RemoteModemState};
 use crate::settings::{LineEnding, LineSettings};
 
 /// One port as `list_ports` shows it.
@@ -125,6 +126,18 @@ pub struct StatusResult {
     pub transcript: Option<String>,
     /// Calls (of any session) waiting on this port's output now.
     pub active_waits: u64,
+    /// rfc2217:// ports while connected: COM-PORT-OPTION negotiation with
+    /// the console server (pending, agreed, refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub com_port: Option<String>,
+    /// rfc2217:// ports: the modem lines (CTS, DSR, RI, CD) as the console
+    /// server last notified them; absent until it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modem_state: Option<RemoteModemState>,
+    /// rfc2217:// ports: line errors and BREAK as the console server last
+    /// notified them; absent until it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_state: Option<RemoteLineState>,
 }
 
 /// Recognizes what a device waits at from its last line of output (for
@@ -244,6 +257,7 @@ impl GateServer {
         let log = port.log();
         let (oldest, head) = (log.oldest(), log.head());
         let tail = log.copy_range(head.saturating_sub(256), head);
+        let com = port.com_port();
         Ok(Json(StatusResult {
             connection: conn.name.clone(),
             device: conn.port.config.device.clone(),
@@ -269,6 +283,11 @@ impl GateServer {
             writer: port.holder(),
             transcript: port.transcript().map(|t| t.path().display().to_string()),
             active_waits: port.active_waits(),
+            com_port: com
+                .as_ref()
+                .map(|c| c.view().negotiation.as_str().to_owned()),
+            modem_state: com.as_ref().and_then(|c| c.modem_state()),
+            line_state: com.as_ref().and_then(|c| c.line_state()),
         }))
     }
 

@@ -6,6 +6,7 @@
 //! channels that wake waiters when bytes arrive or the state changes.
 
 mod appear;
+mod comport;
 pub mod control;
 mod device;
 mod reader;
@@ -29,6 +30,7 @@ use crate::log::OutputLog;
 use crate::settings::LineSettings;
 use crate::transcript::{Transcript, TranscriptConfig};
 
+pub use comport::{ComPortLink, ComPortView, Negotiation};
 pub use device::open_device;
 pub use reader::{BACKOFF_MAX, BACKOFF_START, DOWN_RETRY, QUICK_LOSS};
 pub use sharing::Holder;

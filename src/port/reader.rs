@@ -24,8 +24,6 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
 pub const QUICK_LOSS: Duration = Duration::from_secs(2);
 /// How often a `down` port is retried when its path does not reappear.
 pub const DOWN_RETRY: Duration = Duration::from_secs(60);
-/// Size of one read from the device.
-const READ_CHUNK: usize = 8 * 1024;
 
 /// Runs until the port is closed.
 pub(super) async fn run(port: Port) {
@@ -59,6 +57,11 @@ pub(super) async fn run(port: Port) {
                 port.record(format!("opened {device} at {line}"));
                 port.set_state(PortState::Open);
                 let opened_at = Instant::now();
+                if port.com_port().is_some() {
+                    // rfc2217://: the line behind the console server gets
+                    // the port's settings once the server agrees.
+                    port.start_line_setup();
+                }
                 backoff = BACKOFF_START;
                 let why = read_until_lost(&port, &mut reader).await;
                 port.install_writer(None).await;
@@ -149,26 +152,25 @@ fn watch_path(port: &Port, device: &str) -> Option<PathWatch> {
 
 /// Reads until the device is lost (returns why) or the port closes (None).
 async fn read_until_lost(port: &Port, reader: &mut device::DeviceReader) -> Option<String> {
-    let mut buf = vec![0u8; READ_CHUNK];
-    let mut data = Vec::with_capacity(READ_CHUNK);
     let eof = if port.is_remote() {
         "the console server closed the connection"
     } else {
         "end of file (device unplugged or closed)"
     };
+    let log = port.log();
+    let mut append = |data: &[u8]| log.append(data);
     loop {
-        data.clear();
         let read = tokio::select! {
             _ = port.closing().cancelled() => return None,
-            read = reader.read_data(&mut buf, &mut data) => read,
+            read = reader.read_data(&mut append) => read,
         };
         match read {
             // A closed pty master, an unplugged adapter, or a remote
             // console that hung up: end of file.
             Ok(0) => return Some(eof.to_owned()),
-            // Telnet negotiation alone carries no data.
-            Ok(_) if data.is_empty() => {}
-            Ok(_) => port.log().append(&data),
+            // The data is in the log already (telnet negotiation alone
+            // carried none).
+            Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Some(e.to_string()),
         }
