@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use crate::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
-use crate::remote::{RemoteAddr, Scheme};
+use crate::remote::RemoteAddr;
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
 
 /// Retention per port when the config does not say: 1 MiB.
@@ -27,6 +27,15 @@ pub const DEFAULT_RETENTION: usize = 1 << 20;
 pub const MIN_RETENTION: usize = 4 << 10;
 /// Largest retention the config accepts: 1 GiB.
 pub const MAX_RETENTION: usize = 1 << 30;
+/// Quick losses in a row (a device lost within
+/// [`crate::port::QUICK_LOSS`] of opening) after which a port is marked
+/// `down` and retried slowly, when the config does not say (`down_after`).
+pub const DEFAULT_DOWN_AFTER: u32 = 5;
+/// Largest `down_after` the config accepts.
+pub const MAX_DOWN_AFTER: u32 = 1000;
+/// Largest config file read: a config is a few KiB, and a bigger file is
+/// refused before it is read whole (a wrong path, a log or a core dump).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Device globs ad-hoc connects may open when the config does not say.
 pub const DEFAULT_ADHOC_DEVICES: [&str; 3] =
     ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*"];
@@ -66,9 +75,12 @@ pub struct ServerConfig {
     /// Globs of the device paths ad-hoc connects may open.
     pub adhoc_devices: Vec<String>,
     /// Globs of the remote consoles (`host:port`, e.g. `10.0.0.*:20*`)
-    /// ad-hoc connects may reach by `telnet://` or `tcp://` URL; empty (the
-    /// default): none.
+    /// ad-hoc connects may reach by `telnet://`, `rfc2217://` or `tcp://`
+    /// URL; empty (the default): none.
     pub adhoc_remotes: Vec<String>,
+    /// Quick losses in a row before a port is `down` (`down_after`, default
+    /// [`DEFAULT_DOWN_AFTER`]; 0: never); a port may override it.
+    pub down_after: u32,
 }
 
 impl Default for ServerConfig {
@@ -83,6 +95,7 @@ impl Default for ServerConfig {
             allow_adhoc: false,
             adhoc_devices: DEFAULT_ADHOC_DEVICES.map(String::from).to_vec(),
             adhoc_remotes: Vec::new(),
+            down_after: DEFAULT_DOWN_AFTER,
         }
     }
 }
@@ -227,10 +240,12 @@ pub struct PortConfig {
     pub error_patterns: Vec<String>,
     /// Command that turns paging off.
     pub paging_off: Option<String>,
+    /// Quick losses in a row before the port is `down` (0: never).
+    pub down_after: u32,
 }
 
 impl PortConfig {
-    fn from_preset(name: &str, device: &str, p: Preset) -> PortConfig {
+    fn from_preset(name: &str, device: &str, p: Preset, down_after: u32) -> PortConfig {
         PortConfig {
             name: name.to_owned(),
             device: device.to_owned(),
@@ -242,6 +257,7 @@ impl PortConfig {
             pagers: p.pagers,
             error_patterns: p.error_patterns,
             paging_off: p.paging_off,
+            down_after,
         }
     }
 }
@@ -279,16 +295,45 @@ impl std::error::Error for ConfigError {}
 
 impl Config {
     /// Reads and parses the config file at `path`.
+    /// A file larger than [`MAX_CONFIG_BYTES`] or not UTF-8 is refused
+    /// with an error that says so (and where the bad byte is).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
-        match std::fs::read_to_string(path) {
+        let whole = |message: String| ConfigError {
+            file: file.clone(),
+            line: 0,
+            col: 0,
+            message,
+        };
+        let bytes = read_capped(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+            ReadCapped::TooBig(size) => whole(format!(
+                "the config file is {size} bytes, more than the {MAX_CONFIG_BYTES} a config may have; is this the right file?"
+            )),
+            ReadCapped::Io(e) => whole(format!("cannot read the config file: {e}")),
+        })?;
+        match String::from_utf8(bytes) {
             Ok(text) => Config::parse(&text, &file),
-            Err(e) => Err(ConfigError {
-                file,
-                line: 0,
-                col: 0,
-                message: format!("cannot read the config file: {e}"),
-            }),
+            Err(e) => {
+                let bytes = e.as_bytes();
+                let at = e.utf8_error().valid_up_to();
+                let before = &bytes[..at];
+                let line_start = before
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                Err(ConfigError {
+                    file: file.clone(),
+                    line: before.iter().filter(|&&b| b == b'\n').count() + 1,
+                    col: String::from_utf8_lossy(&before[line_start..])
+                        .chars()
+                        .count()
+                        + 1,
+                    message: format!(
+                        "byte 0x{:02x} is not UTF-8; a config is TOML text: is this the right file, or was it saved in another encoding?",
+                        bytes[at]
+                    ),
+                })
+            }
         }
     }
 
@@ -298,7 +343,11 @@ impl Config {
             file: file_name,
             text,
         };
-        let raw: RawFile = toml::from_str(text).map_err(|e| src.toml_error(&e))?;
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            let mut error = src.toml_error(&e);
+            error.message.push_str(syntax_hint(text, &error.message));
+            error
+        })?;
         raw.resolve(&src)
     }
 
@@ -334,7 +383,12 @@ impl Config {
                 self.preset_names().join(", ")
             )
         })?;
-        Ok(PortConfig::from_preset(name, device, p.clone()))
+        Ok(PortConfig::from_preset(
+            name,
+            device,
+            p.clone(),
+            self.server.down_after,
+        ))
     }
 
     /// The configured port whose device path is `device`, if any.
@@ -345,6 +399,51 @@ impl Config {
     fn preset_names(&self) -> Vec<&str> {
         self.presets.keys().map(String::as_str).collect()
     }
+}
+
+/// What to do about a TOML error the parser's message leaves open: a
+/// repeated key or table, a file that is not TOML text at all, or a
+/// syntax error (a file cut short, a typo). Empty for errors about values,
+/// whose messages already name the key and what it expects.
+fn syntax_hint(text: &str, message: &str) -> &'static str {
+    if message.contains("duplicate key") {
+        "; each key and each [table] may appear once: remove the repeated one or merge the two"
+    } else if text.contains('\0') {
+        "; the file holds NUL bytes, so it is not a TOML config: is this the right file?"
+    } else if toml::from_str::<toml::Table>(text).is_err() {
+        "; this is not valid TOML (a file cut short, or a typo): fix it, config/example.toml shows the syntax"
+    } else {
+        ""
+    }
+}
+
+/// Why [`read_capped`] failed.
+enum ReadCapped {
+    /// The file is larger than the cap (its size, or at least the cap + 1).
+    TooBig(u64),
+    /// It could not be read.
+    Io(std::io::Error),
+}
+
+/// Reads a file of at most `cap` bytes without reading more than `cap + 1`
+/// of it, whatever its size (a FIFO or `/dev/zero` included).
+fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadCapped> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(ReadCapped::Io)?;
+    if let Ok(meta) = file.metadata()
+        && meta.is_file()
+        && meta.len() > cap
+    {
+        return Err(ReadCapped::TooBig(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadCapped::Io)?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadCapped::TooBig(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// Parses a size: a whole or decimal number with an optional unit,
@@ -638,6 +737,7 @@ struct RawServer {
     allow_adhoc: Option<bool>,
     adhoc_devices: Option<Vec<Spanned<String>>>,
     adhoc_remotes: Option<Vec<Spanned<String>>>,
+    down_after: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -708,6 +808,7 @@ struct RawPort {
     pagers: Option<Vec<Spanned<String>>>,
     error_patterns: Option<Vec<Spanned<String>>>,
     paging_off: Option<String>,
+    down_after: Option<Spanned<i64>>,
 }
 
 impl RawPreset {
@@ -897,7 +998,7 @@ impl RawFile {
             })?;
         }
         let presets = resolve_presets(self.presets, src)?;
-        let ports = resolve_ports(self.ports, &presets, src)?;
+        let ports = resolve_ports(self.ports, &presets, &server, src)?;
         Ok(Config {
             server,
             tokens,
@@ -977,8 +1078,25 @@ impl RawServer {
             }
             s.adhoc_remotes = check_globs(globs, "server.adhoc_remotes", src)?;
         }
+        if let Some(n) = self.down_after {
+            s.down_after = check_down_after(&n, "server.down_after", src)?;
+        }
         Ok(s)
     }
+}
+
+/// Checks a `down_after` value: 0 (never) to [`MAX_DOWN_AFTER`].
+fn check_down_after(n: &Spanned<i64>, key: &str, src: &Source) -> Result<u32, ConfigError> {
+    let v = *n.get_ref();
+    u32::try_from(v)
+        .ok()
+        .filter(|v| *v <= MAX_DOWN_AFTER)
+        .ok_or_else(|| {
+            src.error(
+                n.span(),
+                format!("{key}: {v} is out of range: give 0 (never mark the port down) to {MAX_DOWN_AFTER} quick losses in a row, e.g. 5"),
+            )
+        })
 }
 
 /// Checks a listen address: `host:port`, with an IPv6 host in brackets.
@@ -1275,19 +1393,25 @@ fn resolve_preset(
 fn resolve_ports(
     raw: BTreeMap<Spanned<String>, RawPort>,
     presets: &BTreeMap<String, Preset>,
+    server: &ServerConfig,
     src: &Source,
 ) -> Result<BTreeMap<String, PortConfig>, ConfigError> {
     let mut raw: Vec<(Spanned<String>, RawPort)> = raw.into_iter().collect();
     raw.sort_by_key(|(name, _)| name.span().start);
     let mut devices: HashMap<String, String> = HashMap::new();
     let mut ports = BTreeMap::new();
-    for (name, raw) in raw {
+    for (name, mut raw) in raw {
         let name_span = name.span();
         let name = name.into_inner();
         check_name(&name)
             .map_err(|e| src.error(name_span, format!("ports: bad port name {name:?}: {e}")))?;
         let path = format!("ports.{}", toml_key(&name));
+        let down_after = raw.down_after.take();
         let (device, preset_name, overrides) = raw.split();
+        let down_after = match down_after {
+            Some(n) => check_down_after(&n, &format!("{path}.down_after"), src)?,
+            None => server.down_after,
+        };
         let dev = device.get_ref();
         if dev.trim().is_empty() {
             return Err(src.error(
@@ -1295,15 +1419,8 @@ fn resolve_ports(
                 format!("{path}.device: it is empty; give the device path, e.g. /dev/serial/by-id/usb-FTDI_..."),
             ));
         }
-        match RemoteAddr::parse(dev) {
-            Err(e) => return Err(src.error(device.span(), format!("{path}.device: {e}"))),
-            Ok(Some(addr)) if addr.scheme == Scheme::Rfc2217 => {
-                return Err(src.error(
-                    device.span(),
-                    format!("{path}.device: rfc2217:// is not supported yet; use telnet://{} (ser2net's telnet accepter, or a console server's reverse-telnet port) or tcp://{}", addr.host_port(), addr.host_port()),
-                ));
-            }
-            Ok(_) => {}
+        if let Err(e) = RemoteAddr::parse(dev) {
+            return Err(src.error(device.span(), format!("{path}.device: {e}")));
         }
         if let Some(other) = devices.get(dev) {
             return Err(src.error(
@@ -1327,7 +1444,7 @@ fn resolve_ports(
         };
         let mut p = preset.clone();
         overrides.apply(&mut p, &path, src)?;
-        let port = PortConfig::from_preset(&name, device.get_ref(), p);
+        let port = PortConfig::from_preset(&name, device.get_ref(), p, down_after);
         ports.insert(name, port);
     }
     Ok(ports)
@@ -1793,6 +1910,48 @@ device = "/dev/ttyUSB2"
     }
 
     #[test]
+    fn down_after_is_global_with_a_per_port_override() {
+        let c = parse(
+            "[server]\ndown_after = 2\n[ports.a]\ndevice = \"/dev/ttyUSB0\"\n[ports.b]\ndevice = \"/dev/ttyUSB1\"\ndown_after = 0\n",
+        );
+        assert_eq!(c.server.down_after, 2);
+        assert_eq!(c.ports["a"].down_after, 2);
+        assert_eq!(c.ports["b"].down_after, 0);
+        assert_eq!(
+            parse("[ports.a]\ndevice = \"/dev/ttyUSB0\"\n").ports["a"].down_after,
+            DEFAULT_DOWN_AFTER
+        );
+        let adhoc = c.resolve_port("x", "/dev/ttyUSB9", None).unwrap();
+        assert_eq!(adhoc.down_after, 2);
+        assert_error(
+            "[server]\ndown_after = -1\n",
+            "2:14",
+            &["server.down_after: -1 is out of range", "0 (never"],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\ndown_after = 5000\n",
+            "3:14",
+            &["ports.a.down_after: 5000 is out of range"],
+        );
+    }
+
+    #[test]
+    fn files_too_big_or_not_text_are_refused_with_a_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.toml");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_CONFIG_BYTES + 1).unwrap();
+        let e = Config::load(&big).unwrap_err();
+        assert_eq!(e.line, 0);
+        assert!(e.message.contains("is the right file"), "{e}");
+        let binary = dir.path().join("bin.toml");
+        std::fs::write(&binary, b"[server]\nretention = \"1\xffMiB\"\n").unwrap();
+        let e = Config::load(&binary).unwrap_err();
+        assert_eq!((e.line, e.col), (2, 15), "{e}");
+        assert!(e.message.contains("0xff is not UTF-8"), "{e}");
+    }
+
+    #[test]
     fn columns_count_characters() {
         assert_error(
             "# é€\n[ports.a]\ndevice = \"/dev/ttyUSB0\" # ü\nbaud = \"ü\"\n",
@@ -1853,9 +2012,11 @@ device = "/dev/ttyUSB2"
     #[test]
     fn remote_devices_and_adhoc_remotes() {
         let c = parse(
-            "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.*:20*\", \"ts1.lab:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n",
+            "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.*:20*\", \"ts1.lab:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n\n[ports.c]\ndevice = \"rfc2217://10.0.0.5:7001\"\nbaud = 115200\n",
         );
         assert_eq!(c.ports["a"].device, "telnet://10.0.0.5:2001");
+        assert_eq!(c.ports["c"].device, "rfc2217://10.0.0.5:7001");
+        assert_eq!(c.ports["c"].line.baud, 115200, "the line the server sets");
         let s = &c.server;
         let addr = |u: &str| RemoteAddr::parse(u).unwrap().unwrap();
         assert!(s.adhoc_remote_allowed(&addr("telnet://10.0.0.7:2003")));
@@ -1883,10 +2044,6 @@ device = "/dev/ttyUSB2"
             (
                 "[ports.a]\ndevice = \"telnet://h\"\n",
                 "ports.a.device: \"telnet://h\" needs host:port",
-            ),
-            (
-                "[ports.a]\ndevice = \"rfc2217://h:7000\"\n",
-                "ports.a.device: rfc2217:// is not supported yet",
             ),
             (
                 "[server]\nadhoc_remotes = [\"10.0.0.*\"]\n",
@@ -1953,6 +2110,8 @@ device = "/dev/ttyUSB2"
         let lab = &c.ports["lab-rtr1"];
         assert_eq!((lab.preset.as_str(), lab.line.baud), ("lab-ios", 115200));
         assert_eq!(lab.error_patterns, c.presets["cisco-ios"].error_patterns);
+        assert_eq!(lab.down_after, 0);
+        assert_eq!(c.ports["core-sw1"].down_after, DEFAULT_DOWN_AFTER);
         assert_eq!(c.server, ServerConfig::default());
     }
 

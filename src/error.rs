@@ -48,6 +48,19 @@ impl ErrorCode {
     }
 }
 
+/// Most characters of a caller's string an error message repeats.
+pub const SHOWN_MAX: usize = 80;
+
+/// A caller's string as an error message shows it: quoted like `{:?}`, and
+/// cut to [`SHOWN_MAX`] characters with its size when longer, so that an
+/// error never echoes a huge argument back to the agent.
+pub fn shown(s: &str) -> String {
+    match s.char_indices().nth(SHOWN_MAX) {
+        None => format!("{s:?}"),
+        Some((at, _)) => format!("{:?}… ({} bytes)", &s[..at], s.len()),
+    }
+}
+
 /// A failed operation: a code and a message that says what to do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GateError {

@@ -12,7 +12,7 @@ use crate::audit::Audit;
 use crate::config::{Config, PortConfig};
 use crate::error::{ErrorCode, GateError};
 use crate::port::{Port, PortServices, PortSpec, PortState};
-use crate::remote::{RemoteAddr, Scheme};
+use crate::remote::RemoteAddr;
 use crate::transcript::TranscriptConfig;
 
 /// How long an ad-hoc `connect` waits for the device to open.
@@ -127,6 +127,7 @@ impl Gateway {
             device: pc.device.clone(),
             line: pc.line,
             retention: config.server.retention,
+            down_after: pc.down_after,
         };
         let port = Port::start(spec, Self::services(config, audit), shutdown);
         Entry {
@@ -239,7 +240,8 @@ impl Gateway {
             return Err(GateError::new(
                 ErrorCode::UnknownConnection,
                 format!(
-                    "no configured port named {target:?}; configured ports: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 or a console server URL such as telnet://10.0.0.5:2001 if ad-hoc connections are allowed",
+                    "no configured port named {}; configured ports: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 or a console server URL such as telnet://10.0.0.5:2001 if ad-hoc connections are allowed",
+                    crate::error::shown(target),
                     if known.is_empty() {
                         "none".to_owned()
                     } else {
@@ -274,16 +276,6 @@ impl Gateway {
             ));
         }
         match &remote {
-            Some(addr) if addr.scheme == Scheme::Rfc2217 => {
-                return Err(GateError::new(
-                    ErrorCode::PortUnavailable,
-                    format!(
-                        "rfc2217:// is not supported yet; connect to telnet://{} (ser2net's telnet accepter) or tcp://{} instead",
-                        addr.host_port(),
-                        addr.host_port()
-                    ),
-                ));
-            }
             Some(addr) if !server.adhoc_remote_allowed(addr) => {
                 return Err(GateError::new(
                     ErrorCode::Forbidden,
@@ -329,6 +321,7 @@ impl Gateway {
             device: path.to_owned(),
             line: port_config.line,
             retention: server.retention,
+            down_after: port_config.down_after,
         };
         let port = Port::start(
             spec,

@@ -229,6 +229,104 @@ struct Gatekeeper {
     auth: Auth,
     owners: SessionOwners,
     in_flight: InFlight,
+    /// rmcp's sessions, to cancel a call whose connection closed.
+    sessions: Arc<LocalSessionManager>,
+    /// Largest request body rmcp accepts (a body is read here first).
+    max_body: usize,
+}
+
+/// A tool call in an MCP session, by the session and the JSON-RPC id: what
+/// to cancel when its HTTP connection closes before the result is written
+/// (rmcp would let the call run to its end, up to a 600 s wait, for a
+/// client that is gone).
+struct CallInFlight {
+    sessions: Arc<LocalSessionManager>,
+    session: String,
+    request_id: serde_json::Value,
+}
+
+impl CallInFlight {
+    /// The call a request body makes, if it is one `tools/call` request
+    /// in session `session`.
+    fn of(sessions: &Arc<LocalSessionManager>, session: &str, body: &[u8]) -> Option<CallInFlight> {
+        let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+        if message.get("method")?.as_str()? != "tools/call" {
+            return None;
+        }
+        Some(CallInFlight {
+            sessions: sessions.clone(),
+            session: session.to_owned(),
+            request_id: message.get("id")?.clone(),
+        })
+    }
+
+    /// Cancels the call the way a client would
+    /// (`notifications/cancelled`): its waits end at once.
+    async fn cancel(self) {
+        use rmcp::transport::streamable_http_server::session::SessionManager;
+        let note = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {
+                "requestId": self.request_id,
+                "reason": "the HTTP connection closed before the result was written"
+            }
+        });
+        match serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(note) {
+            Ok(message) => {
+                tracing::info!(
+                    "session {}: the connection of call {} closed; cancelling it",
+                    self.session,
+                    self.request_id
+                );
+                let id: Arc<str> = self.session.as_str().into();
+                if let Err(e) = self.sessions.accept_message(&id, message).await {
+                    tracing::debug!("cancelling call {}: {e}", self.request_id);
+                }
+            }
+            Err(e) => tracing::debug!("cancelling call {}: {e}", self.request_id),
+        }
+    }
+}
+
+/// A response body that says when hyper drops it before its end: the
+/// connection closed under it.
+struct WatchedBody {
+    inner: Body,
+    closed: CancellationToken,
+    ended: bool,
+}
+
+impl HttpBody for WatchedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let poll = Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = &poll {
+            self.ended = true;
+        }
+        poll
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for WatchedBody {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.closed.cancel();
+        }
+    }
 }
 
 /// The requests whose responses are still being written. A GET (a
@@ -273,13 +371,24 @@ impl InFlight {
     /// `response` with its body relayed by a task that holds `guard` until
     /// the whole body has been handed to the connection (or the client went
     /// away): the count then says when every response has been written.
-    fn track(response: Response, guard: InFlightGuard) -> Response {
+    /// A `call` whose connection closes first is cancelled.
+    fn track(response: Response, guard: InFlightGuard, call: Option<CallInFlight>) -> Response {
         let (parts, mut body) = response.into_parts();
         let (reader, mut writer) = tokio::io::duplex(RELAY_BUFFER);
+        let closed = CancellationToken::new();
+        let connection_closed = closed.clone();
         tokio::spawn(async move {
             let _guard = guard;
             loop {
-                let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+                let frame = tokio::select! {
+                    frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)) => frame,
+                    () = connection_closed.cancelled() => {
+                        if let Some(call) = call {
+                            call.cancel().await;
+                        }
+                        break;
+                    }
+                };
                 match frame {
                     None => break,
                     Some(Err(e)) => {
@@ -297,7 +406,11 @@ impl InFlight {
             }
             let _ = writer.shutdown().await;
         });
-        let body = Body::from_stream(tokio_util::io::ReaderStream::new(reader));
+        let body = Body::new(WatchedBody {
+            inner: Body::from_stream(tokio_util::io::ReaderStream::new(reader)),
+            closed,
+            ended: false,
+        });
         Response::from_parts(parts, body)
     }
 }
@@ -354,9 +467,32 @@ async fn authenticate(
     let name = caller.name.clone();
     request.headers_mut().remove(header::AUTHORIZATION);
     request.extensions_mut().insert(Arc::new(caller));
+    // A tool call in a session is read here first, to know what to cancel
+    // if its connection closes before the result is written.
+    let mut call = None;
+    if let Some(id) = &session
+        && request.method() == axum::http::Method::POST
+    {
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, gate.max_body).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the request body could not be read ({e}); send at most {} bytes\n",
+                        gate.max_body
+                    ),
+                )
+                    .into_response();
+            }
+        };
+        call = CallInFlight::of(&gate.sessions, id, &bytes);
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
     let mut response = next.run(request).await;
     if let Some(guard) = counted {
-        response = InFlight::track(response, guard);
+        response = InFlight::track(response, guard, call);
     }
     match (&session, response.headers().get(SESSION_ID)) {
         (None, Some(id)) => {
@@ -399,16 +535,17 @@ fn app(
     }
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let sessions = Arc::new(sessions);
     let template = GateServer::for_http(gateway.clone(), stateless);
-    let service = StreamableHttpService::new(
-        move || Ok(template.fresh()),
-        Arc::new(sessions),
-        http_config,
-    );
+    let max_body = http_config.max_request_body_bytes;
+    let service =
+        StreamableHttpService::new(move || Ok(template.fresh()), sessions.clone(), http_config);
     let gate = Gatekeeper {
         auth,
         owners: SessionOwners::default(),
         in_flight,
+        sessions,
+        max_body,
     };
     Router::new()
         .nest_service("/mcp", service)

@@ -6,7 +6,8 @@
 //! - [`settings`]: serial line settings and line endings, plain values.
 //! - [`config`] and [`presets`]: the TOML config and the device presets.
 //! - [`log`]: the OutputLog, every byte a device sent at absolute offsets.
-//! - [`matcher`]: incremental prompt and auto-reply trigger matching.
+//! - [`matcher`]: incremental prompt and auto-reply trigger matching;
+//!   [`automata`] keeps their Aho-Corasick automata between calls.
 //! - [`clean`]: what an engineer would read, from raw console bytes.
 //! - [`terminal`]: key names, the VT100 screen, terminal query answers.
 //! - [`port`]: one serial line: device, reader task, writer, state, waits.
@@ -14,7 +15,8 @@
 //! - [`mcp`]: the MCP tools, thin over the ports; [`serve`] runs them over
 //!   stdio, [`http`] over streamable HTTP with bearer tokens.
 //! - [`devices`]: serial devices present on the machine.
-//! - [`remote`]: remote consoles (telnet, raw TCP) behind device URLs.
+//! - [`remote`]: remote consoles (telnet, RFC 2217, raw TCP) behind device
+//!   URLs.
 //! - [`error`]: the stable error codes of tool results.
 //! - [`sim`]: simulated devices on pseudo-terminals (tests, demo, benches).
 //! - [`client`] and [`demo`]: an MCP client of the binary, and the demo.
@@ -23,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+pub mod automata;
 pub mod clean;
 pub mod client;
 pub mod config;

@@ -5,7 +5,7 @@
 //! ([`PromptScanner::window_start`]), so waiting on a 10 MB output costs time
 //! linear in its size.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
 /// How far back a regex prompt is rescanned at most. A prompt regex that
@@ -336,10 +336,8 @@ impl TriggerScanner {
     /// A scanner for `(trigger, reply)` pairs over output from `cursor`.
     /// Empty triggers are refused by the caller.
     pub fn new(pairs: &[(String, String)], cursor: u64) -> Result<TriggerScanner, String> {
-        let automaton = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(pairs.iter().map(|(t, _)| t.as_bytes()))
-            .map_err(|e| e.to_string())?;
+        let triggers: Vec<&str> = pairs.iter().map(|(t, _)| t.as_str()).collect();
+        let automaton = crate::automata::leftmost_first(&triggers).map_err(|e| e.to_string())?;
         let overlap = pairs
             .iter()
             .map(|(t, _)| t.len())

@@ -92,10 +92,17 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
     let gateway = Gateway::start(config, shutdown.clone());
     ready(&gateway).await;
 
-    let server = GateServer::new(gateway.clone());
+    let gone = CancellationToken::new();
+    let server = GateServer::new(gateway.clone()).with_client_gone(gone.clone());
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let stdin = WatchedStdin { inner: stdin, gone };
     // Until the client has initialized MCP, signals are still answered.
+    // `stdio_pipes`: when the client launched us with pipes (as MCP clients
+    // do), stdin and stdout run on the reactor; `stdio()` would hand every
+    // read and write to a blocking-pool thread, two thread hops per call.
+    // It falls back to those blocking handles for a terminal or a file.
     let initialized = until_terminated(
-        server.clone().serve(rmcp::transport::stdio()),
+        server.clone().serve((stdin, stdout)),
         &mut signals,
         &reloader,
         &gateway,
@@ -139,6 +146,35 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
         }
     }
     Ok(())
+}
+
+/// stdin as rmcp reads it, cancelling `gone` at its end (the client closed
+/// its side, or died). rmcp lets the calls in flight run for up to 5 s
+/// after the end of its input; with `gone` they end at once, and so does
+/// the daemon.
+struct WatchedStdin {
+    inner: rmcp::transport::StdioReader,
+    gone: CancellationToken,
+}
+
+impl tokio::io::AsyncRead for WatchedStdin {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let wanted = buf.remaining() > 0;
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        match &poll {
+            std::task::Poll::Ready(Ok(())) if wanted && buf.filled().len() == before => {
+                self.gone.cancel();
+            }
+            std::task::Poll::Ready(Err(_)) => self.gone.cancel(),
+            _ => {}
+        }
+        poll
+    }
 }
 
 /// Tells systemd the daemon is stopping and closes every port.

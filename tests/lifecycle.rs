@@ -178,3 +178,172 @@ async fn the_tool_list_is_the_contract() {
         "{names:?}"
     );
 }
+
+/// The events of a status, as text.
+fn events(status: &serde_json::Value) -> Vec<(u64, String)> {
+    status["events"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no events in {status}"))
+        .iter()
+        .map(|e| (num(e, "at_unix_ms"), text(e, "what").to_owned()))
+        .collect()
+}
+
+/// Polls `status` until an event satisfies `found` (the state changes
+/// reach no MCP client as events, so this polls like `wait_state`).
+async fn wait_event(
+    rig: &Rig,
+    within: Duration,
+    found: impl Fn(&str) -> bool,
+) -> (serde_json::Value, u64) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let status = rig.ok("status", json!({})).await;
+        if let Some((at, _)) = events(&status).into_iter().find(|(_, e)| found(e)) {
+            return (status, at);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no such event within {within:?}: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test]
+async fn a_returning_device_is_reopened_at_once_not_when_the_backoff_timer_fires() {
+    let rig = Rig::start(Profile::Silent, "").await;
+    rig.ok("connect", json!({"port": "sw1"})).await;
+    let link = rig.dir.path().join("sw1");
+    let unplugged_at = now_ms();
+    rig.sim.close().await;
+    // Lost within a second of the unplug.
+    let (_, lost_at) = wait_event(&rig, Duration::from_secs(2), |e| e.starts_with("lost ")).await;
+    let lost_after = lost_at.saturating_sub(unplugged_at);
+    println!("lost {lost_after} ms after the unplug");
+    assert!(lost_after < 1000, "lost {lost_after} ms after the unplug");
+    // Let the backoff grow to its cap: the attempt that says "next attempt
+    // in 5s" leaves the timer at 5 s.
+    let (_, capped_at) = wait_event(&rig, Duration::from_secs(20), |e| {
+        e.starts_with("cannot open") && e.contains("next attempt in 5s")
+    })
+    .await;
+    let plugged_at = now_ms();
+    let again = sim::spawn(Profile::Silent, Some(link))
+        .await
+        .expect("device");
+    let status = rig.wait_state("open", Duration::from_secs(10)).await;
+    assert_eq!(status["state"], "open", "{status}");
+    let opened_at = events(&status)
+        .iter()
+        .rev()
+        .find(|(_, e)| e.starts_with("opened"))
+        .map(|(at, _)| *at)
+        .unwrap_or_else(|| panic!("no opened event: {status}"));
+    assert!(
+        events(&status)
+            .iter()
+            .any(|(_, e)| e.ends_with("reappeared: reopening now")),
+        "reopened because the path came back: {status}"
+    );
+    let after_plug = opened_at.saturating_sub(plugged_at);
+    println!(
+        "reopened {after_plug} ms after the device returned; the timer would have fired {} ms later",
+        (capped_at + 5000).saturating_sub(opened_at)
+    );
+    assert!(after_plug < 1000, "reopened {after_plug} ms after the plug");
+    assert!(
+        opened_at < capped_at + 5000,
+        "reopened before the 5 s timer: {status}"
+    );
+    // The last loss is in status, with its time and reason.
+    let loss = &status["last_loss"];
+    assert!(
+        text(loss, "what").starts_with("lost ") && text(loss, "what").contains("end of file"),
+        "{status}"
+    );
+    assert!(num(loss, "at_unix_ms") <= capped_at, "{status}");
+    assert_eq!(num(&status, "reconnects"), 1);
+    // And it captures again.
+    again.inject(b"back\r\n").await;
+    let page = rig
+        .ok("read_output", json!({"cursor": 0, "wait_ms": 5000}))
+        .await;
+    assert_eq!(text(&page, "output"), "back\r\n");
+}
+
+#[tokio::test]
+async fn a_flapping_device_goes_down_and_status_says_why() {
+    let rig = Rig::start(Profile::Silent, "down_after = 3\n").await;
+    rig.ok("connect", json!({"port": "sw1"})).await;
+    let link = rig.dir.path().join("sw1");
+    // The device drops right after each open. The first open may count
+    // too (the rig starts in under 2 s), so flap until the port is down.
+    rig.sim.close().await;
+    let mut status = rig.wait_state("lost", Duration::from_secs(5)).await;
+    for _ in 0..3 {
+        if status["state"] == "down" {
+            break;
+        }
+        let flap = sim::spawn(Profile::Silent, Some(link.clone()))
+            .await
+            .expect("device");
+        let open = rig.wait_state("open", Duration::from_secs(10)).await;
+        assert_eq!(open["state"], "open", "{open}");
+        flap.close().await;
+        status = rig.wait_state("down", Duration::from_secs(1)).await;
+    }
+    assert_eq!(status["state"], "down", "{status}");
+    let evs = events(&status);
+    let first_loss = evs
+        .iter()
+        .find(|(_, e)| e.starts_with("lost "))
+        .map(|(at, _)| *at);
+    let down_at = evs
+        .iter()
+        .find(|(_, e)| e.starts_with("down:"))
+        .map(|(at, _)| *at);
+    if let (Some(a), Some(b)) = (first_loss, down_at) {
+        println!("down {} ms after the first quick loss", b.saturating_sub(a));
+    }
+    let why = text(&status, "down_reason");
+    assert!(
+        why.contains("lost 3 times in a row within 2s of opening"),
+        "{status}"
+    );
+    assert!(
+        events(&status)
+            .iter()
+            .any(|(_, e)| e.starts_with("down:") && e.contains("retrying every 60s")),
+        "{status}"
+    );
+    let ports = rig.ok("list_ports", json!({})).await;
+    assert_eq!(ports["ports"][0]["state"], "down", "{ports}");
+    assert_eq!(ports["ports"][0]["down_reason"], why);
+    let e = rig.err("send_text", json!({"text": "x"})).await;
+    assert!(e.starts_with("port_lost: ") && e.contains("is down"), "{e}");
+    // Not hammered: no reopen attempt while the path stays away (the
+    // next timed attempt is 60 s off). The sleep is the window watched,
+    // not a synchronisation.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let quiet = rig.ok("status", json!({})).await;
+    assert_eq!(quiet["state"], "down", "{quiet}");
+    assert_eq!(events(&quiet).last(), events(&status).last(), "{quiet}");
+    // ...and a device that returns is tried at once, and stays.
+    let healthy = sim::spawn(Profile::Silent, Some(link))
+        .await
+        .expect("device");
+    let status = rig.wait_state("open", Duration::from_secs(5)).await;
+    assert_eq!(status["state"], "open", "{status}");
+    assert_eq!(status["down_reason"], serde_json::Value::Null);
+    healthy.inject(b"up\r\n").await;
+    rig.ok("read_output", json!({"cursor": 0, "wait_ms": 5000}))
+        .await;
+}

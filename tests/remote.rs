@@ -474,11 +474,11 @@ async fn ad_hoc_remotes_are_governed_by_the_allow_list() {
         "{e}"
     );
     let e = gate
-        .err("connect", json!({"port": "rfc2217://10.0.0.5:2001"}))
+        .err("connect", json!({"port": "rfc2217://127.0.0.1:2001"}))
         .await;
     assert!(
-        e.starts_with("port_unavailable: ") && e.contains("not supported yet"),
-        "{e}"
+        e.starts_with("forbidden: ") && e.contains("adhoc_remotes"),
+        "rfc2217:// is governed like the others: {e}"
     );
     let e = gate
         .err("connect", json!({"port": "telnet://10.0.0.5"}))

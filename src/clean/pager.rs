@@ -35,7 +35,7 @@
 
 use std::mem;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
+use aho_corasick::{AhoCorasick, Input};
 
 /// Most bytes between a Junos literal (`---(more`) and its `)`.
 const MAX_TAIL: usize = 40;
@@ -108,12 +108,9 @@ impl PagerFilter {
         } else {
             // Cannot fail for a handful of short literals; if it ever did,
             // leaving pagers in the text beats losing the output.
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                // Built per command: skip the DFA's construction cost.
-                .kind(Some(AhoCorasickKind::ContiguousNFA))
-                .build(literals.iter().map(|l| &l.bytes))
-                .ok()
+            // Shared between commands (the pagers of a port rarely change).
+            let bytes: Vec<&[u8]> = literals.iter().map(|l| l.bytes.as_slice()).collect();
+            crate::automata::leftmost_longest(&bytes).ok()
         };
         let max_len = literals.iter().map(|l| l.bytes.len()).max().unwrap_or(0);
         PagerFilter {

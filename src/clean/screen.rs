@@ -98,7 +98,10 @@ impl Screen {
 
     fn put(&mut self, c: char) {
         self.pager_line = false;
-        if self.col < self.line.len() {
+        // Appending at the end of the line is by far the common case.
+        if self.col == self.line.len() {
+            self.line.push(c);
+        } else if self.col < self.line.len() {
             self.line[self.col] = c;
         } else {
             self.line.resize(self.col, ' ');

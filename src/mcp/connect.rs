@@ -18,14 +18,24 @@ use crate::matcher::Prompt;
 use crate::port::PortState;
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
 
+/// Longest `port` (a name or a device path; PATH_MAX).
+pub const MAX_PORT_BYTES: usize = 4096;
+/// Longest `name` of an ad-hoc connection.
+pub const MAX_NAME_BYTES: usize = 64;
+/// Longest prompt (literal or regex) of any tool.
+pub const MAX_PROMPT_BYTES: usize = 4096;
+
 /// Arguments of `connect`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectArgs {
-    /// A configured port's name (see list_ports), or a device path such as
-    /// /dev/ttyUSB0 when the server allows ad-hoc connections.
+    /// A configured port's name (see list_ports); or, when the server
+    /// allows ad-hoc connections, a device path such as /dev/ttyUSB0 or a
+    /// remote console's URL: telnet://host:port (a terminal server's
+    /// reverse-telnet port), rfc2217://host:port (telnet with serial line
+    /// control) or tcp://host:port (raw bytes), within adhoc_remotes.
     pub port: String,
-    /// Name for an ad-hoc connection (default: the device's file name).
+    /// Name for an ad-hoc connection (default: the device's file name; at most 64 bytes).
     pub name: Option<String>,
     /// Device preset (see list_presets): prompt, pager replies, error patterns.
     pub preset: Option<String>,
@@ -47,7 +57,7 @@ pub struct ConnectArgs {
     /// What send_text appends by default: cr (default for consoles), lf, crlf, none.
     #[serde(default, deserialize_with = "args::opt_enum")]
     pub line_ending: Option<LineEnding>,
-    /// Default prompt of this connection (default: the preset's regex).
+    /// Default prompt of this connection (default: the preset's regex; at most 4096 bytes).
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex (default false: literal).
     #[serde(default, deserialize_with = "args::opt_bool")]
@@ -66,7 +76,7 @@ pub struct ConnectResult {
     pub connection: String,
     /// The device path.
     pub device: String,
-    /// opening, open, lost, reopening or closed.
+    /// opening, open, lost, reopening, down or closed.
     pub state: PortState,
     /// Baud rate and framing.
     pub settings: LineSettings,
@@ -154,6 +164,12 @@ fn build_profile(config: &PortConfig, a: &ConnectArgs) -> Result<Profile, GateEr
                 "prompt is empty; give the text that ends the output, e.g. \"SW1#\"",
             ));
         }
+        (Some(p), _) if p.len() > MAX_PROMPT_BYTES => {
+            return Err(GateError::invalid(format!(
+                "prompt is {} bytes; at most {MAX_PROMPT_BYTES} (a prompt is one short line)",
+                p.len()
+            )));
+        }
         (Some(p), true) => (compile_regex("prompt", p)?, true),
         (Some(p), false) => (Prompt::literal(p), false),
         (None, _) => (compile_regex("the preset's prompt", &config.prompt)?, true),
@@ -197,8 +213,9 @@ pub(super) fn compile_regex(what: &str, source: &str) -> Result<Prompt, GateErro
 #[tool_router(router = connect_router, vis = "pub(super)")]
 impl GateServer {
     /// Attach this session to a serial port so the other tools can use it.
-    /// `port` is a configured port's name from list_ports, or a device path
-    /// (e.g. /dev/ttyUSB0) if the server allows ad-hoc connections. The
+    /// `port` is a configured port's name from list_ports, or, if the server
+    /// allows ad-hoc connections, a device path (e.g. /dev/ttyUSB0) or a
+    /// telnet://, rfc2217:// or tcp:// URL of a console server. The
     /// session's consume cursor starts at the head: earlier output stays
     /// readable with read_output. Line settings apply to ad-hoc ports;
     /// `prompt`/`prompt_regex`/`line_ending`/`preset` set this connection's
@@ -213,6 +230,20 @@ impl GateServer {
             return Err(
                 GateError::invalid("port is empty; give a port name from list_ports").into(),
             );
+        }
+        if a.port.len() > MAX_PORT_BYTES {
+            return Err(GateError::invalid(format!(
+                "port is {} bytes; a port name or device path is at most {MAX_PORT_BYTES}",
+                a.port.len()
+            ))
+            .into());
+        }
+        if let Some(name) = a.name.as_ref().filter(|n| n.len() > MAX_NAME_BYTES) {
+            return Err(GateError::invalid(format!(
+                "name is {} bytes; a connection name is at most {MAX_NAME_BYTES}, e.g. \"bench-r1\"",
+                name.len()
+            ))
+            .into());
         }
         if let Some(preset) = &a.preset
             && !self.gateway.config().presets.contains_key(preset)
@@ -238,6 +269,16 @@ impl GateServer {
             )
             .await?;
         let name = gp.port.name().to_owned();
+        if !gp.adhoc {
+            // A configured port still on its first open attempt (a client
+            // quick after start-up over HTTP, which serves before the
+            // ports are ready): that attempt's outcome is the answer.
+            gp.port
+                .wait_for_state(crate::gateway::ADHOC_OPEN_TIMEOUT, |s| {
+                    s != PortState::Opening
+                })
+                .await;
+        }
         let built = (|| {
             if !gp.adhoc {
                 if let Some(line) = a.line_settings(gp.config.line)?

@@ -263,8 +263,9 @@ impl SetLineSettingsArgs {
 impl GateServer {
     /// Send a serial BREAK (the line held low) for duration_ms (default
     /// 250). Used to enter Cisco ROMMON during boot, or to get the
-    /// attention of a console that ignores text. Fails with
-    /// port_unavailable when the device cannot send BREAK.
+    /// attention of a console that ignores text. On a telnet:// console
+    /// server it is telnet's BREAK, on rfc2217:// the server holds it.
+    /// Fails with port_unavailable when the device cannot send BREAK.
     #[tool(
         annotations(destructive_hint = true),
         input_schema = rmcp::handler::server::common::schema_for_input::<SendBreakArgs>().unwrap_or_default()
@@ -284,7 +285,9 @@ impl GateServer {
     /// reconnecting: the output log and cursors go on (e.g. ROMMON at 9600,
     /// then the booted image at 115200). Arguments not given stay as they
     /// are. The port keeps the new settings for later reopens; status and
-    /// list_ports show them.
+    /// list_ports show them. On an rfc2217:// console server they go to
+    /// the server and its acknowledgement is awaited; telnet:// and tcp://
+    /// ports have no line control.
     #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<SetLineSettingsArgs>().unwrap_or_default())]
     pub async fn set_line_settings(
         &self,
@@ -307,6 +310,7 @@ impl GateServer {
     /// drops; omitted ones stay) and read every modem line: dtr, rts, cts,
     /// dsr, cd (carrier detect), ri (ring). With neither given it only
     /// reads. Fails with port_unavailable on a device without modem lines.
+    /// On rfc2217:// the inputs are what the console server last notified.
     #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<SetLinesArgs>().unwrap_or_default())]
     pub async fn set_lines(
         &self,
@@ -361,11 +365,18 @@ impl GateServer {
         let a: DetectBaudArgs = parse("detect_baud", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let listen = ms_arg("listen_ms", a.listen_ms, DEFAULT_LISTEN_MS, MAX_LISTEN)?;
-        let mut candidates = Vec::new();
-        for rate in a
+        let given = a
             .candidates
-            .unwrap_or_else(|| DEFAULT_CANDIDATES.iter().map(|&b| u64::from(b)).collect())
-        {
+            .unwrap_or_else(|| DEFAULT_CANDIDATES.iter().map(|&b| u64::from(b)).collect());
+        if given.len() > MAX_CANDIDATES {
+            return Err(GateError::invalid(format!(
+                "candidates must hold 1 to {MAX_CANDIDATES} rates, got {}",
+                given.len()
+            ))
+            .into());
+        }
+        let mut candidates = Vec::new();
+        for rate in given {
             let rate = to_baud(rate)?;
             if !candidates.contains(&rate) {
                 candidates.push(rate);

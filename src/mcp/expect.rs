@@ -100,6 +100,7 @@ pub struct ExpectArgs {
     pub steps: Vec<ExpectStep>,
     /// {trigger: reply} answered once per occurrence during every wait, e.g.
     /// {"--More--": " "}. Default: the preset's pager replies; {} for none.
+    /// At most 64 triggers of 1-256 bytes, replies at most 1024 bytes.
     #[serde(default, deserialize_with = "args::opt_map")]
     pub auto_reply: Option<BTreeMap<String, String>>,
     /// Stop at the first step whose expect times out (default true); false
@@ -482,7 +483,7 @@ impl GateServer {
                         prompt,
                         &a.auto_reply,
                         timeout,
-                        &super::io::wait_hooks(&context),
+                        &super::io::wait_hooks(&context, &self.client_gone),
                     )
                     .await
                 {

@@ -13,6 +13,7 @@ use crate::error::{ErrorCode, GateError};
 use crate::gateway::GatewayPort;
 use crate::port::{Holder, PortEvent, PortState};
 use crate::presets::Preset;
+use crate::remote::rfc2217::{RemoteLineState, RemoteModemState};
 use crate::settings::{LineEnding, LineSettings};
 
 /// One port as `list_ports` shows it.
@@ -22,8 +23,11 @@ pub struct PortInfo {
     pub name: String,
     /// Device path.
     pub device: String,
-    /// opening, open, lost, reopening or closed.
+    /// opening, open, lost, reopening, down or closed.
     pub state: PortState,
+    /// Why the port is down (it kept failing right after opening); null
+    /// in every other state.
+    pub down_reason: Option<String>,
     /// Preset of the port.
     pub preset: String,
     /// Baud rate and framing.
@@ -58,6 +62,14 @@ pub struct ListPresetsResult {
     pub presets: Vec<Preset>,
 }
 
+/// The arguments of `list_ports` and `list_presets`: none. An argument
+/// given anyway is refused (`invalid_argument`), like an unknown one of
+/// any other tool, rather than silently ignored (a filter the agent thinks
+/// applied).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
 /// Arguments of `status`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -73,8 +85,11 @@ pub struct StatusResult {
     pub connection: String,
     /// Device path.
     pub device: String,
-    /// opening, open, lost, reopening or closed.
+    /// opening, open, lost, reopening, down or closed.
     pub state: PortState,
+    /// Why the port is down (it kept failing right after opening: a
+    /// failing device, adapter or cable); null in every other state.
+    pub down_reason: Option<String>,
     /// Baud rate and framing.
     pub settings: LineSettings,
     /// Preset of this connection.
@@ -99,6 +114,8 @@ pub struct StatusResult {
     pub blocked_prompt: Option<String>,
     /// Times the device was reopened after a loss.
     pub reconnects: u64,
+    /// The last time the open device went away, and why; null if it never did.
+    pub last_loss: Option<PortEvent>,
     /// Recent events, oldest first.
     pub events: Vec<PortEvent>,
     /// The session holding the port for writing; null when nobody has written yet.
@@ -109,6 +126,18 @@ pub struct StatusResult {
     pub transcript: Option<String>,
     /// Calls (of any session) waiting on this port's output now.
     pub active_waits: u64,
+    /// rfc2217:// ports while connected: COM-PORT-OPTION negotiation with
+    /// the console server (pending, agreed, refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub com_port: Option<String>,
+    /// rfc2217:// ports: the modem lines (CTS, DSR, RI, CD) as the console
+    /// server last notified them; absent until it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modem_state: Option<RemoteModemState>,
+    /// rfc2217:// ports: line errors and BREAK as the console server last
+    /// notified them; absent until it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_state: Option<RemoteLineState>,
 }
 
 /// Recognizes what a device waits at from its last line of output (for
@@ -154,6 +183,7 @@ fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
         name: gp.port.name().to_owned(),
         device: gp.config.device.clone(),
         state: gp.port.state(),
+        down_reason: gp.port.down_reason(),
         preset: gp.config.preset.clone(),
         settings: gp.port.spec().line,
         line_ending: gp.config.line_ending,
@@ -168,8 +198,15 @@ fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
 impl GateServer {
     /// List the ports this gateway runs (state, settings, retained range)
     /// and the serial devices found on the machine (USB ids, by-id paths).
-    #[tool(annotations(read_only_hint = true))]
-    pub async fn list_ports(&self) -> Result<Json<ListPortsResult>, ToolError> {
+    #[tool(
+        annotations(read_only_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<NoArgs>().unwrap_or_default()
+    )]
+    pub async fn list_ports(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<ListPortsResult>, ToolError> {
+        let NoArgs {} = parse("list_ports", raw)?;
         let ports = self
             .gateway
             .ports()
@@ -188,8 +225,15 @@ impl GateServer {
 
     /// List the device presets (prompt regex, pager replies, error
     /// patterns, paging-off command, line settings) that connect accepts.
-    #[tool(annotations(read_only_hint = true))]
-    pub async fn list_presets(&self) -> Result<Json<ListPresetsResult>, ToolError> {
+    #[tool(
+        annotations(read_only_hint = true),
+        input_schema = rmcp::handler::server::common::schema_for_input::<NoArgs>().unwrap_or_default()
+    )]
+    pub async fn list_presets(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Result<Json<ListPresetsResult>, ToolError> {
+        let NoArgs {} = parse("list_presets", raw)?;
         Ok(Json(ListPresetsResult {
             presets: self.gateway.config().presets.values().cloned().collect(),
         }))
@@ -197,7 +241,8 @@ impl GateServer {
 
     /// State of a connection: port state, retained range, this session's
     /// cursor and unread bytes, what the device is blocked at (a pager,
-    /// [confirm], Password:), reconnects and recent events.
+    /// [confirm], Password:), reconnects, the last loss (when and why),
+    /// why a port is `down`, and recent events.
     #[tool(
         annotations(read_only_hint = true),
         input_schema = rmcp::handler::server::common::schema_for_input::<StatusArgs>().unwrap_or_default()
@@ -212,10 +257,12 @@ impl GateServer {
         let log = port.log();
         let (oldest, head) = (log.oldest(), log.head());
         let tail = log.copy_range(head.saturating_sub(256), head);
+        let com = port.com_port();
         Ok(Json(StatusResult {
             connection: conn.name.clone(),
             device: conn.port.config.device.clone(),
             state: port.state(),
+            down_reason: port.down_reason(),
             settings: port.spec().line,
             preset: conn.profile.preset.clone(),
             prompt: conn.profile.prompt.source(),
@@ -228,6 +275,7 @@ impl GateServer {
             bytes_written: port.bytes_written(),
             blocked_prompt: blocked_prompt(&tail),
             reconnects: port.reconnects(),
+            last_loss: port.last_loss(),
             events: port.events(),
             you_hold_writer: port
                 .holder()
@@ -235,6 +283,11 @@ impl GateServer {
             writer: port.holder(),
             transcript: port.transcript().map(|t| t.path().display().to_string()),
             active_waits: port.active_waits(),
+            com_port: com
+                .as_ref()
+                .map(|c| c.view().negotiation.as_str().to_owned()),
+            modem_state: com.as_ref().and_then(|c| c.modem_state()),
+            line_state: com.as_ref().and_then(|c| c.line_state()),
         }))
     }
 

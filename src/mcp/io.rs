@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::{self, parse};
-use super::connect::compile_regex;
+use super::connect::{MAX_PROMPT_BYTES, compile_regex};
 use super::encoding::{self, Encoding};
 use super::resources::output_uri;
 use super::session::{Connection, RememberedOutput};
@@ -86,8 +86,8 @@ pub struct SendResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadUntilPromptArgs {
-    /// Text that ends the output, e.g. "SW1#", "login: ", "Password:".
-    /// Default: the connection's prompt (the preset's regex).
+    /// Text that ends the output, e.g. "SW1#", "login: ", "Password:"
+    /// (at most 4096 bytes). Default: the connection's prompt (the preset's regex).
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex (multi-line: `^`/`$` at line boundaries, `$` also at the end of what has arrived). Default false.
     #[serde(default, deserialize_with = "args::opt_bool")]
@@ -96,7 +96,8 @@ pub struct ReadUntilPromptArgs {
     #[serde(default, deserialize_with = "args::opt_f64")]
     pub timeout: Option<f64>,
     /// {trigger: reply} answered once per occurrence while waiting, e.g.
-    /// {"--More--": " ", "[confirm]": "\r"}. Default: the preset's pager replies; {} for none.
+    /// {"--More--": " ", "[confirm]": "\r"}. Default: the preset's pager
+    /// replies; {} for none. At most 64 triggers of 1-256 bytes, replies at most 1024 bytes.
     #[serde(default, deserialize_with = "args::opt_map")]
     pub auto_reply: Option<BTreeMap<String, String>>,
     /// Most bytes of output returned inline (default 65536, at most 16 MiB).
@@ -144,9 +145,9 @@ pub struct ReadUntilPromptResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendCommandArgs {
-    /// The command line, e.g. "show version" (the line ending is added).
+    /// The command line, e.g. "show version" (the line ending is added; at most 64 KiB).
     pub command: String,
-    /// Prompt ending the output (default: the connection's prompt).
+    /// Prompt ending the output (default: the connection's prompt; at most 4096 bytes).
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex. Default false.
     #[serde(default, deserialize_with = "args::opt_bool")]
@@ -154,7 +155,8 @@ pub struct SendCommandArgs {
     /// Seconds to wait for the prompt (default 10, at most 600).
     #[serde(default, deserialize_with = "args::opt_f64")]
     pub timeout: Option<f64>,
-    /// {trigger: reply} while waiting (default: the preset's, e.g. --More-- → space).
+    /// {trigger: reply} while waiting (default: the preset's, e.g. --More-- → space;
+    /// at most 64 triggers of 1-256 bytes, replies at most 1024 bytes).
     #[serde(default, deserialize_with = "args::opt_map")]
     pub auto_reply: Option<BTreeMap<String, String>>,
     /// Most bytes of clean output returned inline (default 65536, at most 16 MiB).
@@ -335,9 +337,10 @@ fn prompt_arg(
         Some(p) if p.is_empty() => Err(GateError::invalid(
             "prompt is empty; give the text that ends the output, or omit it for the connection's prompt",
         )),
-        Some(p) if p.len() > 4096 => Err(GateError::invalid(
-            "prompt is longer than 4096 bytes; a prompt is one short line",
-        )),
+        Some(p) if p.len() > MAX_PROMPT_BYTES => Err(GateError::invalid(format!(
+            "prompt is {} bytes, longer than {MAX_PROMPT_BYTES}; a prompt is one short line",
+            p.len()
+        ))),
         Some(p) if regex.unwrap_or(false) => compile_regex("prompt", p),
         Some(p) => Ok(Prompt::literal(p)),
     }
@@ -370,10 +373,22 @@ pub(super) fn triggers_arg(
     TriggerScanner::new(&pairs, cursor).map_err(GateError::invalid)
 }
 
+/// The error of a wait the client cancelled (or left by going away).
+fn cancelled() -> GateError {
+    GateError::new(
+        ErrorCode::Timeout,
+        "the client cancelled this wait; the output stays for the next read",
+    )
+}
+
 /// The hooks of a wait made for an MCP request: the request's
-/// cancellation, and progress notifications (bytes received, pages
-/// answered) when the client sent a progress token.
-pub(super) fn wait_hooks(context: &RequestContext<RoleServer>) -> WaitHooks {
+/// cancellation, the client going away (`gone`), and progress
+/// notifications (bytes received, pages answered) when the client sent a
+/// progress token.
+pub(super) fn wait_hooks(
+    context: &RequestContext<RoleServer>,
+    gone: &tokio_util::sync::CancellationToken,
+) -> WaitHooks {
     let progress = context.meta.get_progress_token().map(|token| {
         let peer = context.peer.clone();
         let report: crate::port::wait::ProgressFn = Arc::new(move |bytes: u64, pages: u64| {
@@ -389,6 +404,7 @@ pub(super) fn wait_hooks(context: &RequestContext<RoleServer>) -> WaitHooks {
     });
     WaitHooks {
         cancel: context.ct.clone(),
+        gone: gone.clone(),
         progress,
     }
 }
@@ -447,10 +463,7 @@ impl GateServer {
         if waited.end == WaitEnd::Cancelled {
             // The client dropped the request: its output stays unread for
             // the session's next read.
-            return Err(GateError::new(
-                ErrorCode::Timeout,
-                "the client cancelled this wait; the output stays for the next read",
-            ));
+            return Err(cancelled());
         }
         self.session.advance(&conn.name, waited.end_offset);
         if matches!(waited.end, WaitEnd::Lost | WaitEnd::Closed) {
@@ -464,7 +477,7 @@ impl GateServer {
             return Err(GateError::new(
                 e.code,
                 format!(
-                    "{} Partial output ({} bytes, cursors {}-{}; whole with read_output):\n{text}",
+                    "{}.\nPartial output ({} bytes, cursors {}-{}; whole with read_output):\n{text}",
                     e.message,
                     waited.end_offset - waited.start,
                     waited.start,
@@ -559,7 +572,7 @@ impl GateServer {
                 prompt,
                 &a.auto_reply,
                 timeout,
-                &wait_hooks(&context),
+                &wait_hooks(&context, &self.client_gone),
             )
             .await?;
         let log = conn.port.port.log();
@@ -618,6 +631,9 @@ impl GateServer {
             ))
             .into());
         }
+        // Every argument is checked before anything is sent: a refused
+        // call must not have run the command.
+        triggers_arg(&conn, &a.auto_reply, 0)?;
         // The reply starts where the log is when the command goes out:
         // whatever arrived before is not this command's output.
         let start = self.send_bytes(&conn, "command", &bytes, true).await?;
@@ -628,7 +644,7 @@ impl GateServer {
                 prompt,
                 &a.auto_reply,
                 timeout,
-                &wait_hooks(&context),
+                &wait_hooks(&context, &self.client_gone),
             )
             .await?;
         let log = conn.port.port.log();
@@ -696,6 +712,7 @@ impl GateServer {
     pub async fn read_available(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ReadAvailableResult>, ToolError> {
         let a: ReadAvailableArgs = parse("read_available", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
@@ -708,8 +725,10 @@ impl GateServer {
             timeout,
             SETTLE,
             timeout.max(SETTLE),
+            &wait_hooks(&context, &self.client_gone),
         )
-        .await;
+        .await
+        .ok_or_else(cancelled)?;
         let oldest = log.oldest();
         let start = conn.cursor.max(oldest);
         let raw = log.copy_range(start, end);
@@ -744,6 +763,7 @@ impl GateServer {
     pub async fn read_output(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ReadOutputResult>, ToolError> {
         let a: ReadOutputArgs = parse("read_output", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
@@ -771,8 +791,10 @@ impl GateServer {
                 Duration::from_millis(wait_ms),
                 Duration::ZERO,
                 Duration::ZERO,
+                &wait_hooks(&context, &self.client_gone),
             )
-            .await;
+            .await
+            .ok_or_else(cancelled)?;
         }
         let encoding = a.encoding.unwrap_or_default();
         let page = if encoding.is_binary() {

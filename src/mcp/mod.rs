@@ -69,6 +69,9 @@ pub struct GateServer {
     /// Detaches this session's connections when the last clone drops
     /// (HTTP sessions; stdio detaches explicitly).
     _release: Option<std::sync::Arc<scope::Release>>,
+    /// Cancelled when the client is gone (stdio: stdin closed), so that
+    /// its waiting calls end at once; never cancelled over HTTP.
+    client_gone: tokio_util::sync::CancellationToken,
 }
 
 impl GateServer {
@@ -85,7 +88,15 @@ impl GateServer {
                 + Self::terminal_router(),
             mode: scope::Mode::Local,
             _release: None,
+            client_gone: tokio_util::sync::CancellationToken::new(),
         }
+    }
+
+    /// The same server, whose waiting calls end when `gone` is cancelled
+    /// (stdio: the client closed its end).
+    pub fn with_client_gone(mut self, gone: tokio_util::sync::CancellationToken) -> GateServer {
+        self.client_gone = gone;
+        self
     }
 
     /// Detaches every connection of this session (at its end).

@@ -264,6 +264,7 @@ impl GateServer {
                 gateway: self.gateway.clone(),
                 session,
             })),
+            client_gone: self.client_gone.clone(),
         }
     }
 

@@ -167,8 +167,13 @@ impl Session {
             GateError::new(
                 ErrorCode::UnknownConnection,
                 format!(
-                    "no connection named {name:?} in this session (connected: {}); call connect first",
-                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                    "no connection named {} in this session (connected: {}); call connect first",
+                    crate::error::shown(&name),
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
                 ),
             )
         })?;

@@ -4,9 +4,12 @@
 //! # Design
 //!
 //! The operations go through the small [`LineControl`] trait. The real
-//! implementation is `device::DeviceControl`, a second descriptor on the
+//! implementations are `device::DeviceControl`, a second descriptor on the
 //! open tty (see `device.rs` for why a duplicate and how it keeps
-//! `TIOCEXCL`); unit tests use a fake that records calls. The timed
+//! `TIOCEXCL`), and `comport::ComPortControl`, the COM-PORT-OPTION side of
+//! an `rfc2217://` console server's connection; unit tests use a fake that
+//! records calls. Operations return futures because a console server
+//! answers over the network. The timed
 //! sequences ([`hold_break`], [`pulse`]) and the scoring of
 //! [`detect_baud`](Port::detect_baud) are plain functions over the trait,
 //! so their order and timing are tested without hardware.
@@ -25,19 +28,22 @@
 //! a tool call cancelled halfway never leaves the line in BREAK, a pin
 //! dropped, or the rate at a candidate of the detection.
 
+use std::future::Future;
 use std::io;
-use std::sync::Mutex;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::comport::ComPortLink;
 use super::{Port, device};
 use crate::error::{ErrorCode, GateError};
 use crate::log::OutputLog;
-use crate::remote::RemoteAddr;
+use crate::remote::{RemoteAddr, Scheme};
 use crate::settings::LineSettings;
 
 /// Longest BREAK `send_break` sends.
@@ -99,17 +105,28 @@ pub struct ModemStatus {
     pub ri: bool,
 }
 
+/// What a [`LineControl`] operation returns: a boxed future, so that the
+/// trait stays object-safe while an RFC 2217 console server is asked over
+/// the network (a local tty answers at once, with a ready future).
+pub type ControlFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + Send + 'a>>;
+
 /// What a port's line control needs from the device. Implemented by the
-/// open serial device and, in tests, by a fake that records calls.
+/// open serial device, by an RFC 2217 console server's connection
+/// (`comport.rs`) and, in tests, by a fake that records calls.
 pub trait LineControl: Send {
     /// Starts (`true`) or ends (`false`) a BREAK condition on the line.
-    fn set_break(&mut self, on: bool) -> io::Result<()>;
+    fn set_break(&mut self, on: bool) -> ControlFuture<'_, ()>;
     /// Sets a modem control output line.
-    fn write_line(&mut self, line: ModemLine, level: bool) -> io::Result<()>;
+    fn write_line(&mut self, line: ModemLine, level: bool) -> ControlFuture<'_, ()>;
     /// Reads every modem control line.
-    fn modem_status(&mut self) -> io::Result<ModemStatus>;
+    fn modem_status(&mut self) -> ControlFuture<'_, ModemStatus>;
     /// Applies baud rate and framing to the open line.
-    fn apply_settings(&mut self, line: &LineSettings) -> io::Result<()>;
+    fn apply_settings(&mut self, line: LineSettings) -> ControlFuture<'_, ()>;
+    /// The RFC 2217 state of the connection, for `status`; `None` for a
+    /// local tty.
+    fn com_port(&self) -> Option<Arc<ComPortLink>> {
+        None
+    }
 }
 
 type Handle = Option<Box<dyn LineControl>>;
@@ -120,6 +137,9 @@ pub struct ControlSlot {
     handle: tokio::sync::Mutex<Handle>,
     settings: Mutex<LineSettings>,
     detecting: AtomicBool,
+    /// The open connection's RFC 2217 state (rfc2217:// ports), readable
+    /// without waiting for the handle's lock.
+    com_port: Mutex<Option<Arc<ComPortLink>>>,
 }
 
 impl ControlSlot {
@@ -129,15 +149,16 @@ impl ControlSlot {
             handle: tokio::sync::Mutex::new(None),
             settings: Mutex::new(line),
             detecting: AtomicBool::new(false),
+            com_port: Mutex::new(None),
         }
     }
 }
 
 /// Holds a BREAK for `duration`: starts it, waits, ends it.
 pub async fn hold_break(ctl: &mut dyn LineControl, duration: Duration) -> io::Result<()> {
-    ctl.set_break(true)?;
+    ctl.set_break(true).await?;
     tokio::time::sleep(duration).await;
-    ctl.set_break(false)
+    ctl.set_break(false).await
 }
 
 /// Pulses `line`: sets it to `level` for `duration`, then to `!level`
@@ -148,24 +169,24 @@ pub async fn pulse(
     level: bool,
     duration: Duration,
 ) -> io::Result<()> {
-    ctl.write_line(line, level)?;
+    ctl.write_line(line, level).await?;
     tokio::time::sleep(duration).await;
-    ctl.write_line(line, !level)
+    ctl.write_line(line, !level).await
 }
 
 /// Sets the given output lines (DTR first, then RTS) and reads them all back.
-pub fn set_lines(
+pub async fn set_lines(
     ctl: &mut dyn LineControl,
     dtr: Option<bool>,
     rts: Option<bool>,
 ) -> io::Result<ModemStatus> {
     if let Some(level) = dtr {
-        ctl.write_line(ModemLine::Dtr, level)?;
+        ctl.write_line(ModemLine::Dtr, level).await?;
     }
     if let Some(level) = rts {
-        ctl.write_line(ModemLine::Rts, level)?;
+        ctl.write_line(ModemLine::Rts, level).await?;
     }
-    ctl.modem_status()
+    ctl.modem_status().await
 }
 
 /// How readable console output is, from 0 (nothing, or noise) to 1 (text).
@@ -298,11 +319,15 @@ async fn listen_from(log: &OutputLog, start: u64, listen: Duration) -> u64 {
 }
 
 /// The errno of an I/O error says the device lacks the feature (a pty has
-/// no modem lines, an adapter no BREAK).
+/// no modem lines, an adapter no BREAK), or an RFC 2217 console server
+/// refused it (its answer, `comport.rs`, is of these kinds).
 fn unsupported(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::ENOTTY | libc::EINVAL | libc::EOPNOTSUPP)
+    ) || matches!(
+        e.kind(),
+        io::ErrorKind::Unsupported | io::ErrorKind::InvalidInput
     )
 }
 
@@ -355,13 +380,67 @@ impl Port {
         let mut slot = self.control().handle.lock().await;
         let line = self.line_settings();
         let (reader, writer, control) = device::open(&self.shared.spec.device, &line).await?;
-        *slot = control.map(|c| Box::new(c) as Box<dyn LineControl>);
+        *self.lock_com_port() = control.as_ref().and_then(|c| c.com_port());
+        *slot = control;
         Ok((reader, writer, line))
     }
 
-    /// Whether the device is a remote console (`tcp://`, `telnet://`).
+    fn lock_com_port(&self) -> std::sync::MutexGuard<'_, Option<Arc<ComPortLink>>> {
+        self.control()
+            .com_port
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The RFC 2217 state of the open connection (rfc2217:// ports while
+    /// open): what `status` shows of the server's notifications.
+    pub fn com_port(&self) -> Option<Arc<ComPortLink>> {
+        self.lock_com_port().clone()
+    }
+
+    /// Whether the device is a remote console (`tcp://`, `telnet://`,
+    /// `rfc2217://`).
     pub fn is_remote(&self) -> bool {
         RemoteAddr::is_url(&self.shared.spec.device)
+    }
+
+    /// Whether the device is a remote console without line control: a
+    /// telnet or raw TCP connection (an rfc2217:// one has it, over
+    /// COM-PORT-OPTION).
+    fn lacks_line_control(&self) -> bool {
+        matches!(
+            RemoteAddr::parse(&self.shared.spec.device),
+            Ok(Some(addr)) if addr.scheme != Scheme::Rfc2217
+        )
+    }
+
+    /// Sets the line of a just opened rfc2217:// port to the current
+    /// settings, in its own task: once the server agreed to COM-PORT-OPTION,
+    /// the rate, framing and flow control go to it and its answers are
+    /// awaited (with a deadline); the outcome is an event in `status`.
+    pub(super) fn start_line_setup(&self) {
+        let port = self.clone();
+        tokio::spawn(async move {
+            let Ok(mut slot) = port.lock_control().await else {
+                return;
+            };
+            let Some(ctl) = slot.as_mut() else {
+                return;
+            };
+            let line = port.line_settings();
+            match ctl.apply_settings(line).await {
+                Ok(()) => {
+                    drop(slot);
+                    port.record(format!("the console server set the line to {line}"));
+                }
+                Err(e) => {
+                    drop(slot);
+                    port.record(format!(
+                        "the console server did not set the line to {line}: {e}"
+                    ));
+                }
+            }
+        });
     }
 
     /// The refusal of a line control operation on a remote console: a
@@ -371,7 +450,7 @@ impl Port {
         GateError::new(
             ErrorCode::PortUnavailable,
             format!(
-                "{} is a remote console ({}): {what} is not available over telnet or raw TCP; set the line on the console server itself",
+                "{} is a remote console ({}): {what} is not available over telnet or raw TCP; use rfc2217:// if the console server speaks RFC 2217 (ser2net's telnet(rfc2217) accepter), or set the line on the console server itself",
                 self.name(),
                 self.shared.spec.device
             ),
@@ -400,6 +479,7 @@ impl Port {
 
     /// Drops the control handle (the device is lost or closing).
     pub(super) async fn drop_control(&self) {
+        *self.lock_com_port() = None;
         *self.control().handle.lock().await = None;
     }
 
@@ -419,6 +499,16 @@ impl Port {
     }
 
     fn failed(&self, what: &str, e: &io::Error) -> GateError {
+        if e.kind() == io::ErrorKind::TimedOut {
+            return GateError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "{what} on {} ({}) failed: {e}; check the console server, then retry",
+                    self.name(),
+                    self.shared.spec.device
+                ),
+            );
+        }
         GateError::new(
             ErrorCode::PortLost,
             format!(
@@ -447,7 +537,7 @@ impl Port {
     /// to drop a Cisco router into ROMMON during boot.
     pub async fn send_break(&self, duration: Duration) -> Result<(), GateError> {
         let duration = duration.min(MAX_BREAK);
-        if self.is_remote() {
+        if self.lacks_line_control() {
             return self.send_remote_break().await;
         }
         let port = self.clone();
@@ -483,7 +573,7 @@ impl Port {
     /// apply when it reopens).
     pub async fn set_line_settings(&self, line: LineSettings) -> Result<bool, GateError> {
         line.validate().map_err(GateError::invalid)?;
-        if self.is_remote() {
+        if self.lacks_line_control() {
             return Err(self.remote_refusal("set_line_settings"));
         }
         if self.control().detecting.load(Ordering::Acquire) {
@@ -507,14 +597,14 @@ impl Port {
         line: LineSettings,
         previous: LineSettings,
     ) -> Result<bool, GateError> {
-        use super::PortState::{Lost, Opening, Reopening};
+        use super::PortState::{Down, Lost, Opening, Reopening};
         let mut slot = self.lock_control().await?;
         let live = match slot.as_mut() {
             Some(ctl) => {
-                self.apply_to(ctl.as_mut(), &line, previous)?;
+                self.apply_to(ctl.as_mut(), &line, previous).await?;
                 true
             }
-            None if matches!(self.state(), Opening | Lost | Reopening) => false,
+            None if matches!(self.state(), Opening | Lost | Reopening | Down) => false,
             None => return Err(self.not_open_error()),
         };
         self.store_settings(line);
@@ -542,26 +632,28 @@ impl Port {
         let Some(ctl) = slot.as_mut() else {
             return Err(self.not_open_error());
         };
-        self.apply_to(ctl.as_mut(), line, previous)
+        self.apply_to(ctl.as_mut(), line, previous).await
     }
 
-    fn apply_to(
+    async fn apply_to(
         &self,
         ctl: &mut dyn LineControl,
         line: &LineSettings,
         previous: LineSettings,
     ) -> Result<(), GateError> {
-        ctl.apply_settings(line).map_err(|e| {
-            let _ = ctl.apply_settings(&previous);
-            if unsupported(&e) {
-                GateError::invalid(format!(
-                    "{} ({}) rejected {line}: {e}; use settings the adapter supports (settings stay {previous})",
-                    self.name(),
-                    self.shared.spec.device
-                ))
-            } else {
-                self.failed("changing the line settings", &e)
-            }
+        let Err(e) = ctl.apply_settings(*line).await else {
+            return Ok(());
+        };
+        // Best effort: the line back at what it was.
+        let _ = ctl.apply_settings(previous).await;
+        Err(if unsupported(&e) {
+            GateError::invalid(format!(
+                "{} ({}) rejected {line}: {e}; use settings the adapter supports (settings stay {previous})",
+                self.name(),
+                self.shared.spec.device
+            ))
+        } else {
+            self.failed("changing the line settings", &e)
         })
     }
 
@@ -572,14 +664,16 @@ impl Port {
         dtr: Option<bool>,
         rts: Option<bool>,
     ) -> Result<ModemStatus, GateError> {
-        if self.is_remote() {
+        if self.lacks_line_control() {
             return Err(self.remote_refusal("set_lines (DTR/RTS)"));
         }
         let mut slot = self.lock_control().await?;
         let Some(ctl) = slot.as_mut() else {
             return Err(self.not_open_error());
         };
-        let status = set_lines(ctl.as_mut(), dtr, rts).map_err(|e| self.no_modem_lines(&e))?;
+        let status = set_lines(ctl.as_mut(), dtr, rts)
+            .await
+            .map_err(|e| self.no_modem_lines(&e))?;
         drop(slot);
         let level = |v: bool| if v { "on" } else { "off" };
         let changes: Vec<String> = [(ModemLine::Dtr, dtr), (ModemLine::Rts, rts)]
@@ -601,7 +695,7 @@ impl Port {
         duration: Duration,
     ) -> Result<ModemStatus, GateError> {
         let duration = duration.min(MAX_PULSE);
-        if self.is_remote() {
+        if self.lacks_line_control() {
             return Err(self.remote_refusal("pulse_line (DTR/RTS)"));
         }
         let port = self.clone();
@@ -613,7 +707,10 @@ impl Port {
             pulse(ctl.as_mut(), line, level, duration)
                 .await
                 .map_err(|e| port.no_modem_lines(&e))?;
-            let status = ctl.modem_status().map_err(|e| port.no_modem_lines(&e))?;
+            let status = ctl
+                .modem_status()
+                .await
+                .map_err(|e| port.no_modem_lines(&e))?;
             drop(slot);
             port.record(format!(
                 "pulsed {} {} for {} ms",
@@ -638,7 +735,7 @@ impl Port {
         listen: Duration,
     ) -> Result<BaudDetection, GateError> {
         let listen = listen.min(MAX_LISTEN);
-        if self.is_remote() {
+        if self.lacks_line_control() {
             return Err(self.remote_refusal("detect_baud"));
         }
         if candidates.is_empty() || candidates.len() > MAX_CANDIDATES {
@@ -766,34 +863,38 @@ mod tests {
     }
 
     impl LineControl for Fake {
-        fn set_break(&mut self, on: bool) -> io::Result<()> {
+        fn set_break(&mut self, on: bool) -> ControlFuture<'_, ()> {
             self.log(Call::Break(on));
-            Ok(())
+            Box::pin(std::future::ready(Ok(())))
         }
 
-        fn write_line(&mut self, line: ModemLine, level: bool) -> io::Result<()> {
+        fn write_line(&mut self, line: ModemLine, level: bool) -> ControlFuture<'_, ()> {
             if self.no_modem_lines {
-                return Err(io::Error::from_raw_os_error(libc::ENOTTY));
+                return Box::pin(std::future::ready(Err(io::Error::from_raw_os_error(
+                    libc::ENOTTY,
+                ))));
             }
             self.log(Call::Line(line, level));
             match line {
                 ModemLine::Dtr => self.lines.dtr = level,
                 ModemLine::Rts => self.lines.rts = level,
             }
-            Ok(())
+            Box::pin(std::future::ready(Ok(())))
         }
 
-        fn modem_status(&mut self) -> io::Result<ModemStatus> {
+        fn modem_status(&mut self) -> ControlFuture<'_, ModemStatus> {
             if self.no_modem_lines {
-                return Err(io::Error::from_raw_os_error(libc::ENOTTY));
+                return Box::pin(std::future::ready(Err(io::Error::from_raw_os_error(
+                    libc::ENOTTY,
+                ))));
             }
             self.log(Call::Status);
-            Ok(self.lines)
+            Box::pin(std::future::ready(Ok(self.lines)))
         }
 
-        fn apply_settings(&mut self, line: &LineSettings) -> io::Result<()> {
-            self.log(Call::Apply(*line));
-            Ok(())
+        fn apply_settings(&mut self, line: LineSettings) -> ControlFuture<'_, ()> {
+            self.log(Call::Apply(line));
+            Box::pin(std::future::ready(Ok(())))
         }
     }
 
@@ -854,11 +955,11 @@ mod tests {
     #[tokio::test]
     async fn set_lines_writes_only_what_is_given_and_reads_back() {
         let mut fake = Fake::new();
-        let status = set_lines(&mut fake, Some(true), None).unwrap();
+        let status = set_lines(&mut fake, Some(true), None).await.unwrap();
         assert!(status.dtr && !status.rts);
-        let status = set_lines(&mut fake, Some(false), Some(true)).unwrap();
+        let status = set_lines(&mut fake, Some(false), Some(true)).await.unwrap();
         assert!(!status.dtr && status.rts);
-        let status = set_lines(&mut fake, None, None).unwrap();
+        let status = set_lines(&mut fake, None, None).await.unwrap();
         assert!(!status.dtr && status.rts);
         let calls: Vec<Call> = fake.calls().into_iter().map(|(_, c)| c).collect();
         assert_eq!(
@@ -878,7 +979,7 @@ mod tests {
     async fn a_pty_like_device_reports_enotty_which_reads_as_unsupported() {
         let mut fake = Fake::new();
         fake.no_modem_lines = true;
-        let e = set_lines(&mut fake, Some(true), None).unwrap_err();
+        let e = set_lines(&mut fake, Some(true), None).await.unwrap_err();
         assert!(unsupported(&e), "{e}");
         let e = pulse(&mut fake, ModemLine::Dtr, false, Duration::from_millis(1))
             .await
@@ -1023,6 +1124,7 @@ mod tests {
             device: "/nonexistent/serialgate-test-tty".into(),
             line: LineSettings::default(),
             retention: 1024,
+            down_after: 0,
         };
         let port = Port::start(spec, Default::default(), &shutdown);
         let new = LineSettings {

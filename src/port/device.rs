@@ -1,8 +1,9 @@
 //! Opening a port's device: a local serial device with tokio-serial, split
 //! into the halves the reader task and the writer use, plus a control
 //! handle on the same tty for BREAK, modem lines and live line settings;
-//! or a remote console (`tcp://`, `telnet://`, see [`crate::remote`]) over
-//! a TCP connection, with no control handle.
+//! or a remote console (`tcp://`, `telnet://`, `rfc2217://`, see
+//! [`crate::remote`]) over a TCP connection, with a control handle only
+//! for `rfc2217://` (`comport.rs`).
 //!
 //! # The control handle
 //!
@@ -32,19 +33,26 @@
 //! state (the writer escapes by it, the reader decodes by it) and the
 //! socket's write half, which the reader also uses to answer the server's
 //! option negotiation. Each write takes the socket's lock once, so a
-//! negotiation reply never lands inside a command's bytes.
+//! negotiation reply never lands inside a command's bytes. An
+//! `rfc2217://` connection's link also carries its COM-PORT-OPTION state
+//! ([`ComPortLink`]), which the reader feeds with the server's answers.
 
+use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use serialport::{SerialPort, TTYPort};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_serial::SerialStream;
 
 use super::WRITE_TIMEOUT;
-use super::control::{LineControl, ModemLine, ModemStatus};
+use super::comport::{ComPortControl, ComPortLink};
+use super::control::{ControlFuture, LineControl, ModemLine, ModemStatus};
+use crate::remote::rfc2217::OPT_COM_PORT;
 use crate::remote::telnet::Telnet;
 use crate::remote::{self, RemoteAddr, Scheme};
 use crate::settings::{FlowControl, LineSettings, Parity};
@@ -73,6 +81,8 @@ pub enum DeviceWriter {
 pub struct TelnetLink {
     state: Mutex<Telnet>,
     socket: tokio::sync::Mutex<OwnedWriteHalf>,
+    /// COM-PORT-OPTION state, on an `rfc2217://` connection.
+    com: Option<Arc<ComPortLink>>,
 }
 
 impl TelnetLink {
@@ -81,7 +91,7 @@ impl TelnetLink {
     }
 
     /// Writes bytes as they are (already encoded), within [`WRITE_TIMEOUT`].
-    async fn send_raw(&self, bytes: &[u8]) -> io::Result<()> {
+    pub(super) async fn send_raw(&self, bytes: &[u8]) -> io::Result<()> {
         let send = async {
             let mut socket = self.socket.lock().await;
             socket.write_all(bytes).await?;
@@ -98,19 +108,47 @@ impl TelnetLink {
     }
 }
 
+/// Size of one read from a device.
+const READ_CHUNK: usize = 8 * 1024;
+
+thread_local! {
+    /// The read buffer, one per runtime thread instead of one per port: a
+    /// read fills it and hands the bytes on within the same poll, so no
+    /// port holds a buffer while it waits (256 idle ports would otherwise
+    /// keep 2 MiB of buffers).
+    static READ_BUF: RefCell<Vec<u8>> = RefCell::new(vec![0; READ_CHUNK]);
+    /// The data bytes of a telnet read, without the protocol.
+    static TELNET_DATA: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 impl DeviceReader {
-    /// Reads from the device into `buf` and appends the data bytes to
-    /// `data` (for a telnet connection: without the protocol, whose
-    /// replies are sent here). Returns how many bytes were read: 0 is the
-    /// end of the stream.
-    pub async fn read_data(&mut self, buf: &mut [u8], data: &mut Vec<u8>) -> io::Result<usize> {
+    /// Waits for the device's next bytes and hands the data bytes to
+    /// `deliver` (for a telnet connection: without the protocol, whose
+    /// replies are sent here; `deliver` is not called when a read carried
+    /// only protocol). Returns how many bytes were read: 0 is the end of
+    /// the stream.
+    pub async fn read_data(&mut self, deliver: &mut impl FnMut(&[u8])) -> io::Result<usize> {
         match self {
-            DeviceReader::Serial(r) => read_into(r, buf, data).await,
-            DeviceReader::Tcp(r) => read_into(r, buf, data).await,
+            DeviceReader::Serial(r) => read_with(r, deliver).await,
+            DeviceReader::Tcp(r) => read_with(r, deliver).await,
             DeviceReader::Telnet(r, link) => {
-                let n = r.read(buf).await?;
                 let mut replies = Vec::new();
-                link.state().receive(&buf[..n], data, &mut replies);
+                let n = read_with(r, |bytes| {
+                    TELNET_DATA.with_borrow_mut(|data| {
+                        data.clear();
+                        {
+                            let mut state = link.state();
+                            state.receive(bytes, data, &mut replies);
+                            if let Some(com) = &link.com {
+                                com.update(&mut state, &mut replies);
+                            }
+                        }
+                        if !data.is_empty() {
+                            deliver(data);
+                        }
+                    })
+                })
+                .await?;
                 if !replies.is_empty() {
                     link.send_raw(&replies).await?;
                 }
@@ -120,14 +158,30 @@ impl DeviceReader {
     }
 }
 
-async fn read_into<R: tokio::io::AsyncRead + Unpin>(
+/// One read into the thread's [`READ_BUF`], handed to `take` before the
+/// poll returns. Valid because a reader that is not ready writes nothing
+/// into the buffer it was given, so each poll may lend it another one.
+async fn read_with<R: AsyncRead + Unpin>(
     r: &mut R,
-    buf: &mut [u8],
-    data: &mut Vec<u8>,
+    mut take: impl FnMut(&[u8]),
 ) -> io::Result<usize> {
-    let n = r.read(buf).await?;
-    data.extend_from_slice(&buf[..n]);
-    Ok(n)
+    std::future::poll_fn(|cx| {
+        READ_BUF.with_borrow_mut(|buf| {
+            let mut read = ReadBuf::new(buf);
+            match Pin::new(&mut *r).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let filled = read.filled();
+                    if !filled.is_empty() {
+                        take(filled);
+                    }
+                    Poll::Ready(Ok(filled.len()))
+                }
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+    })
+    .await
 }
 
 impl DeviceWriter {
@@ -162,47 +216,55 @@ impl DeviceWriter {
     }
 }
 
+/// The reader half, the writer half and the control handle (if the
+/// device has line control) of an open device.
+pub type Opened = (DeviceReader, DeviceWriter, Option<Box<dyn LineControl>>);
+
 /// Opens a port's device: a remote console when `device` is a URL (see
 /// [`crate::remote`]), otherwise the local serial device, with
-/// [`open_device`]. A remote console has no control handle.
-pub async fn open(
-    device: &str,
-    line: &LineSettings,
-) -> io::Result<(DeviceReader, DeviceWriter, Option<DeviceControl>)> {
+/// [`open_device`]. Only a local tty and an `rfc2217://` console have a
+/// control handle.
+pub async fn open(device: &str, line: &LineSettings) -> io::Result<Opened> {
     match RemoteAddr::parse(device).map_err(io::Error::other)? {
-        Some(addr) => {
-            let (reader, writer) = open_remote(&addr).await?;
-            Ok((reader, writer, None))
-        }
+        Some(addr) => open_remote(&addr).await,
         None => {
             let (reader, writer, control) = open_device(device, line)?;
-            Ok((reader, writer, Some(control)))
+            Ok((reader, writer, Some(Box::new(control))))
         }
     }
 }
 
-/// Connects to a remote console (see [`remote::connect`]).
-async fn open_remote(addr: &RemoteAddr) -> io::Result<(DeviceReader, DeviceWriter)> {
-    if addr.scheme == Scheme::Rfc2217 {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "rfc2217:// is not supported yet; use telnet:// (ser2net's telnet accepter) or tcp://",
-        ));
-    }
+/// Connects to a remote console (see [`remote::connect`]). On
+/// `rfc2217://`, offers COM-PORT-OPTION at once (WILL 44); the reader
+/// hears the server's answer.
+async fn open_remote(addr: &RemoteAddr) -> io::Result<Opened> {
     let (read, write) = remote::connect(addr).await?.into_split();
-    Ok(match addr.scheme {
-        Scheme::Telnet => {
-            let link = Arc::new(TelnetLink {
-                state: Mutex::new(Telnet::new()),
-                socket: tokio::sync::Mutex::new(write),
-            });
-            (
-                DeviceReader::Telnet(read, link.clone()),
-                DeviceWriter::Telnet(link),
-            )
-        }
-        _ => (DeviceReader::Tcp(read), DeviceWriter::Tcp(write)),
-    })
+    let rfc2217 = addr.scheme == Scheme::Rfc2217;
+    if !rfc2217 && addr.scheme != Scheme::Telnet {
+        return Ok((DeviceReader::Tcp(read), DeviceWriter::Tcp(write), None));
+    }
+    let mut telnet = Telnet::new();
+    let mut offer = Vec::new();
+    if rfc2217 {
+        telnet.offer(OPT_COM_PORT, &mut offer);
+    }
+    let link = Arc::new(TelnetLink {
+        state: Mutex::new(telnet),
+        socket: tokio::sync::Mutex::new(write),
+        com: rfc2217.then(|| Arc::new(ComPortLink::new())),
+    });
+    if !offer.is_empty() {
+        link.send_raw(&offer).await?;
+    }
+    let control = link
+        .com
+        .clone()
+        .map(|com| Box::new(ComPortControl::new(link.clone(), com)) as Box<dyn LineControl>);
+    Ok((
+        DeviceReader::Telnet(read, link.clone()),
+        DeviceWriter::Telnet(link),
+        control,
+    ))
 }
 
 mod ioctl {
@@ -309,8 +371,27 @@ fn errno(result: nix::Result<libc::c_int>) -> io::Result<()> {
     result.map(drop).map_err(io::Error::from)
 }
 
+/// A tty answers at once: each operation is a ready future.
 impl LineControl for DeviceControl {
-    fn set_break(&mut self, on: bool) -> io::Result<()> {
+    fn set_break(&mut self, on: bool) -> ControlFuture<'_, ()> {
+        Box::pin(std::future::ready(self.set_break_now(on)))
+    }
+
+    fn write_line(&mut self, line: ModemLine, level: bool) -> ControlFuture<'_, ()> {
+        Box::pin(std::future::ready(self.write_line_now(line, level)))
+    }
+
+    fn modem_status(&mut self) -> ControlFuture<'_, ModemStatus> {
+        Box::pin(std::future::ready(self.modem_status_now()))
+    }
+
+    fn apply_settings(&mut self, line: LineSettings) -> ControlFuture<'_, ()> {
+        Box::pin(std::future::ready(self.apply_settings_now(&line)))
+    }
+}
+
+impl DeviceControl {
+    fn set_break_now(&mut self, on: bool) -> io::Result<()> {
         let fd = self.fd()?;
         // SAFETY: `fd` is an open descriptor this handle owns; TIOCSBRK and
         // TIOCCBRK take no argument.
@@ -323,7 +404,7 @@ impl LineControl for DeviceControl {
         })
     }
 
-    fn write_line(&mut self, line: ModemLine, level: bool) -> io::Result<()> {
+    fn write_line_now(&mut self, line: ModemLine, level: bool) -> io::Result<()> {
         let fd = self.fd()?;
         let bits: libc::c_int = match line {
             ModemLine::Dtr => libc::TIOCM_DTR,
@@ -340,7 +421,7 @@ impl LineControl for DeviceControl {
         })
     }
 
-    fn modem_status(&mut self) -> io::Result<ModemStatus> {
+    fn modem_status_now(&mut self) -> io::Result<ModemStatus> {
         let fd = self.fd()?;
         let mut bits: libc::c_int = 0;
         // SAFETY: `fd` is an open descriptor this handle owns and `bits` is
@@ -357,7 +438,7 @@ impl LineControl for DeviceControl {
         })
     }
 
-    fn apply_settings(&mut self, line: &LineSettings) -> io::Result<()> {
+    fn apply_settings_now(&mut self, line: &LineSettings) -> io::Result<()> {
         let tty = self.tty()?;
         tty.set_data_bits(data_bits(line.data_bits))?;
         tty.set_parity(parity(line.parity))?;

@@ -5,6 +5,8 @@
 //! mini-redis's `Db`: a std `Mutex` never held across `.await`, and `watch`
 //! channels that wake waiters when bytes arrive or the state changes.
 
+mod appear;
+mod comport;
 pub mod control;
 mod device;
 mod reader;
@@ -28,7 +30,9 @@ use crate::log::OutputLog;
 use crate::settings::LineSettings;
 use crate::transcript::{Transcript, TranscriptConfig};
 
+pub use comport::{ComPortLink, ComPortView, Negotiation};
 pub use device::open_device;
+pub use reader::{BACKOFF_MAX, BACKOFF_START, DOWN_RETRY, QUICK_LOSS};
 pub use sharing::Holder;
 
 /// How long a single write may take before it is reported as `timeout`
@@ -50,6 +54,10 @@ pub enum PortState {
     Lost,
     /// Trying to open the device again.
     Reopening,
+    /// The device kept failing right after opening (`down_after` quick
+    /// losses in a row): it is retried slowly, every [`DOWN_RETRY`] or
+    /// when its path reappears, and `status` says why.
+    Down,
     /// Closed for good (shutdown or ad-hoc port released).
     Closed,
 }
@@ -77,6 +85,9 @@ pub struct PortSpec {
     pub line: LineSettings,
     /// Bytes of output kept.
     pub retention: usize,
+    /// Quick losses in a row (each within [`QUICK_LOSS`] of opening) after
+    /// which the port is `down`; 0: never.
+    pub down_after: u32,
 }
 
 /// What a port records besides its OutputLog: a transcript file (with
@@ -96,6 +107,12 @@ impl Default for PortServices {
             audit: Audit::log_only(),
         }
     }
+}
+
+/// Locks a std mutex, taking the value of a poisoned one (nothing here
+/// leaves a value half-changed).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Counts one waiting call on a port; dropping it (however the wait ends,
@@ -130,6 +147,10 @@ struct Shared {
     /// BREAK, modem lines and the current line settings (control.rs).
     control: control::ControlSlot,
     events: Mutex<VecDeque<PortEvent>>,
+    /// The last time the open device went away, and why (`status`).
+    last_loss: Mutex<Option<PortEvent>>,
+    /// Why the port is `down`; `None` in every other state.
+    down_reason: Mutex<Option<String>>,
     reconnects: AtomicU64,
     bytes_written: AtomicU64,
     /// The device was open at least once (a port that never opened is
@@ -172,6 +193,8 @@ impl Port {
                 state_tx,
                 writer: tokio::sync::Mutex::new(None),
                 events: Mutex::new(VecDeque::new()),
+                last_loss: Mutex::new(None),
+                down_reason: Mutex::new(None),
                 reconnects: AtomicU64::new(0),
                 bytes_written: AtomicU64::new(0),
                 ever_opened: AtomicBool::new(false),
@@ -250,16 +273,38 @@ impl Port {
     }
 
     pub(crate) fn record(&self, what: impl Into<String>) {
+        self.record_event(what);
+    }
+
+    /// Records an event and returns it.
+    pub(crate) fn record_event(&self, what: impl Into<String>) -> PortEvent {
         let what = what.into();
         tracing::info!(port = %self.name(), "{what}");
         let at_unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
+        let event = PortEvent { at_unix_ms, what };
         let mut events = self.lock_events();
         if events.len() == EVENT_HISTORY {
             events.pop_front();
         }
-        events.push_back(PortEvent { at_unix_ms, what });
+        events.push_back(event.clone());
+        event
+    }
+
+    /// The last time the open device went away (when, and why); `None`
+    /// if it never did.
+    pub fn last_loss(&self) -> Option<PortEvent> {
+        lock(&self.shared.last_loss).clone()
+    }
+
+    pub(crate) fn set_last_loss(&self, event: PortEvent) {
+        *lock(&self.shared.last_loss) = Some(event);
+    }
+
+    /// Why the port is `down`; `None` unless it is.
+    pub fn down_reason(&self) -> Option<String> {
+        lock(&self.shared.down_reason).clone()
     }
 
     /// Whether the device was ever open.
@@ -271,7 +316,16 @@ impl Port {
         if state == PortState::Open {
             self.shared.ever_opened.store(true, Ordering::Relaxed);
         }
+        if state != PortState::Down {
+            *lock(&self.shared.down_reason) = None;
+        }
         self.shared.state_tx.send_replace(state);
+    }
+
+    /// Marks the port `down`, saying why.
+    pub(crate) fn set_down(&self, reason: String) {
+        *lock(&self.shared.down_reason) = Some(reason);
+        self.shared.state_tx.send_replace(PortState::Down);
     }
 
     pub(crate) fn closing(&self) -> &CancellationToken {
@@ -346,6 +400,14 @@ impl Port {
                 ErrorCode::PortUnavailable,
                 format!(
                     "{name} is closed (the gateway is shutting down, or a config reload removed or changed it); connect again to use the port now configured"
+                ),
+            ),
+            PortState::Down => GateError::new(
+                ErrorCode::PortLost,
+                format!(
+                    "{name} ({device}) is down: {}; it is retried every {}s or when the device reappears; check the cable, the adapter and the device's power, then `status`",
+                    self.down_reason().unwrap_or_else(|| why.clone()),
+                    DOWN_RETRY.as_secs()
                 ),
             ),
             _ if !self.ever_opened() => GateError::new(

@@ -2,67 +2,137 @@
 //! reads to the OutputLog, and on a loss reopens the same path with backoff.
 //! A remote console is the same: a connection that drops or is refused is
 //! a loss, retried with the same backoff (never in a hot loop).
+//!
+//! A local device is also reopened as soon as its path reappears (an
+//! inotify watch on its directory, see `appear.rs`), whatever the backoff
+//! timer says. A device that keeps going away right after it opened
+//! (`down_after` quick losses in a row) is marked `down` and retried
+//! slowly: every [`DOWN_RETRY`], or when its path reappears.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::appear::PathWatch;
 use super::{Port, PortState, device};
 
 /// First wait before reopening a lost device.
 pub const BACKOFF_START: Duration = Duration::from_millis(100);
 /// Longest wait between reopen attempts.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
-/// Size of one read from the device.
-const READ_CHUNK: usize = 8 * 1024;
+/// A loss this soon after opening counts as a quick loss (towards `down`).
+pub const QUICK_LOSS: Duration = Duration::from_secs(2);
+/// How often a `down` port is retried when its path does not reappear.
+pub const DOWN_RETRY: Duration = Duration::from_secs(60);
 
 /// Runs until the port is closed.
 pub(super) async fn run(port: Port) {
+    let device = port.spec().device;
+    let local = !port.is_remote();
+    let down_after = port.spec().down_after;
     let mut backoff = BACKOFF_START;
     let mut first = true;
+    // Quick losses in a row; `down` once it reaches `down_after`.
+    let mut quick = 0u32;
+    let mut down = false;
+    // Made before an open attempt, so that a device that returns right
+    // after the attempt failed is heard; dropped while the device is open.
+    let mut watch: Option<PathWatch> = None;
     loop {
         if port.closing().is_cancelled() {
             break;
         }
-        let device = port.spec().device;
+        if local && watch.is_none() {
+            watch = watch_path(&port, &device);
+        }
         // The current line settings: a reopen after a loss uses what
         // `set_line_settings` last set, not only what the config said.
         match port.open_with_control().await {
             Ok((mut reader, writer, line)) => {
+                watch = None;
                 port.install_writer(Some(writer)).await;
                 if !first {
                     port.count_reconnect();
                 }
                 port.record(format!("opened {device} at {line}"));
                 port.set_state(PortState::Open);
+                let opened_at = Instant::now();
+                if port.com_port().is_some() {
+                    // rfc2217://: the line behind the console server gets
+                    // the port's settings once the server agrees.
+                    port.start_line_setup();
+                }
                 backoff = BACKOFF_START;
                 let why = read_until_lost(&port, &mut reader).await;
                 port.install_writer(None).await;
-                match why {
-                    None => break, // closing
-                    Some(why) => {
-                        port.record(format!("lost {device}: {why}"));
-                        port.set_state(PortState::Lost);
-                    }
+                let Some(why) = why else {
+                    break; // closing
+                };
+                // Watch before anything else: the device may come back at
+                // once.
+                if local {
+                    watch = watch_path(&port, &device);
+                }
+                let lived = opened_at.elapsed();
+                let loss = port.record_event(format!("lost {device}: {why}"));
+                port.set_last_loss(loss);
+                quick = if lived < QUICK_LOSS { quick + 1 } else { 0 };
+                down = down_after > 0 && quick >= down_after;
+                if down {
+                    port.set_down(format!(
+                        "lost {quick} times in a row within {}s of opening (last: {why}); the device or its cable is failing",
+                        QUICK_LOSS.as_secs()
+                    ));
+                    port.record(format!(
+                        "down: {device} was lost {quick} times in a row within {}s of opening; retrying every {}s or when it reappears",
+                        QUICK_LOSS.as_secs(),
+                        DOWN_RETRY.as_secs()
+                    ));
+                } else {
+                    port.set_state(PortState::Lost);
                 }
                 // After the state: waiters hear of the loss even while a
                 // pulse or BREAK still holds the control handle.
                 port.drop_control().await;
             }
             Err(e) => {
-                port.record(format!("cannot open {device}: {e}"));
-                port.set_state(PortState::Lost);
+                let wait = if down { DOWN_RETRY } else { backoff };
+                port.record(format!(
+                    "cannot open {device}: {e}; next attempt in {}{}",
+                    humantime::format_duration(wait),
+                    if watch.is_some() {
+                        " or when the path reappears"
+                    } else {
+                        ""
+                    }
+                ));
+                if !down {
+                    port.set_state(PortState::Lost);
+                }
             }
         }
         first = false;
-        // Backoff: a timer between attempts, not a poll for data.
-        let retry_at = Instant::now() + backoff;
+        // Backoff: a timer between attempts (or the path reappearing),
+        // not a poll for data.
+        let wait = if down { DOWN_RETRY } else { backoff };
+        let retry_at = Instant::now() + wait;
+        let appeared = async {
+            match watch.as_mut() {
+                Some(w) => w.appeared().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = port.closing().cancelled() => break,
             _ = tokio::time::sleep_until(retry_at) => {}
+            () = appeared => {
+                port.record(format!("{device} reappeared: reopening now"));
+            }
         }
-        backoff = (backoff * 2).min(BACKOFF_MAX);
-        port.set_state(PortState::Reopening);
+        if !down {
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+            port.set_state(PortState::Reopening);
+        }
     }
     port.install_writer(None).await;
     port.drop_control().await;
@@ -70,28 +140,37 @@ pub(super) async fn run(port: Port) {
     port.record("closed");
 }
 
+/// A watch for the device path to reappear; `None` (the timer alone)
+/// when inotify is not available.
+fn watch_path(port: &Port, device: &str) -> Option<PathWatch> {
+    PathWatch::new(std::path::Path::new(device))
+        .map_err(|e| {
+            tracing::debug!(port = %port.name(), "no inotify watch for {device}: {e}; reopening on the timer only");
+        })
+        .ok()
+}
+
 /// Reads until the device is lost (returns why) or the port closes (None).
 async fn read_until_lost(port: &Port, reader: &mut device::DeviceReader) -> Option<String> {
-    let mut buf = vec![0u8; READ_CHUNK];
-    let mut data = Vec::with_capacity(READ_CHUNK);
     let eof = if port.is_remote() {
         "the console server closed the connection"
     } else {
         "end of file (device unplugged or closed)"
     };
+    let log = port.log();
+    let mut append = |data: &[u8]| log.append(data);
     loop {
-        data.clear();
         let read = tokio::select! {
             _ = port.closing().cancelled() => return None,
-            read = reader.read_data(&mut buf, &mut data) => read,
+            read = reader.read_data(&mut append) => read,
         };
         match read {
             // A closed pty master, an unplugged adapter, or a remote
             // console that hung up: end of file.
             Ok(0) => return Some(eof.to_owned()),
-            // Telnet negotiation alone carries no data.
-            Ok(_) if data.is_empty() => {}
-            Ok(_) => port.log().append(&data),
+            // The data is in the log already (telnet negotiation alone
+            // carried none).
+            Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Some(e.to_string()),
         }

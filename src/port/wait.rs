@@ -63,8 +63,22 @@ pub type ProgressFn = Arc<dyn Fn(u64, u64) + Send + Sync>;
 pub struct WaitHooks {
     /// Cancelled when the client cancels the request: the wait ends at once.
     pub cancel: CancellationToken,
+    /// Cancelled when the client itself is gone (its stdio closed): the
+    /// wait ends at once, instead of holding the daemon's exit until the
+    /// MCP library gives up on the call.
+    pub gone: CancellationToken,
     /// Where progress goes, when the client asked for it.
     pub progress: Option<ProgressFn>,
+}
+
+impl WaitHooks {
+    /// Resolves when the request is cancelled or the client is gone.
+    pub async fn cancelled(&self) {
+        tokio::select! {
+            () = self.cancel.cancelled() => {}
+            () = self.gone.cancelled() => {}
+        }
+    }
 }
 
 /// An auto-reply the wait sent.
@@ -124,6 +138,8 @@ pub async fn wait_for_prompt(
     let mut auto_replies = Vec::new();
     let mut replies_capped = 0;
     let mut reported = (Instant::now(), 0u64);
+    // The bytes one wake-up scans, copied out of the log (reused).
+    let mut window = Vec::new();
     let finish = |end: WaitEnd, end_offset: u64, auto_replies, replies_capped| {
         let oldest = log.oldest();
         PromptWait {
@@ -139,16 +155,25 @@ pub async fn wait_for_prompt(
     loop {
         head_rx.borrow_and_update();
         let state = *state_rx.borrow_and_update();
-        let (found, hits, head) = {
+        // Copy the window out and scan it after the lock is released: the
+        // reader's appends (and every other waiter) never wait for a regex.
+        let (base, tbase, from, head) = {
             let view = log.view();
             let (oldest, head) = (view.oldest(), view.head());
-            let base = scanner.window_start().max(oldest);
-            let found = scanner.scan(view.slice(base, head), base);
-            let limit = found.map_or(head, |s| s.start);
-            let tbase = triggers.window_start().max(oldest);
-            let hits = triggers.scan(view.slice(tbase, head), tbase, limit);
-            (found, hits, head)
+            let base = scanner.window_start().clamp(oldest, head);
+            let tbase = if triggers.is_empty() {
+                head
+            } else {
+                triggers.window_start().clamp(oldest, head)
+            };
+            let from = base.min(tbase);
+            window.clear();
+            window.extend_from_slice(view.slice(from, head));
+            (base, tbase, from, head)
         };
+        let found = scanner.scan(&window[(base - from) as usize..], base);
+        let limit = found.map_or(head, |s| s.start);
+        let hits = triggers.scan(&window[(tbase - from) as usize..], tbase, limit);
         for hit in hits {
             if auto_replies.len() >= max_replies {
                 if replies_capped == 0 {
@@ -180,7 +205,7 @@ pub async fn wait_for_prompt(
             ));
         }
         match state {
-            PortState::Lost | PortState::Reopening => {
+            PortState::Lost | PortState::Reopening | PortState::Down => {
                 return Ok(finish(WaitEnd::Lost, head, auto_replies, replies_capped));
             }
             PortState::Closed => {
@@ -191,13 +216,13 @@ pub async fn wait_for_prompt(
         tokio::select! {
             _ = head_rx.changed() => {}
             _ = state_rx.changed() => {}
-            _ = hooks.cancel.cancelled() => {
+            () = hooks.cancelled() => {
                 // A shutdown closes the ports and cancels the requests at
                 // about the same time: a closed or lost port is the truer
                 // ending, and it carries the partial output.
                 return Ok(match port.state() {
                     PortState::Closed => finish(WaitEnd::Closed, log.head(), auto_replies, replies_capped),
-                    PortState::Lost | PortState::Reopening => {
+                    PortState::Lost | PortState::Reopening | PortState::Down => {
                         finish(WaitEnd::Lost, log.head(), auto_replies, replies_capped)
                     }
                     _ => finish(WaitEnd::Cancelled, cursor, auto_replies, replies_capped),
@@ -213,14 +238,18 @@ pub async fn wait_for_prompt(
 /// Waits until output past `cursor` exists (at most `timeout`, and not at
 /// all once the device is lost or the port closed), then until
 /// the device has been quiet for `settle` (at most `settle_max` in all), so
-/// one call returns a whole burst. Returns the head when it stopped.
+/// one call returns a whole burst. Returns the head when it stopped, or
+/// `None` when `hooks` cancelled the wait (the request was cancelled or the
+/// client went away).
 pub async fn wait_for_output(
     port: &Port,
     cursor: u64,
     timeout: Duration,
     settle: Duration,
     settle_max: Duration,
-) -> u64 {
+    hooks: &WaitHooks,
+) -> Option<u64> {
+    let _counted = port.wait_guard();
     let log = port.log();
     let mut head_rx = log.subscribe();
     let mut state_rx = port.watch_state();
@@ -232,14 +261,15 @@ pub async fn wait_for_output(
         // A device that is gone will not talk: stop waiting for it.
         if matches!(
             *state_rx.borrow_and_update(),
-            PortState::Lost | PortState::Reopening | PortState::Closed
+            PortState::Lost | PortState::Reopening | PortState::Down | PortState::Closed
         ) {
-            return log.head();
+            return Some(log.head());
         }
         tokio::select! {
-            changed = head_rx.changed() => if changed.is_err() { return log.head() },
+            changed = head_rx.changed() => if changed.is_err() { return Some(log.head()) },
             _ = state_rx.changed() => {}
-            _ = tokio::time::sleep_until(deadline) => return log.head(),
+            _ = tokio::time::sleep_until(deadline) => return Some(log.head()),
+            () = hooks.cancelled() => return None,
         }
     }
     let settle_deadline = Instant::now() + settle_max;
@@ -250,7 +280,8 @@ pub async fn wait_for_output(
                 if changed.is_err() || Instant::now() >= settle_deadline { break; }
             }
             _ = tokio::time::sleep_until(quiet_until) => break,
+            () = hooks.cancelled() => return None,
         }
     }
-    log.head()
+    Some(log.head())
 }

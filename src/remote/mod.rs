@@ -5,12 +5,14 @@
 //! - `tcp://host:port`: raw bytes, as they are (Cisco 40xx raw ports);
 //! - `telnet://host:port`: telnet ([`telnet`]), as console servers'
 //!   reverse-telnet ports and ser2net's `telnet` accepter speak it;
-//! - `rfc2217://host:port`: telnet with COM-PORT-OPTION; recognized, not
-//!   supported yet (the config says so).
+//! - `rfc2217://host:port`: telnet with COM-PORT-OPTION ([`rfc2217`]): the
+//!   serial line's settings, BREAK and modem lines set from here, as
+//!   ser2net's `telnet(rfc2217)` accepter and many console servers offer.
 //!
-//! [`RemoteAddr::parse`] tells the two apart; [`connect`] opens the TCP
+//! [`RemoteAddr::parse`] tells a URL from a path; [`connect`] opens the TCP
 //! connection with a bounded connect time, keepalive and no Nagle delay.
 
+pub mod rfc2217;
 pub mod telnet;
 
 use std::fmt;
@@ -35,7 +37,7 @@ pub enum Scheme {
     Tcp,
     /// Telnet (RFC 854).
     Telnet,
-    /// Telnet with COM-PORT-OPTION (RFC 2217); not supported yet.
+    /// Telnet with COM-PORT-OPTION (RFC 2217).
     Rfc2217,
 }
 

@@ -8,12 +8,16 @@
 //!
 //! # Option negotiation
 //!
-//! The client never asks for anything itself; it answers the server:
-//! WILL ECHO, WILL SGA and WILL BINARY are accepted (DO), DO SGA and DO
-//! BINARY are accepted (WILL), anything else is refused (DONT/WONT). Like
-//! RFC 1143's Q method without our own requests: a request for the state
-//! an option is already in is not answered, so two peers never loop.
-//! Subnegotiations (IAC SB … IAC SE) are consumed whole.
+//! The client answers the server: WILL ECHO, WILL SGA and WILL BINARY are
+//! accepted (DO), DO SGA and DO BINARY are accepted (WILL), anything else
+//! is refused (DONT/WONT). It asks for an option of its own only when told
+//! to ([`Telnet::offer`], for RFC 2217's COM-PORT-OPTION): the server's DO
+//! or DONT is then the answer and is not answered again. Like RFC 1143's Q
+//! method: a request for the state an option is already in is not
+//! answered, so two peers never loop.
+//!
+//! Subnegotiations (IAC SB … IAC SE) never reach the data; those of an
+//! offered option are kept, unescaped, for [`Telnet::take_subnegotiations`].
 
 /// Interpret As Command.
 pub const IAC: u8 = 255;
@@ -37,6 +41,9 @@ pub const OPT_BINARY: u8 = 0;
 pub const OPT_ECHO: u8 = 1;
 /// Option: suppress go-ahead (RFC 858).
 pub const OPT_SGA: u8 = 3;
+/// Longest subnegotiation kept: a longer one is a broken or hostile peer
+/// and is dropped whole rather than grown without bound.
+pub const MAX_SUBNEGOTIATION: usize = 256;
 
 const CR: u8 = b'\r';
 const LF: u8 = b'\n';
@@ -67,6 +74,15 @@ pub struct Telnet {
     us: [bool; 256],
     /// Options enabled on the server's side (it WILL), by option code.
     him: [bool; 256],
+    /// Options we offered to enable on our side (accepted when asked).
+    offered: [bool; 256],
+    /// Options whose WILL we sent and the server has not answered yet.
+    asked: [bool; 256],
+    /// The subnegotiation being read (option code first), unescaped;
+    /// `None` once it outgrew [`MAX_SUBNEGOTIATION`].
+    sb: Option<Vec<u8>>,
+    /// Complete subnegotiations of offered options, not yet taken.
+    subnegotiations: Vec<Vec<u8>>,
 }
 
 impl Default for Telnet {
@@ -82,6 +98,71 @@ impl Telnet {
             parse: Parse::Data,
             us: [false; 256],
             him: [false; 256],
+            offered: [false; 256],
+            asked: [false; 256],
+            sb: Some(Vec::new()),
+            subnegotiations: Vec::new(),
+        }
+    }
+
+    /// Offers `option` on our side: appends IAC WILL `option` to `out`
+    /// (unless it is on or already asked) and accepts the server's DO of
+    /// it from now on. The server's DO or DONT that answers is not
+    /// answered again.
+    pub fn offer(&mut self, option: u8, out: &mut Vec<u8>) {
+        let i = usize::from(option);
+        self.offered[i] = true;
+        if !self.us[i] && !self.asked[i] {
+            self.asked[i] = true;
+            out.extend_from_slice(&[IAC, WILL, option]);
+        }
+    }
+
+    /// Whether our offer of `option` still waits for the server's answer.
+    pub fn local_pending(&self, option: u8) -> bool {
+        self.asked[usize::from(option)]
+    }
+
+    /// The subnegotiations of offered options received since the last
+    /// call, each unescaped (IAC IAC as one 0xFF) and starting with the
+    /// option code, without IAC SB and IAC SE.
+    pub fn take_subnegotiations(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.subnegotiations)
+    }
+
+    /// Appends a subnegotiation to `out` as it goes on the wire:
+    /// IAC SB `option` `payload` IAC SE, with every IAC in the payload
+    /// doubled.
+    pub fn subnegotiation(option: u8, payload: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(&[IAC, SB, option]);
+        if option == IAC {
+            out.push(IAC);
+        }
+        for &byte in payload {
+            out.push(byte);
+            if byte == IAC {
+                out.push(IAC);
+            }
+        }
+        out.extend_from_slice(&[IAC, SE]);
+    }
+
+    fn sb_push(&mut self, byte: u8) {
+        if let Some(sb) = &mut self.sb {
+            if sb.len() < MAX_SUBNEGOTIATION {
+                sb.push(byte);
+            } else {
+                self.sb = None;
+            }
+        }
+    }
+
+    fn sb_end(&mut self) {
+        let sb = self.sb.replace(Vec::new());
+        if let Some(sb) = sb
+            && sb.first().is_some_and(|&o| self.offered[usize::from(o)])
+        {
+            self.subnegotiations.push(sb);
         }
     }
 
@@ -124,7 +205,10 @@ impl Telnet {
                         Parse::Data
                     }
                     WILL | WONT | DO | DONT => Parse::Verb(byte),
-                    SB => Parse::Sb,
+                    SB => {
+                        self.sb = Some(Vec::new());
+                        Parse::Sb
+                    }
                     // NOP, GA, DM, AYT and the like: nothing for the log.
                     _ => Parse::Data,
                 },
@@ -134,11 +218,22 @@ impl Telnet {
                 }
                 Parse::Sb => match byte {
                     IAC => Parse::SbIac,
-                    _ => Parse::Sb,
+                    _ => {
+                        self.sb_push(byte);
+                        Parse::Sb
+                    }
                 },
                 Parse::SbIac => match byte {
-                    SE => Parse::Data,
+                    SE => {
+                        self.sb_end();
+                        Parse::Data
+                    }
                     // IAC IAC is a 0xFF inside the subnegotiation.
+                    IAC => {
+                        self.sb_push(IAC);
+                        Parse::Sb
+                    }
+                    // Anything else after IAC is a broken peer: skipped.
                     _ => Parse::Sb,
                 },
             };
@@ -158,10 +253,19 @@ impl Telnet {
                 self.him[i] = false;
                 replies.extend_from_slice(&[IAC, DONT, option]);
             }
+            // The answer to our own WILL: agreed, nothing to answer.
+            DO if !self.us[i] && self.asked[i] => {
+                self.asked[i] = false;
+                self.us[i] = true;
+            }
             DO if !self.us[i] => {
-                let accept = matches!(option, OPT_SGA | OPT_BINARY);
+                let accept = matches!(option, OPT_SGA | OPT_BINARY) || self.offered[i];
                 self.us[i] = accept;
                 replies.extend_from_slice(&[IAC, if accept { WILL } else { WONT }, option]);
+            }
+            // Our WILL refused: it stays off, nothing to answer.
+            DONT if self.asked[i] => {
+                self.asked[i] = false;
             }
             DONT if self.us[i] => {
                 self.us[i] = false;
@@ -319,5 +423,55 @@ mod tests {
         Telnet::new().receive(&wire, &mut data, &mut replies);
         assert_eq!(data, payload);
         assert!(replies.is_empty());
+    }
+
+    #[test]
+    fn an_offer_is_answered_once_and_not_answered_back() {
+        let mut t = Telnet::new();
+        let mut out = Vec::new();
+        t.offer(44, &mut out);
+        assert_eq!(out, [IAC, WILL, 44]);
+        assert!(t.local_pending(44) && !t.local_enabled(44));
+        t.offer(44, &mut out);
+        assert_eq!(out.len(), 3, "asked once");
+        assert_eq!(run(&mut t, &[&[IAC, DO, 44]]).1, Vec::<u8>::new());
+        assert!(t.local_enabled(44) && !t.local_pending(44));
+        // Refused: off, and no answer to the refusal.
+        let mut t = Telnet::new();
+        t.offer(44, &mut out);
+        assert_eq!(run(&mut t, &[&[IAC, DONT, 44]]).1, Vec::<u8>::new());
+        assert!(!t.local_enabled(44) && !t.local_pending(44));
+        // Once agreed, turned off and asked again: answered like any option.
+        let mut t = Telnet::new();
+        t.offer(44, &mut Vec::new());
+        run(&mut t, &[&[IAC, DO, 44]]);
+        assert_eq!(run(&mut t, &[&[IAC, DONT, 44]]).1, [IAC, WONT, 44]);
+        assert_eq!(run(&mut t, &[&[IAC, DO, 44]]).1, [IAC, WILL, 44]);
+    }
+
+    #[test]
+    fn subnegotiations_of_offered_options_are_kept_unescaped() {
+        let mut t = Telnet::new();
+        t.offer(44, &mut Vec::new());
+        let mut s = vec![IAC, DO, 44, b'a'];
+        s.extend_from_slice(&[IAC, SB, 44, 101, 0, 0, IAC, IAC, 0, IAC, SE]);
+        s.extend_from_slice(&[IAC, SB, 24, 1, IAC, SE, b'b']);
+        let (data, _) = run(&mut t, &[&s]);
+        assert_eq!(data, b"ab");
+        assert_eq!(t.take_subnegotiations(), vec![vec![44, 101, 0, 0, 0xFF, 0]]);
+        assert!(t.take_subnegotiations().is_empty());
+        // Too long: dropped whole, the stream goes on.
+        let mut long = vec![IAC, SB, 44];
+        long.extend(std::iter::repeat_n(7, MAX_SUBNEGOTIATION + 10));
+        long.extend_from_slice(&[IAC, SE, b'c']);
+        assert_eq!(run(&mut t, &[&long]).0, b"c");
+        assert!(t.take_subnegotiations().is_empty());
+    }
+
+    #[test]
+    fn subnegotiation_encoding_doubles_iac() {
+        let mut out = Vec::new();
+        Telnet::subnegotiation(44, &[1, 0, 0, 0xFF, 0xFF], &mut out);
+        assert_eq!(out, [IAC, SB, 44, 1, 0, 0, IAC, IAC, IAC, IAC, IAC, SE]);
     }
 }
