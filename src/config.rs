@@ -1238,6 +1238,33 @@ fn resolve_tokens(raw: Vec<RawToken>, src: &Source) -> Result<Vec<TokenConfig>, 
 /// Reads a token's secret: the file's content, trimmed. A relative path is
 /// relative to the config file's directory. Warns when the file may be read
 /// by others than its owner.
+/// Largest secret file read: a secret is one line of random text. The cap
+/// (and refusing anything but a regular file) keeps a config naming
+/// `/dev/zero` or a FIFO from hanging the daemon at start-up or reload.
+const MAX_SECRET_FILE: u64 = 4096;
+
+/// Reads a regular file of at most `max` bytes.
+fn read_small_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(
+            "it is not a regular file; point secret_file at a file holding the secret".into(),
+        );
+    }
+    let mut text = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > max {
+        return Err(format!(
+            "it is larger than {max} bytes; a secret is one line, e.g. `openssl rand -hex 32`"
+        ));
+    }
+    Ok(text)
+}
+
 fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
     let path = if file.is_relative() {
         Path::new(src.file)
@@ -1246,7 +1273,7 @@ fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
     } else {
         file.to_path_buf()
     };
-    let text = std::fs::read(&path)
+    let text = read_small_file(&path, MAX_SECRET_FILE)
         .map_err(|e| format!("cannot read the secret file {}: {e}", path.display()))?;
     let secret = text.trim_ascii();
     if secret.is_empty() {
@@ -2147,6 +2174,24 @@ device = "/dev/ttyUSB2"
 
     fn parse_in(file: &str, text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, file)
+    }
+
+    #[test]
+    fn a_secret_file_that_is_no_small_regular_file_is_refused_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let huge = dir.path().join("huge");
+        std::fs::write(&huge, vec![b'a'; 5000]).unwrap();
+        for (file, says) in [
+            ("/dev/zero", "not a regular file"),
+            (huge.to_str().unwrap(), "larger than 4096 bytes"),
+        ] {
+            let toml = token_toml("a", file);
+            let err = Config::parse(&toml, "c.toml").unwrap_err().to_string();
+            assert!(
+                err.contains("tokens[0].secret_file") && err.contains(says),
+                "{err}"
+            );
+        }
     }
 
     fn token_toml(name: &str, secret_file: &str) -> String {
