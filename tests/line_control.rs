@@ -5,43 +5,12 @@
 mod common;
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Rig, num, text};
-use nix::fcntl::{OFlag, open};
-use nix::sys::stat::Mode;
+use common::{Rig, kernel_speed, num, open_slave, text};
 use serde_json::{Value, json};
 use serialgate::client::Outcome;
 use serialgate::sim::{self, Profile};
-
-/// Opens the pty slave the daemon holds, without becoming its controlling
-/// terminal. The daemon holds it exclusively (TIOCEXCL): only a privileged
-/// process may open it too, so this is `None` for an unprivileged run.
-fn open_slave(path: &Path) -> Option<OwnedFd> {
-    let flags = OFlag::O_RDONLY | OFlag::O_NOCTTY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-    match open(path, flags, Mode::empty()) {
-        Ok(fd) => Some(fd),
-        Err(e) => {
-            eprintln!(
-                "cannot open {} ({e}); skipping the kernel-side checks",
-                path.display()
-            );
-            None
-        }
-    }
-}
-
-/// The output speed of the tty as the kernel has it (TCGETS2 also reports
-/// rates set as BOTHER, which serialport uses on Linux).
-fn kernel_speed(fd: &OwnedFd) -> u32 {
-    // SAFETY: an all-zero termios2 is a valid value of this plain C struct.
-    let mut termios: libc::termios2 = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is open and `termios` is a termios2 the call writes.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TCGETS2, &mut termios) };
-    assert_eq!(r, 0, "TCGETS2: {}", std::io::Error::last_os_error());
-    termios.c_ospeed
-}
 
 /// Whether the tty is held exclusively (TIOCGEXCL).
 fn exclusive(fd: &OwnedFd) -> bool {

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{num, running_config, text};
+use common::{count, num, running_config, text, unhex};
 use serde_json::{Value, json};
 use serialgate::client::GateClient;
 use serialgate::sim::cisco::{CiscoSwitch, ENABLE_PASSWORD};
@@ -289,20 +289,6 @@ impl Gate {
             }
         }
     }
-}
-
-fn unhex(hex: &str) -> Vec<u8> {
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
-fn count(haystack: &[u8], needle: &[u8]) -> usize {
-    haystack
-        .windows(needle.len())
-        .filter(|w| *w == needle)
-        .count()
 }
 
 /// What both transports must do: commands, a paged output whole, 0xFF

@@ -10,14 +10,11 @@
 mod common;
 
 use std::net::{SocketAddr, TcpListener as StdListener};
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Rig, num, running_config, text};
-use nix::fcntl::{OFlag, open};
-use nix::sys::stat::Mode;
+use common::{Rig, count, kernel_speed, num, open_slave, running_config, text, unhex};
 use serde_json::{Value, json};
 use serialgate::client::GateClient;
 use serialgate::sim::{self, Profile, SimHandle};
@@ -244,20 +241,6 @@ impl Gate {
     }
 }
 
-fn unhex(hex: &str) -> Vec<u8> {
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
-fn count(haystack: &[u8], needle: &[u8]) -> usize {
-    haystack
-        .windows(needle.len())
-        .filter(|w| *w == needle)
-        .count()
-}
-
 fn has_event(status: &Value, needle: &str) -> bool {
     status["events"]
         .as_array()
@@ -350,34 +333,6 @@ async fn exercise(gate: &Gate, exported: &mut Exported) {
         .ok("send_command", json!({"command": "show clock"}))
         .await;
     assert_eq!(clock["matched"], true, "{clock}");
-}
-
-/// Opens the pty slave behind ser2net to read its termios, without
-/// becoming its controlling terminal. ser2net may hold it exclusively, so
-/// this needs root (as CI has); `None`, said on stderr, otherwise.
-fn open_slave(path: &Path) -> Option<OwnedFd> {
-    let flags = OFlag::O_RDONLY | OFlag::O_NOCTTY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-    match open(path, flags, Mode::empty()) {
-        Ok(fd) => Some(fd),
-        Err(e) => {
-            eprintln!(
-                "cannot open {} ({e}); skipping the kernel-side checks",
-                path.display()
-            );
-            None
-        }
-    }
-}
-
-/// The tty's output speed as the kernel has it (TCGETS2, which also
-/// reports rates set as BOTHER).
-fn kernel_speed(fd: &OwnedFd) -> u32 {
-    // SAFETY: an all-zero termios2 is a valid value of this plain C struct.
-    let mut termios: libc::termios2 = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is open and `termios` is a termios2 the call writes.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TCGETS2, &mut termios) };
-    assert_eq!(r, 0, "TCGETS2: {}", std::io::Error::last_os_error());
-    termios.c_ospeed
 }
 
 #[tokio::test]

@@ -3,9 +3,12 @@
 //! stdio, and rmcp's client in between.
 #![allow(dead_code)] // each test file uses part of the rig
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use nix::fcntl::{OFlag, open};
+use nix::sys::stat::Mode;
 use serde_json::{Value, json};
 use serialgate::client::{GateClient, Outcome};
 use serialgate::sim::{self, Profile, SimHandle};
@@ -135,4 +138,48 @@ pub fn num(v: &Value, field: &str) -> u64 {
     v[field]
         .as_u64()
         .unwrap_or_else(|| panic!("no integer field {field} in {v}"))
+}
+
+/// Bytes from the lowercase hex of `encoding: "hex"` outputs.
+pub fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// How many times `needle` occurs in `haystack` (overlaps counted).
+pub fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
+}
+
+/// Opens a pty slave to read its termios, without becoming its
+/// controlling terminal. A program holding it exclusively (ser2net) makes
+/// this need root (as CI has); `None`, said on stderr, otherwise.
+pub fn open_slave(path: &Path) -> Option<OwnedFd> {
+    let flags = OFlag::O_RDONLY | OFlag::O_NOCTTY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    match open(path, flags, Mode::empty()) {
+        Ok(fd) => Some(fd),
+        Err(e) => {
+            eprintln!(
+                "cannot open {} ({e}); skipping the kernel-side checks",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// The tty's output speed as the kernel has it (TCGETS2, which also
+/// reports rates set as BOTHER).
+pub fn kernel_speed(fd: &OwnedFd) -> u32 {
+    // SAFETY: an all-zero termios2 is a valid value of this plain C struct.
+    let mut termios: libc::termios2 = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `termios` is a termios2 the call writes.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TCGETS2, &mut termios) };
+    assert_eq!(r, 0, "TCGETS2: {}", std::io::Error::last_os_error());
+    termios.c_ospeed
 }
