@@ -10,10 +10,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{count, num, running_config, text, unhex};
-use serde_json::{Value, json};
-use serialgate::client::GateClient;
-use serialgate::sim::cisco::{CiscoSwitch, ENABLE_PASSWORD};
+use common::{Gate, count, num, running_config, text};
+use serde_json::json;
+use serialgate::sim::cisco::CiscoSwitch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
@@ -209,84 +208,6 @@ async fn serve(
         switch.lock().unwrap().feed(&input, &mut out);
         if !out.is_empty() && stream.write_all(&encode(telnet, &out)).await.is_err() {
             return;
-        }
-    }
-}
-
-/// The gateway with a config, and a session.
-struct Gate {
-    client: GateClient,
-    _dir: tempfile::TempDir,
-}
-
-impl Gate {
-    async fn start(config: &str) -> Gate {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let client = common::Rig::client_with(&dir, config).await;
-        Gate { client, _dir: dir }
-    }
-
-    async fn ok(&self, tool: &str, args: Value) -> Value {
-        self.client
-            .call(tool, args)
-            .await
-            .expect("MCP transport")
-            .ok()
-    }
-
-    async fn err(&self, tool: &str, args: Value) -> String {
-        self.client
-            .call(tool, args)
-            .await
-            .expect("MCP transport")
-            .err()
-    }
-
-    /// Wakes the switch and enters privileged mode.
-    async fn login(&self) {
-        self.ok("send_text", json!({"text": ""})).await;
-        let woke = self.ok("read_until_prompt", json!({"timeout": 5})).await;
-        assert_eq!(woke["prompt_text"], "SW1>", "{woke}");
-        self.ok("send_text", json!({"text": "enable"})).await;
-        self.ok(
-            "read_until_prompt",
-            json!({"prompt": "Password: ", "timeout": 5}),
-        )
-        .await;
-        self.ok("send_text", json!({"text": ENABLE_PASSWORD})).await;
-        let enabled = self.ok("read_until_prompt", json!({"timeout": 5})).await;
-        assert_eq!(enabled["prompt_text"], "SW1#", "{enabled}");
-    }
-
-    /// Polls `status` until its state is one of `want` or the deadline
-    /// passes (no event reaches an MCP client for a state change).
-    async fn wait_state(&self, want: &[&str], within: Duration) -> Value {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let status = self.ok("status", json!({})).await;
-            let state = status["state"].as_str().unwrap_or_default();
-            if want.contains(&state) || tokio::time::Instant::now() >= deadline {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Every retained byte, read with `read_output` as hex.
-    async fn all_output(&self) -> Vec<u8> {
-        let (mut cursor, mut bytes) = (0u64, Vec::new());
-        loop {
-            let r = self
-                .ok(
-                    "read_output",
-                    json!({"cursor": cursor, "max_bytes": 65536, "encoding": "hex"}),
-                )
-                .await;
-            bytes.extend(unhex(text(&r, "output")));
-            cursor = num(&r, "next_cursor");
-            if r["has_more"] != true {
-                return bytes;
-            }
         }
     }
 }

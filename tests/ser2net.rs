@@ -14,9 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Rig, count, kernel_speed, num, open_slave, running_config, text, unhex};
+use common::{Gate, count, kernel_speed, num, open_slave, running_config, text};
 use serde_json::{Value, json};
-use serialgate::client::GateClient;
 use serialgate::sim::{self, Profile, SimHandle};
 use tempfile::TempDir;
 use tokio::process::{Child, Command};
@@ -153,91 +152,6 @@ impl Exported {
 
     fn url(&self, scheme: &str) -> String {
         format!("{scheme}://{}", self.addr)
-    }
-}
-
-/// The gateway with `config` and a session, in its own temp dir.
-struct Gate {
-    client: GateClient,
-    _dir: TempDir,
-}
-
-impl Gate {
-    async fn start(config: &str) -> Gate {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let client = Rig::client_with(&dir, config).await;
-        Gate { client, _dir: dir }
-    }
-
-    async fn ok(&self, tool: &str, args: Value) -> Value {
-        self.client
-            .call(tool, args)
-            .await
-            .expect("MCP transport")
-            .ok()
-    }
-
-    async fn err(&self, tool: &str, args: Value) -> String {
-        self.client
-            .call(tool, args)
-            .await
-            .expect("MCP transport")
-            .err()
-    }
-
-    /// Polls `status` until `done` holds or the deadline passes (no event
-    /// reaches an MCP client for a state change).
-    async fn wait_status(&self, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let status = self.ok("status", json!({})).await;
-            if done(&status) || tokio::time::Instant::now() >= deadline {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn wait_state(&self, want: &[&str], within: Duration) -> Value {
-        self.wait_status(within, |s| {
-            want.contains(&s["state"].as_str().unwrap_or_default())
-        })
-        .await
-    }
-
-    /// Wakes the switch and enters privileged mode.
-    async fn login(&self) {
-        self.ok("send_text", json!({"text": ""})).await;
-        let woke = self.ok("read_until_prompt", json!({"timeout": 5})).await;
-        assert_eq!(woke["prompt_text"], "SW1>", "{woke}");
-        self.ok("send_text", json!({"text": "enable"})).await;
-        self.ok(
-            "read_until_prompt",
-            json!({"prompt": "Password: ", "timeout": 5}),
-        )
-        .await;
-        self.ok("send_text", json!({"text": sim::cisco::ENABLE_PASSWORD}))
-            .await;
-        let enabled = self.ok("read_until_prompt", json!({"timeout": 5})).await;
-        assert_eq!(enabled["prompt_text"], "SW1#", "{enabled}");
-    }
-
-    /// Every retained byte, read with `read_output` as hex.
-    async fn all_output(&self) -> Vec<u8> {
-        let (mut cursor, mut bytes) = (0u64, Vec::new());
-        loop {
-            let r = self
-                .ok(
-                    "read_output",
-                    json!({"cursor": cursor, "max_bytes": 65536, "encoding": "hex"}),
-                )
-                .await;
-            bytes.extend(unhex(text(&r, "output")));
-            cursor = num(&r, "next_cursor");
-            if r["has_more"] != true {
-                return bytes;
-            }
-        }
     }
 }
 

@@ -183,3 +183,94 @@ pub fn kernel_speed(fd: &OwnedFd) -> u32 {
     assert_eq!(r, 0, "TCGETS2: {}", std::io::Error::last_os_error());
     termios.c_ospeed
 }
+
+/// The gateway with `config` (ports of any kind, local or remote) and a
+/// session, in its own temp dir.
+pub struct Gate {
+    pub client: GateClient,
+    _dir: TempDir,
+}
+
+impl Gate {
+    /// Starts the gateway and a session.
+    pub async fn start(config: &str) -> Gate {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let client = Rig::client_with(&dir, config).await;
+        Gate { client, _dir: dir }
+    }
+
+    /// Calls `tool`; its result must not be an error.
+    pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        self.client
+            .call(tool, args)
+            .await
+            .expect("MCP transport")
+            .ok()
+    }
+
+    /// Calls `tool`; its result must be an error, whose text is returned.
+    pub async fn err(&self, tool: &str, args: Value) -> String {
+        self.client
+            .call(tool, args)
+            .await
+            .expect("MCP transport")
+            .err()
+    }
+
+    /// Polls `status` until `done` holds or the deadline passes (no event
+    /// reaches an MCP client for a state change).
+    pub async fn wait_status(&self, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let status = self.ok("status", json!({})).await;
+            if done(&status) || tokio::time::Instant::now() >= deadline {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Polls `status` until its state is one of `want` or the deadline
+    /// passes.
+    pub async fn wait_state(&self, want: &[&str], within: Duration) -> Value {
+        self.wait_status(within, |s| {
+            want.contains(&s["state"].as_str().unwrap_or_default())
+        })
+        .await
+    }
+
+    /// Wakes the switch and enters privileged mode.
+    pub async fn login(&self) {
+        self.ok("send_text", json!({"text": ""})).await;
+        let woke = self.ok("read_until_prompt", json!({"timeout": 5})).await;
+        assert_eq!(woke["prompt_text"], "SW1>", "{woke}");
+        self.ok("send_text", json!({"text": "enable"})).await;
+        self.ok(
+            "read_until_prompt",
+            json!({"prompt": "Password: ", "timeout": 5}),
+        )
+        .await;
+        self.ok("send_text", json!({"text": sim::cisco::ENABLE_PASSWORD}))
+            .await;
+        let enabled = self.ok("read_until_prompt", json!({"timeout": 5})).await;
+        assert_eq!(enabled["prompt_text"], "SW1#", "{enabled}");
+    }
+
+    /// Every retained byte, read with `read_output` as hex.
+    pub async fn all_output(&self) -> Vec<u8> {
+        let (mut cursor, mut bytes) = (0u64, Vec::new());
+        loop {
+            let r = self
+                .ok(
+                    "read_output",
+                    json!({"cursor": cursor, "max_bytes": 65536, "encoding": "hex"}),
+                )
+                .await;
+            bytes.extend(unhex(text(&r, "output")));
+            cursor = num(&r, "next_cursor");
+            if r["has_more"] != true {
+                return bytes;
+            }
+        }
+    }
+}
