@@ -57,13 +57,7 @@ async fn http_ready_comes_after_the_listener_is_bound() {
     let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
     notify.expect("READY=1").await;
     // The address was printed before READY=1: it is already in the pipe.
-    let line = daemon.stderr.wait_for("listening on http://").await;
-    let url = line
-        .split("listening on ")
-        .nth(1)
-        .expect("an address")
-        .trim()
-        .to_owned();
+    let url = daemon.http_url().await;
     let addr = url
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
@@ -176,13 +170,7 @@ async fn sigterm_ends_a_waiting_http_call_with_an_error_and_exits_0() {
     let notify = NotifySocket::bind(dir.path());
     let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
     notify.expect("READY=1").await;
-    let line = daemon.stderr.wait_for("listening on http://").await;
-    let url = line
-        .split("listening on ")
-        .nth(1)
-        .expect("an address")
-        .trim()
-        .to_owned();
+    let url = daemon.http_url().await;
     let client = Arc::new(
         GateClient::connect_http(&url, None)
             .await

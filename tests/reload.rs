@@ -290,13 +290,7 @@ async fn sighup_over_http_brings_new_tokens_and_refuses_an_auth_change() {
     let notify = NotifySocket::bind(dir.path());
     let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
     notify.expect("READY=1").await;
-    let line = daemon.stderr.wait_for("listening on http://").await;
-    let url = line
-        .split("listening on ")
-        .nth(1)
-        .expect("an address")
-        .trim()
-        .to_owned();
+    let url = daemon.http_url().await;
     GateClient::connect_http(&url, Some(old_secret))
         .await
         .expect("the old token works");

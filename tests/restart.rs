@@ -33,13 +33,7 @@ const EXIT_WITHIN: Duration = Duration::from_secs(5);
 /// MCP URL.
 async fn start(config: &Path, notify: &NotifySocket) -> (Daemon, String) {
     let mut daemon = Daemon::spawn(Some(config), notify, &["--http", "127.0.0.1:0"]);
-    let line = daemon.stderr.wait_for("listening on ").await;
-    let url = line
-        .split("listening on ")
-        .nth(1)
-        .expect("an address")
-        .trim()
-        .to_owned();
+    let url = daemon.http_url().await;
     (daemon, url)
 }
 

@@ -128,6 +128,17 @@ impl Daemon {
         Daemon { child, stderr }
     }
 
+    /// The MCP URL a daemon started with `--http` printed
+    /// (`listening on http://127.0.0.1:PORT/mcp`).
+    pub async fn http_url(&mut self) -> String {
+        let line = self.stderr.wait_for("listening on http://").await;
+        line.split("listening on ")
+            .nth(1)
+            .expect("an address")
+            .trim()
+            .to_owned()
+    }
+
     /// Initializes MCP over the child's stdin and stdout.
     pub async fn client(&mut self) -> Client {
         let stdout = self.child.stdout.take().expect("piped stdout");
