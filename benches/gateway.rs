@@ -41,9 +41,12 @@
 //! and exits non-zero with the build command if it is missing.
 //! `SERIALGATE_BIN=/path/to/serialgate` overrides the lookup.
 
-use std::path::{Path, PathBuf};
+#[path = "shared/binary.rs"]
+mod binary;
+
+use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use serialgate::client::{GateClient, Outcome};
@@ -63,8 +66,12 @@ const PTY_BYTES: usize = 16 << 20;
 fn main() -> ExitCode {
     let quick = std::env::args().any(|a| a == "--quick")
         || std::env::var("SERIALGATE_BENCH_QUICK").is_ok_and(|v| v == "1");
-    let Some(binary) = find_binary() else {
-        return ExitCode::FAILURE;
+    let binary = match binary::serialgate_binary() {
+        Ok(binary) => binary,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -77,76 +84,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The `serialgate` binary to measure: `SERIALGATE_BIN`, else the one in the
-/// profile directory this bench executable was built in
-/// (`target/release/deps/gateway-…` → `target/release/serialgate`), else the
-/// path cargo gave at build time. None (after saying how to build it) if
-/// there is none.
-fn find_binary() -> Option<PathBuf> {
-    let exe_name = format!("serialgate{}", std::env::consts::EXE_SUFFIX);
-    let mut candidates = Vec::new();
-    if let Some(p) = std::env::var_os("SERIALGATE_BIN") {
-        candidates.push(PathBuf::from(p));
-    }
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(profile_dir) = exe.parent().and_then(Path::parent)
-    {
-        candidates.push(profile_dir.join(&exe_name));
-    }
-    candidates.push(PathBuf::from(env!("CARGO_BIN_EXE_serialgate")));
-    let Some(binary) = candidates.into_iter().find(|p| p.is_file()) else {
-        eprintln!("the serialgate binary was not found next to this bench; build it first:");
-        eprintln!("    cargo build --release && cargo bench --bench gateway");
-        eprintln!("(or point SERIALGATE_BIN at a release build of serialgate)");
-        return None;
-    };
-    let profile = binary
-        .parent()
-        .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if profile == "debug" {
-        eprintln!(
-            "WARNING: {} is a debug build: figures are not representative; run `cargo build --release`",
-            binary.display()
-        );
-    }
-    if let (Some(built), Some(source)) = (modified(&binary), newest_source())
-        && source > built
-    {
-        eprintln!(
-            "WARNING: {} is older than the sources under src/; run `cargo build --release` for current figures",
-            binary.display()
-        );
-    }
-    println!("serialgate binary: {}", binary.display());
-    Some(binary)
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// The newest modification time of a file under the crate's `src/`.
-fn newest_source() -> Option<SystemTime> {
-    fn walk(dir: &Path, newest: &mut Option<SystemTime>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, newest);
-            } else if let Some(t) = modified(&path) {
-                *newest = (*newest).max(Some(t));
-            }
-        }
-    }
-    let mut newest = None;
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut newest,
-    );
-    newest
 }
 
 async fn run(binary: &Path, quick: bool) -> anyhow::Result<()> {

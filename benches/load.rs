@@ -46,6 +46,9 @@
 //! `tests/load.rs` and `tests/isolation.rs` include this file as a module
 //! for [`run_load`], [`Daemon`] and the `/proc` readers.
 
+#[path = "shared/binary.rs"]
+mod binary;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -834,20 +837,6 @@ pub async fn run_load(binary: &Path, params: &LoadParams) -> anyhow::Result<Load
     Ok(report)
 }
 
-/// The `serialgate` binary to measure: `SERIALGATE_BIN`, else the one in
-/// the profile directory of this executable, else the one cargo built.
-fn find_binary() -> PathBuf {
-    if let Some(p) = std::env::var_os("SERIALGATE_BIN") {
-        return PathBuf::from(p);
-    }
-    let exe_name = format!("serialgate{}", std::env::consts::EXE_SUFFIX);
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join(&exe_name)))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_serialgate")))
-}
-
 /// The value after `--name` on the command line.
 fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
     let args: Vec<String> = std::env::args().collect();
@@ -864,11 +853,13 @@ fn main() -> std::process::ExitCode {
         duration: Duration::from_secs(arg("--secs").unwrap_or(if quick { 10 } else { 60 })),
         lines_per_sec: arg("--rate").unwrap_or(200),
     };
-    let binary = find_binary();
-    println!("serialgate binary: {}", binary.display());
-    if binary.parent().and_then(Path::file_name) == Some("debug".as_ref()) {
-        eprintln!("WARNING: a debug build: figures are not representative");
-    }
+    let binary = match binary::serialgate_binary() {
+        Ok(binary) => binary,
+        Err(e) => {
+            eprintln!("{e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -45,11 +45,14 @@ mod procfs;
 #[path = "peers/servers.rs"]
 mod servers;
 
+#[path = "shared/binary.rs"]
+mod binary;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::{Value, json};
@@ -1104,38 +1107,7 @@ fn to_json(
 /// where cargo built it. The peers: in `scratch` as
 /// `bench/install-peers.sh` puts them; a missing one is skipped.
 fn find_binaries(scratch: &Path) -> anyhow::Result<Binaries> {
-    let exe_name = format!("serialgate{}", std::env::consts::EXE_SUFFIX);
-    let mut candidates = Vec::new();
-    if let Some(p) = std::env::var_os("SERIALGATE_BIN") {
-        candidates.push(PathBuf::from(p));
-    }
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(profile_dir) = exe.parent().and_then(Path::parent)
-    {
-        candidates.push(profile_dir.join(&exe_name));
-    }
-    candidates.push(PathBuf::from(env!("CARGO_BIN_EXE_serialgate")));
-    let serialgate = candidates.into_iter().find(|p| p.is_file()).context(
-        "serialgate binary not found: run `cargo build --release` (or set SERIALGATE_BIN)",
-    )?;
-    if serialgate
-        .parent()
-        .and_then(Path::file_name)
-        .is_some_and(|n| n == "debug")
-    {
-        eprintln!(
-            "WARNING: {} is a debug build; run `cargo build --release`",
-            serialgate.display()
-        );
-    }
-    if let (Some(built), Some(source)) = (modified(&serialgate), newest_source())
-        && source > built
-    {
-        eprintln!(
-            "WARNING: {} is older than the sources under src/; run `cargo build --release` for current figures",
-            serialgate.display()
-        );
-    }
+    let serialgate = binary::serialgate_binary().map_err(anyhow::Error::msg)?;
     let peer = |rel: &str| {
         let p = scratch.join(rel);
         if p.is_file() {
@@ -1154,32 +1126,7 @@ fn find_binaries(scratch: &Path) -> anyhow::Result<Binaries> {
         serial_console_mcp: peer("venv/bin/serial-console-mcp"),
         serial_mcp: peer("serial-mcp/bin/serial-mcp"),
     };
-    println!("serialgate binary: {}", bins.serialgate.display());
     Ok(bins)
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// The newest modification time of a file under the crate's `src/`.
-fn newest_source() -> Option<SystemTime> {
-    fn walk(dir: &Path, newest: &mut Option<SystemTime>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, newest);
-            } else if let Some(t) = modified(&path) {
-                *newest = (*newest).max(Some(t));
-            }
-        }
-    }
-    let mut newest = None;
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut newest,
-    );
-    newest
 }
 
 /// Each server's version, as it reports it.
