@@ -28,7 +28,7 @@ const ANSWER_WINDOW: Duration = Duration::from_secs(1);
 /// The emulated screen, fed up to some offset. Made at the first query:
 /// most consoles never ask, and an 80×24 screen is ~61 KB per port.
 struct Tracked {
-    term: Option<Terminal>,
+    term: Option<Box<Terminal>>,
     fed_to: u64,
 }
 
@@ -36,11 +36,11 @@ impl Tracked {
     /// The cursor as it was at offset `end`.
     fn cursor_at(&mut self, port: &Port, end: u64) -> screen::Position {
         let log = port.log();
-        let term = self.term.get_or_insert_with(Terminal::new);
+        let term = self.term.get_or_insert_with(|| Box::new(Terminal::new()));
         let gap_too_long = end.saturating_sub(self.fed_to) > SEARCH_WINDOW;
         if self.fed_to < log.oldest() || self.fed_to > end || gap_too_long {
             let replay = screen::replay(log, end);
-            *term = Terminal::new();
+            **term = Terminal::new();
             term.process(&replay.bytes);
             self.fed_to = replay.end;
         }
@@ -105,7 +105,9 @@ pub(super) async fn run(port: Port) {
                 }
                 let reply = answer(hit.query, cursor);
                 tracing::debug!(port = %port.name(), query = ?hit.query, at = hit.end, "answering a terminal query");
-                if let Err(e) = port.write(&reply).await {
+                // Boxed: a write's future is most of this task's size, and
+                // most consoles never ask.
+                if let Err(e) = Box::pin(port.write(&reply)).await {
                     tracing::debug!(port = %port.name(), "terminal answer not written: {e}");
                 }
             }
