@@ -170,9 +170,12 @@ async fn read_until_lost(
         let head = log.append(data);
         responder.scan(port, data, head - data.len() as u64);
     };
+    // One waiter for the whole connection, not one per read.
+    let closing = port.closing().cancelled();
+    tokio::pin!(closing);
     loop {
         let read = tokio::select! {
-            _ = port.closing().cancelled() => return None,
+            () = &mut closing => return None,
             read = reader.read_data(&mut append) => read,
         };
         match read {
