@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
@@ -52,7 +53,7 @@ pub struct Config {
     pub presets: BTreeMap<String, Preset>,
     /// Configured ports, resolved: port keys override the preset's values,
     /// which override those of the preset it extends.
-    pub ports: BTreeMap<String, PortConfig>,
+    pub ports: BTreeMap<String, Arc<PortConfig>>,
 }
 
 /// The `[server]` table.
@@ -393,7 +394,10 @@ impl Config {
 
     /// The configured port whose device path is `device`, if any.
     pub fn port_by_device(&self, device: &str) -> Option<&PortConfig> {
-        self.ports.values().find(|p| p.device == device)
+        self.ports
+            .values()
+            .map(Arc::as_ref)
+            .find(|p| p.device == device)
     }
 
     fn preset_names(&self) -> Vec<&str> {
@@ -1422,7 +1426,7 @@ fn resolve_ports(
     presets: &BTreeMap<String, Preset>,
     server: &ServerConfig,
     src: &Source,
-) -> Result<BTreeMap<String, PortConfig>, ConfigError> {
+) -> Result<BTreeMap<String, Arc<PortConfig>>, ConfigError> {
     let mut raw: Vec<(Spanned<String>, RawPort)> = raw.into_iter().collect();
     raw.sort_by_key(|(name, _)| name.span().start);
     let mut devices: HashMap<String, String> = HashMap::new();
@@ -1472,7 +1476,7 @@ fn resolve_ports(
         let mut p = preset.clone();
         overrides.apply(&mut p, &path, src)?;
         let port = PortConfig::from_preset(&name, device.get_ref(), p, down_after);
-        ports.insert(name, port);
+        ports.insert(name, Arc::new(port));
     }
     Ok(ports)
 }

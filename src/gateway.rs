@@ -46,7 +46,7 @@ pub struct GatewayPort {
     /// The running port.
     pub port: Port,
     /// Its resolved configuration (preset applied).
-    pub config: PortConfig,
+    pub config: Arc<PortConfig>,
     /// Opened by a `connect` with a device path, not by the config file.
     pub adhoc: bool,
 }
@@ -118,7 +118,7 @@ impl Gateway {
 
     fn start_configured(
         config: &Config,
-        pc: &PortConfig,
+        pc: &Arc<PortConfig>,
         audit: &Audit,
         shutdown: &CancellationToken,
     ) -> Entry {
@@ -355,7 +355,7 @@ impl Gateway {
         }
         let gp = GatewayPort {
             port,
-            config: port_config,
+            config: Arc::new(port_config),
             adhoc: true,
         };
         let inserted = {

@@ -130,10 +130,11 @@ impl OutputLog {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Appends bytes the device sent and wakes every waiter.
-    pub fn append(&self, bytes: &[u8]) {
+    /// Appends bytes the device sent and wakes every waiter; returns the
+    /// new head (the bytes are at `head - bytes.len()`).
+    pub fn append(&self, bytes: &[u8]) -> u64 {
         if bytes.is_empty() {
-            return;
+            return self.head();
         }
         let head = {
             let mut r = self.lock();
@@ -165,6 +166,7 @@ impl OutputLog {
         };
         // Unlocked before notifying, as mini-redis's Db does.
         self.head_tx.send_replace(head);
+        head
     }
 
     /// Offset one past the newest byte.

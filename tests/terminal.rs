@@ -175,6 +175,21 @@ async fn terminal_queries_are_answered() {
 }
 
 #[tokio::test]
+async fn a_device_asking_in_a_loop_gets_no_flood_of_answers() {
+    let rig = Rig::start(Profile::Silent, "").await;
+    rig.ok("connect", json!({"port": "sw1"})).await;
+    // 200 status queries at once: 64 answers (a second's worth), no more.
+    rig.sim.inject(&b"\x1b[5n".repeat(200)).await;
+    let answers = b"\x1b[0n".repeat(64);
+    assert!(
+        rig.sim.wait_received(&answers, WAIT).await,
+        "got {:?}",
+        String::from_utf8_lossy(&rig.sim.received())
+    );
+    assert_eq!(settled(&rig, "flood").await, answers);
+}
+
+#[tokio::test]
 async fn hex_and_base64_round_trip_binary_output() {
     let rig = Rig::start(Profile::Silent, "").await;
     rig.ok("connect", json!({"port": "sw1"})).await;

@@ -299,7 +299,7 @@ impl GateServer {
                     .config()
                     .resolve_port(&name, &gp.config.device, Some(p))
                     .map_err(GateError::invalid)?,
-                _ => gp.config.clone(),
+                _ => PortConfig::clone(&gp.config),
             };
             build_profile(&config, &a)
         })();

@@ -80,16 +80,29 @@ impl GateServer {
         GateServer {
             gateway,
             session: Session::default(),
-            tool_router: Self::connect_router()
-                + Self::io_router()
-                + Self::info_router()
-                + Self::control_router()
-                + Self::expect_router()
-                + Self::terminal_router(),
+            tool_router: Self::shared_tool_router(),
             mode: scope::Mode::Local,
             _release: None,
             client_gone: tokio_util::sync::CancellationToken::new(),
         }
+    }
+
+    /// Every tool, built once per process: their JSON schemas are made
+    /// from the argument types at build time, which costs ~1 ms and a few
+    /// hundred KB, and each HTTP session is a new server. A clone shares
+    /// the schemas and handlers.
+    fn shared_tool_router() -> ToolRouter<GateServer> {
+        static ROUTER: std::sync::OnceLock<ToolRouter<GateServer>> = std::sync::OnceLock::new();
+        ROUTER
+            .get_or_init(|| {
+                Self::connect_router()
+                    + Self::io_router()
+                    + Self::info_router()
+                    + Self::control_router()
+                    + Self::expect_router()
+                    + Self::terminal_router()
+            })
+            .clone()
     }
 
     /// The same server, whose waiting calls end when `gone` is cancelled

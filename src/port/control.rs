@@ -379,7 +379,11 @@ impl Port {
     ) -> io::Result<(device::DeviceReader, device::DeviceWriter, LineSettings)> {
         let mut slot = self.control().handle.lock().await;
         let line = self.line_settings();
-        let (reader, writer, control) = device::open(&self.shared.spec.device, &line).await?;
+        // Boxed: opening (a remote console's negotiation above all) needs
+        // 1.5 KB of future state that the reader task, which awaits this,
+        // would otherwise carry for the port's whole life.
+        let (reader, writer, control) =
+            Box::pin(device::open(&self.shared.spec.device, &line)).await?;
         *self.lock_com_port() = control.as_ref().and_then(|c| c.com_port());
         *slot = control;
         Ok((reader, writer, line))

@@ -171,8 +171,8 @@ struct Shared {
 impl Port {
     /// Creates the port and starts its reader task, which opens the device
     /// and keeps it open (reopening with backoff after a loss) until
-    /// [`close`](Self::close) or `shutdown` is cancelled, and its terminal
-    /// responder, which answers the device's terminal queries.
+    /// [`close`](Self::close) or `shutdown` is cancelled, and passes the
+    /// device's terminal queries to the responder (responder.rs).
     pub fn start(spec: PortSpec, services: PortServices, shutdown: &CancellationToken) -> Port {
         let (state_tx, _) = watch::channel(PortState::Opening);
         let log = OutputLog::new(spec.retention);
@@ -206,7 +206,6 @@ impl Port {
             }),
         };
         tokio::spawn(reader::run(port.clone()));
-        tokio::spawn(responder::run(port.clone()));
         port
     }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::appear::PathWatch;
+use super::responder::Responder;
 use super::{Port, PortState, device};
 
 /// First wait before reopening a lost device.
@@ -38,6 +39,8 @@ pub(super) async fn run(port: Port) {
     // Made before an open attempt, so that a device that returns right
     // after the attempt failed is heard; dropped while the device is open.
     let mut watch: Option<PathWatch> = None;
+    // Terminal queries in the output; kept across reopens like the log.
+    let mut responder = Responder::new();
     loop {
         if port.closing().is_cancelled() {
             break;
@@ -63,7 +66,7 @@ pub(super) async fn run(port: Port) {
                     port.start_line_setup();
                 }
                 backoff = BACKOFF_START;
-                let why = read_until_lost(&port, &mut reader).await;
+                let why = read_until_lost(&port, &mut reader, &mut responder).await;
                 port.install_writer(None).await;
                 let Some(why) = why else {
                     break; // closing
@@ -150,18 +153,29 @@ fn watch_path(port: &Port, device: &str) -> Option<PathWatch> {
         .ok()
 }
 
-/// Reads until the device is lost (returns why) or the port closes (None).
-async fn read_until_lost(port: &Port, reader: &mut device::DeviceReader) -> Option<String> {
+/// Reads until the device is lost (returns why) or the port closes (None);
+/// what it reads goes to the log and past the terminal-query scanner.
+async fn read_until_lost(
+    port: &Port,
+    reader: &mut device::DeviceReader,
+    responder: &mut Responder,
+) -> Option<String> {
     let eof = if port.is_remote() {
         "the console server closed the connection"
     } else {
         "end of file (device unplugged or closed)"
     };
     let log = port.log();
-    let mut append = |data: &[u8]| log.append(data);
+    let mut append = |data: &[u8]| {
+        let head = log.append(data);
+        responder.scan(port, data, head - data.len() as u64);
+    };
+    // One waiter for the whole connection, not one per read.
+    let closing = port.closing().cancelled();
+    tokio::pin!(closing);
     loop {
         let read = tokio::select! {
-            _ = port.closing().cancelled() => return None,
+            () = &mut closing => return None,
             read = reader.read_data(&mut append) => read,
         };
         match read {

@@ -1,23 +1,26 @@
 //! The port's terminal answers: a full-screen program asks its terminal
 //! where the cursor is (`ESC[6n`) or what it is (`ESC[c`) and waits for
-//! the answer before it draws. This task gives the answers a VT100 of
-//! 80×24 would, so such programs work over the gateway.
+//! the answer before it draws. The gateway gives the answers a VT100 of
+//! 80×24 would, so such programs work over it.
 //!
-//! It only reads the OutputLog, in its own task, and never holds the log
-//! lock for longer than a scan of new bytes: the reader is never slowed.
-//! The emulated screen is advanced only up to a query, when one is seen
-//! (most output asks nothing, and costs a `memchr` for ESC); after a long
-//! gap it is rebuilt from the last clear, as the `screen` tool does.
+//! The reader task scans what it appends for queries ([`Responder`]: a
+//! `memchr` for ESC per read, as most output asks nothing) and hands each
+//! one found to the answerer, a task started at the port's first query:
+//! most consoles never ask, so most ports never have one, and no second
+//! task wakes for every read. The answerer advances the emulated screen
+//! only up to a query; after a long gap it rebuilds it from the last
+//! clear, as the `screen` tool does.
 
 use std::time::Duration;
 
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{Port, PortState};
 use crate::terminal::queries::{Query, QueryHit, QueryScanner, answer};
 use crate::terminal::screen::{self, SEARCH_WINDOW, Terminal};
 
-/// Most bytes scanned per hold of the log lock.
+/// Most bytes of the log copied at once to advance the emulated screen.
 const SCAN_CHUNK: u64 = 64 * 1024;
 /// Most answers per [`ANSWER_WINDOW`]: a device that asks in a loop gets
 /// no flood in return.
@@ -57,66 +60,81 @@ impl Tracked {
     }
 }
 
-/// Answers the terminal queries in `port`'s output until it closes.
-pub(super) async fn run(port: Port) {
-    let log = port.log().clone();
-    let mut head_rx = log.subscribe();
-    let mut scanner = QueryScanner::new();
-    let mut scanned = log.head();
+/// The query scanner of one port, kept by its reader task across reopens.
+pub(super) struct Responder {
+    scanner: QueryScanner,
+    hits: Vec<QueryHit>,
+    /// Start of the current [`ANSWER_WINDOW`] and the answers passed on in it.
+    window: (Instant, u32),
+    /// The answerer, once the device asked something.
+    answerer: Option<mpsc::UnboundedSender<QueryHit>>,
+}
+
+impl Responder {
+    /// A scanner in the ground state, with no answerer yet.
+    pub(super) fn new() -> Responder {
+        Responder {
+            scanner: QueryScanner::new(),
+            hits: Vec::new(),
+            window: (Instant::now(), 0),
+            answerer: None,
+        }
+    }
+
+    /// Scans `bytes`, just appended to `port`'s log at offset `base`, and
+    /// passes the queries in them to the answerer (at most
+    /// [`MAX_ANSWERS`] per [`ANSWER_WINDOW`]).
+    pub(super) fn scan(&mut self, port: &Port, bytes: &[u8], base: u64) {
+        self.scanner.scan(bytes, base, &mut self.hits);
+        for hit in self.hits.drain(..) {
+            if self.window.0.elapsed() >= ANSWER_WINDOW {
+                self.window = (Instant::now(), 0);
+            }
+            self.window.1 += 1;
+            if self.window.1 > MAX_ANSWERS {
+                if self.window.1 == MAX_ANSWERS + 1 {
+                    tracing::warn!(port = %port.name(), "the device asks terminal queries faster than {MAX_ANSWERS} a second; not answering the excess");
+                }
+                continue;
+            }
+            let answerer = self.answerer.get_or_insert_with(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(answer_queries(port.clone(), rx));
+                tx
+            });
+            // The answerer ends only with the port (or after this sender
+            // is dropped); a query seen while it stops needs no answer.
+            let _ = answerer.send(hit);
+        }
+    }
+}
+
+/// Answers the queries the reader passes on, in order, until the port
+/// closes or the reader is gone.
+async fn answer_queries(port: Port, mut queries: mpsc::UnboundedReceiver<QueryHit>) {
     let mut tracked = Tracked {
         term: None,
         fed_to: 0,
     };
-    let mut window = (Instant::now(), 0u32);
-    let mut hits: Vec<QueryHit> = Vec::new();
     loop {
-        head_rx.borrow_and_update();
-        loop {
-            let more = {
-                let view = log.view();
-                if scanned < view.oldest() {
-                    // Retention overtook this task: what was dropped is
-                    // past answering.
-                    scanner.reset();
-                    scanned = view.oldest();
-                }
-                let to = (scanned + SCAN_CHUNK).min(view.head());
-                scanner.scan(view.slice(scanned, to), scanned, &mut hits);
-                scanned = to;
-                to < view.head()
-            };
-            for hit in hits.drain(..) {
-                if window.0.elapsed() >= ANSWER_WINDOW {
-                    window = (Instant::now(), 0);
-                }
-                window.1 += 1;
-                if window.1 > MAX_ANSWERS {
-                    if window.1 == MAX_ANSWERS + 1 {
-                        tracing::warn!(port = %port.name(), "the device asks terminal queries faster than {MAX_ANSWERS} a second; not answering the excess");
-                    }
-                    continue;
-                }
-                let cursor = match hit.query {
-                    Query::CursorPosition => tracked.cursor_at(&port, hit.end),
-                    _ => screen::Position { row: 0, col: 0 },
-                };
-                if port.state() != PortState::Open {
-                    continue;
-                }
-                let reply = answer(hit.query, cursor);
-                tracing::debug!(port = %port.name(), query = ?hit.query, at = hit.end, "answering a terminal query");
-                if let Err(e) = port.write(&reply).await {
-                    tracing::debug!(port = %port.name(), "terminal answer not written: {e}");
-                }
-            }
-            if !more {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        tokio::select! {
+        let hit = tokio::select! {
             _ = port.closing().cancelled() => break,
-            changed = head_rx.changed() => if changed.is_err() { break },
+            hit = queries.recv() => match hit {
+                Some(hit) => hit,
+                None => break,
+            },
+        };
+        let cursor = match hit.query {
+            Query::CursorPosition => tracked.cursor_at(&port, hit.end),
+            _ => screen::Position { row: 0, col: 0 },
+        };
+        if port.state() != PortState::Open {
+            continue;
+        }
+        let reply = answer(hit.query, cursor);
+        tracing::debug!(port = %port.name(), query = ?hit.query, at = hit.end, "answering a terminal query");
+        if let Err(e) = port.write(&reply).await {
+            tracing::debug!(port = %port.name(), "terminal answer not written: {e}");
         }
     }
 }

@@ -140,6 +140,12 @@ pub async fn wait_for_prompt(
     let mut reported = (Instant::now(), 0u64);
     // The bytes one wake-up scans, copied out of the log (reused).
     let mut window = Vec::new();
+    // Made once, not per wake-up: a busy port wakes this loop for every
+    // read, and a new timer and cancellation waiter each time would cost
+    // more than the scan.
+    let timed_out = tokio::time::sleep_until(deadline);
+    let cancelled = hooks.cancelled();
+    tokio::pin!(timed_out, cancelled);
     let finish = |end: WaitEnd, end_offset: u64, auto_replies, replies_capped| {
         let oldest = log.oldest();
         PromptWait {
@@ -216,7 +222,7 @@ pub async fn wait_for_prompt(
         tokio::select! {
             _ = head_rx.changed() => {}
             _ = state_rx.changed() => {}
-            () = hooks.cancelled() => {
+            () = &mut cancelled => {
                 // A shutdown closes the ports and cancels the requests at
                 // about the same time: a closed or lost port is the truer
                 // ending, and it carries the partial output.
@@ -228,7 +234,7 @@ pub async fn wait_for_prompt(
                     _ => finish(WaitEnd::Cancelled, cursor, auto_replies, replies_capped),
                 });
             }
-            _ = tokio::time::sleep_until(deadline) => {
+            () = &mut timed_out => {
                 return Ok(finish(WaitEnd::TimedOut, log.head(), auto_replies, replies_capped));
             }
         }
@@ -254,6 +260,9 @@ pub async fn wait_for_output(
     let mut head_rx = log.subscribe();
     let mut state_rx = port.watch_state();
     let deadline = Instant::now() + timeout;
+    let timed_out = tokio::time::sleep_until(deadline);
+    let cancelled = hooks.cancelled();
+    tokio::pin!(timed_out, cancelled);
     loop {
         if *head_rx.borrow_and_update() > cursor {
             break;
@@ -268,19 +277,22 @@ pub async fn wait_for_output(
         tokio::select! {
             changed = head_rx.changed() => if changed.is_err() { return Some(log.head()) },
             _ = state_rx.changed() => {}
-            _ = tokio::time::sleep_until(deadline) => return Some(log.head()),
-            () = hooks.cancelled() => return None,
+            () = &mut timed_out => return Some(log.head()),
+            () = &mut cancelled => return None,
         }
     }
     let settle_deadline = Instant::now() + settle_max;
+    // One timer, moved on at every burst.
+    let quiet = tokio::time::sleep_until((Instant::now() + settle).min(settle_deadline));
+    tokio::pin!(quiet);
     loop {
-        let quiet_until = (Instant::now() + settle).min(settle_deadline);
         tokio::select! {
             changed = head_rx.changed() => {
                 if changed.is_err() || Instant::now() >= settle_deadline { break; }
+                quiet.as_mut().reset((Instant::now() + settle).min(settle_deadline));
             }
-            _ = tokio::time::sleep_until(quiet_until) => break,
-            () = hooks.cancelled() => return None,
+            () = &mut quiet => break,
+            () = &mut cancelled => return None,
         }
     }
     Some(log.head())
