@@ -66,8 +66,10 @@ pub(super) struct Responder {
     hits: Vec<QueryHit>,
     /// Start of the current [`ANSWER_WINDOW`] and the answers passed on in it.
     window: (Instant, u32),
-    /// The answerer, once the device asked something.
-    answerer: Option<mpsc::UnboundedSender<QueryHit>>,
+    /// The answerer, once the device asked something. Its queue holds a
+    /// window's worth: while a write is held up (flow control) further
+    /// queries are dropped, not queued without bound.
+    answerer: Option<mpsc::Sender<QueryHit>>,
 }
 
 impl Responder {
@@ -98,20 +100,22 @@ impl Responder {
                 continue;
             }
             let answerer = self.answerer.get_or_insert_with(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
+                let (tx, rx) = mpsc::channel(MAX_ANSWERS as usize);
                 tokio::spawn(answer_queries(port.clone(), rx));
                 tx
             });
-            // The answerer ends only with the port (or after this sender
-            // is dropped); a query seen while it stops needs no answer.
-            let _ = answerer.send(hit);
+            // Full: the answerer is stuck writing earlier answers. Closed:
+            // it ended with the port. Either way this one goes unanswered.
+            if answerer.try_send(hit).is_err() {
+                tracing::debug!(port = %port.name(), query = ?hit.query, "terminal query not answered: the answerer is busy or gone");
+            }
         }
     }
 }
 
 /// Answers the queries the reader passes on, in order, until the port
 /// closes or the reader is gone.
-async fn answer_queries(port: Port, mut queries: mpsc::UnboundedReceiver<QueryHit>) {
+async fn answer_queries(port: Port, mut queries: mpsc::Receiver<QueryHit>) {
     let mut tracked = Tracked {
         term: None,
         fed_to: 0,
