@@ -57,6 +57,7 @@ use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -335,12 +336,17 @@ impl Drop for WatchedBody {
 #[derive(Clone)]
 struct InFlight {
     count: Arc<watch::Sender<usize>>,
+    /// Set when shutdown begins: a request that arrives after it is
+    /// refused at once instead of reaching a session about to be cancelled
+    /// (which would leave its connection open until the grace ran out).
+    refusing: Arc<AtomicBool>,
 }
 
 impl Default for InFlight {
     fn default() -> Self {
         InFlight {
             count: Arc::new(watch::Sender::new(0)),
+            refusing: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -355,14 +361,20 @@ impl Drop for InFlightGuard {
 }
 
 impl InFlight {
-    fn start(&self) -> InFlightGuard {
+    /// Counts a request; `None` once shutdown began. Counted first, then
+    /// checked: a request that passes is one [`drained`](Self::drained)
+    /// waits for.
+    fn start(&self) -> Option<InFlightGuard> {
         self.count.send_modify(|n| *n += 1);
-        InFlightGuard(self.clone())
+        let guard = InFlightGuard(self.clone());
+        (!self.refusing.load(Ordering::SeqCst)).then_some(guard)
     }
 
-    /// Waits until no counted response is being written, at most `within`;
-    /// returns how many still are.
+    /// Refuses new requests from now on, then waits until no counted
+    /// response is being written, at most `within`; returns how many still
+    /// are.
     async fn drained(&self, within: Duration) -> usize {
+        self.refusing.store(true, Ordering::SeqCst);
         let mut rx = self.count.subscribe();
         let _ = tokio::time::timeout(within, rx.wait_for(|n| *n == 0)).await;
         *self.count.borrow()
@@ -463,7 +475,20 @@ async fn authenticate(
             .into_response();
     }
     let is_delete = request.method() == axum::http::Method::DELETE;
-    let counted = (request.method() != axum::http::Method::GET).then(|| gate.in_flight.start());
+    let counted = if request.method() == axum::http::Method::GET {
+        None
+    } else {
+        match gate.in_flight.start() {
+            Some(guard) => Some(guard),
+            None => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "serialgate is shutting down; retry when it is back\n",
+                )
+                    .into_response();
+            }
+        }
+    };
     let name = caller.name.clone();
     request.headers_mut().remove(header::AUTHORIZATION);
     request.extensions_mut().insert(Arc::new(caller));
