@@ -92,19 +92,7 @@ impl Rig {
     /// Connects to `sw1`, wakes the switch and enters privileged mode.
     pub async fn login(&self) {
         self.ok("connect", json!({"port": "sw1"})).await;
-        self.ok("send_text", json!({"text": ""})).await;
-        let woke = self.ok("read_until_prompt", json!({"timeout": 5})).await;
-        assert_eq!(woke["prompt_text"], "SW1>", "{woke}");
-        self.ok("send_text", json!({"text": "enable"})).await;
-        self.ok(
-            "read_until_prompt",
-            json!({"prompt": "Password: ", "timeout": 5}),
-        )
-        .await;
-        self.ok("send_text", json!({"text": sim::cisco::ENABLE_PASSWORD}))
-            .await;
-        let enabled = self.ok("read_until_prompt", json!({"timeout": 5})).await;
-        assert_eq!(enabled["prompt_text"], "SW1#", "{enabled}");
+        enable(&self.client).await;
     }
 
     /// Polls `status` until its state is `want` (no event reaches an MCP
@@ -241,19 +229,7 @@ impl Gate {
 
     /// Wakes the switch and enters privileged mode.
     pub async fn login(&self) {
-        self.ok("send_text", json!({"text": ""})).await;
-        let woke = self.ok("read_until_prompt", json!({"timeout": 5})).await;
-        assert_eq!(woke["prompt_text"], "SW1>", "{woke}");
-        self.ok("send_text", json!({"text": "enable"})).await;
-        self.ok(
-            "read_until_prompt",
-            json!({"prompt": "Password: ", "timeout": 5}),
-        )
-        .await;
-        self.ok("send_text", json!({"text": sim::cisco::ENABLE_PASSWORD}))
-            .await;
-        let enabled = self.ok("read_until_prompt", json!({"timeout": 5})).await;
-        assert_eq!(enabled["prompt_text"], "SW1#", "{enabled}");
+        enable(&self.client).await;
     }
 
     /// Every retained byte, read with `read_output` as hex.
@@ -273,4 +249,24 @@ impl Gate {
             }
         }
     }
+}
+
+/// Wakes the simulated switch on the session's connected port and enters
+/// privileged mode (`SW1>`, `enable`, the password, `SW1#`).
+pub async fn enable(client: &GateClient) {
+    let ok = async |tool: &str, args: Value| -> Value {
+        client.call(tool, args).await.expect("MCP transport").ok()
+    };
+    ok("send_text", json!({"text": ""})).await;
+    let woke = ok("read_until_prompt", json!({"timeout": 5})).await;
+    assert_eq!(woke["prompt_text"], "SW1>", "{woke}");
+    ok("send_text", json!({"text": "enable"})).await;
+    ok(
+        "read_until_prompt",
+        json!({"prompt": "Password: ", "timeout": 5}),
+    )
+    .await;
+    ok("send_text", json!({"text": sim::cisco::ENABLE_PASSWORD})).await;
+    let enabled = ok("read_until_prompt", json!({"timeout": 5})).await;
+    assert_eq!(enabled["prompt_text"], "SW1#", "{enabled}");
 }
