@@ -264,15 +264,7 @@ async fn exercise(gate: &Gate, console: &mut Console) {
     // The console server hangs up and refuses: lost, the log kept.
     let head = num(&gate.ok("status", json!({})).await, "head");
     console.hang_up();
-    let lost = gate
-        .wait_state(&["lost", "reopening"], Duration::from_secs(5))
-        .await;
-    assert!(
-        lost["state"] == "lost" || lost["state"] == "reopening",
-        "{lost}"
-    );
-    let e = gate.err("send_text", json!({"text": "show clock"})).await;
-    assert!(e.starts_with("port_lost: "), "{e}");
+    gate.expect_lost().await;
     let kept = gate.all_output().await;
     assert_eq!(kept.len() as u64, head, "the log is kept");
     // Reconnects are refused (reported as such), with backoff.

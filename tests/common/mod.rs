@@ -227,6 +227,20 @@ impl Gate {
         .await
     }
 
+    /// Waits (5 s at most) until the port is `lost` or `reopening`, and
+    /// checks that a write is refused with `port_lost`.
+    pub async fn expect_lost(&self) {
+        let lost = self
+            .wait_state(&["lost", "reopening"], Duration::from_secs(5))
+            .await;
+        assert!(
+            lost["state"] == "lost" || lost["state"] == "reopening",
+            "{lost}"
+        );
+        let e = self.err("send_text", json!({"text": "show clock"})).await;
+        assert!(e.starts_with("port_lost: "), "{e}");
+    }
+
     /// Wakes the switch and enters privileged mode.
     pub async fn login(&self) {
         enable(&self.client).await;
