@@ -9,7 +9,7 @@ mod daemon;
 #[allow(dead_code)]
 mod load;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -279,15 +279,22 @@ async fn sigterm_under_load_flushes_transcripts_and_a_restart_reopens_every_port
     drop(switches);
 }
 
+/// A silent device linked at `dir/sw1` and a config (`server` TOML
+/// first) with port `sw1` on it.
+async fn silent_port(dir: &Path, server: &str) -> (SimHandle, PathBuf) {
+    let link = dir.join("sw1");
+    let device = sim::spawn(Profile::Silent, Some(link.clone()))
+        .await
+        .unwrap();
+    let config = dir.join("serialgate.toml");
+    std::fs::write(&config, format!("{server}[ports.sw1]\ndevice = {link:?}\n")).unwrap();
+    (device, config)
+}
+
 #[tokio::test]
 async fn a_client_that_goes_away_mid_wait_lets_the_daemon_exit_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let link = dir.path().join("sw1");
-    let _device = sim::spawn(Profile::Silent, Some(link.clone()))
-        .await
-        .unwrap();
-    let config = dir.path().join("serialgate.toml");
-    std::fs::write(&config, format!("[ports.sw1]\ndevice = {link:?}\n")).unwrap();
+    let (_device, config) = silent_port(dir.path(), "").await;
     let notify = NotifySocket::bind(dir.path());
     let mut daemon = Daemon::spawn(Some(&config), &notify, &[]);
     let client = daemon.client().await;
@@ -341,16 +348,7 @@ async fn a_client_that_goes_away_mid_wait_lets_the_daemon_exit_at_once() {
 #[tokio::test]
 async fn an_http_client_that_drops_its_connection_mid_wait_ends_the_wait() {
     let dir = tempfile::tempdir().unwrap();
-    let link = dir.path().join("sw1");
-    let _device = sim::spawn(Profile::Silent, Some(link.clone()))
-        .await
-        .unwrap();
-    let config = dir.path().join("serialgate.toml");
-    std::fs::write(
-        &config,
-        format!("[server]\nauth = \"none\"\n[ports.sw1]\ndevice = {link:?}\n"),
-    )
-    .unwrap();
+    let (_device, config) = silent_port(dir.path(), "[server]\nauth = \"none\"\n").await;
     let notify = NotifySocket::bind(dir.path());
     let (mut daemon, url) = start(&config, &notify).await;
     let http = reqwest::Client::new();
