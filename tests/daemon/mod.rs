@@ -214,3 +214,23 @@ pub async fn call(peer: &rmcp::Peer<RoleClient>, tool: &str, args: Value) -> Out
     }
     to_outcome(peer.call_tool(params).await.expect("MCP transport"))
 }
+
+/// A `[[tokens]]` entry for tests: name, secret, ports (TOML array text,
+/// e.g. `["sw*"]`) and access (`read`, `write` or `admin`).
+pub type TestToken<'a> = (&'a str, &'a str, &'a str, &'a str);
+
+/// `[[tokens]]` entries for `tokens`, their secret files written into `dir`
+/// as `<name>.token` (mode 600), named relative to a config file in `dir`.
+pub fn tokens_toml(dir: &Path, tokens: &[TestToken<'_>]) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let mut toml = String::new();
+    for (name, secret, ports, access) in tokens {
+        let file = dir.join(format!("{name}.token"));
+        std::fs::write(&file, format!("{secret}\n")).expect("write a token file");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        toml.push_str(&format!(
+            "[[tokens]]\nname = \"{name}\"\nsecret_file = \"{name}.token\"\nports = {ports}\naccess = \"{access}\"\n"
+        ));
+    }
+    toml
+}
