@@ -32,6 +32,7 @@ pub mod config;
 pub mod demo;
 pub mod devices;
 pub mod error;
+pub mod fd_limit;
 pub mod gateway;
 pub mod http;
 pub mod log;

@@ -87,6 +87,7 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
             "[server] listen = {listen:?} is set, but --stdio asks for stdio: HTTP is not served"
         );
     }
+    crate::fd_limit::raise_to_hard();
     let reloader = Reloader::new(config_path);
     let shutdown = CancellationToken::new();
     let gateway = Gateway::start(config, shutdown.clone());

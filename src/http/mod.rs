@@ -52,8 +52,9 @@
 //! sent) get up to [`SHUTDOWN_GRACE`] to reach their clients before the
 //! sessions end.
 
+pub mod listener;
+
 use std::collections::HashMap;
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -81,6 +82,7 @@ use crate::mcp::GateServer;
 use crate::mcp::access::Caller;
 use crate::mcp::scope::Stateless;
 use crate::serve::{Reloader, Signals, until_terminated};
+use listener::{Admission, ListenerLimits};
 
 /// How long an MCP session may stay idle before the server ends it (its
 /// connections are then detached). Agents think between calls; a short
@@ -448,8 +450,11 @@ async fn authenticate(
             return unauthorized(&refusal);
         }
     };
+    if let Some(admission) = request.extensions().get::<Admission>() {
+        admission.authenticated();
+    }
     tracing::debug!(
-        "{peer}: {} {} as {}",
+        "{peer}: {} {} as {:?}",
         request.method(),
         request.uri(),
         caller.name
@@ -620,16 +625,20 @@ pub async fn serve_http(
         in_flight.clone(),
         cancel.clone(),
     );
-    let server = axum::serve(
+    let limits = ListenerLimits::for_fd_limit(crate::fd_limit::raise_to_hard(), config.ports.len());
+    tracing::info!(
+        "HTTP: at most {} connections ({} without a token yet), {:?} to send a request's headers",
+        limits.max_connections,
+        limits.max_unauthenticated,
+        limits.header_timeout
+    );
+    let mut server = tokio::spawn(listener::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown({
-        let cancel = cancel.clone();
-        async move { cancel.cancelled().await }
-    })
-    .into_future();
-    let mut server = tokio::spawn(server);
+        app,
+        limits,
+        cancel.clone(),
+        SHUTDOWN_GRACE,
+    ));
     eprintln!("serialgate: listening on http://{local}/mcp");
     tracing::info!(
         "serving MCP at http://{local}/mcp ({} token(s), auth {:?})",
@@ -649,8 +658,7 @@ pub async fn serve_http(
         None => Ok(()),
         Some(()) => match until_terminated(&mut server, &mut signals, &reloader, &gateway).await {
             None => Ok(()),
-            Some(Ok(Ok(()))) => Err(anyhow::anyhow!("the HTTP server on {local} stopped")),
-            Some(Ok(Err(e))) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
+            Some(Ok(())) => Err(anyhow::anyhow!("the HTTP server on {local} stopped")),
             Some(Err(e)) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
         },
     };
@@ -664,13 +672,13 @@ pub async fn serve_http(
             "{unfinished} HTTP response(s) still being written after {SHUTDOWN_GRACE:?}; closing anyway"
         );
     }
+    // The listener waits for its connections at most SHUTDOWN_GRACE.
     cancel.cancel();
     if !server.is_finished()
-        && tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
+        && tokio::time::timeout(2 * SHUTDOWN_GRACE, &mut server)
             .await
             .is_err()
     {
-        tracing::warn!("HTTP connections still open after {SHUTDOWN_GRACE:?}; closing anyway");
         server.abort();
     }
     stateless.clear();

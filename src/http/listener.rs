@@ -1,0 +1,391 @@
+//! The HTTP listener: accepts connections and serves each with HTTP/1.1,
+//! under limits that nobody on the network can exhaust without a token.
+//!
+//! - **Header read timeout** ([`ListenerLimits::header_timeout`]): a
+//!   connection must deliver a request's headers within it, also between
+//!   requests on a kept-alive connection, or it is closed. It bounds only
+//!   the reading of headers: a response that takes long (a 600 s wait, a
+//!   session's standing event stream) is not cut.
+//! - **Connection cap** ([`ListenerLimits::max_connections`]), counted at
+//!   accept, before any authentication, and sized so that the daemon's
+//!   devices, transcripts and watches keep file descriptors of their own.
+//! - **Room for callers with a token**: connections that have not yet
+//!   carried an authenticated request may hold at most
+//!   [`ListenerLimits::max_unauthenticated`] of the slots. When a new
+//!   connection arrives and there is no room, the oldest of those is closed
+//!   to make it: a flood of idle or half-sent connections churns only
+//!   itself, and an agent whose request arrives with its token gets in.
+//!   Only when every slot holds an authenticated connection is a new one
+//!   refused (closed at once).
+//!
+//! The auth middleware marks a connection authenticated through the
+//! [`Admission`] each request carries in its extensions.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How long a client may take to send a request's headers.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most HTTP connections at once, whatever the open-files limit allows.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// File descriptors kept for the rest of the daemon, plus
+/// [`FDS_PER_PORT`] for each configured port.
+const RESERVED_FDS: u64 = 128;
+/// File descriptors a port may use: its device, its transcript, a watch
+/// for its device to reappear, and one to spare.
+const FDS_PER_PORT: u64 = 4;
+/// How long accepting pauses when the process is out of file descriptors
+/// (unless a connection closes first).
+const OUT_OF_FDS_PAUSE: Duration = Duration::from_millis(250);
+
+/// The listener's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenerLimits {
+    /// Connections open at once, authenticated or not.
+    pub max_connections: usize,
+    /// Of those, connections that have not carried an authenticated
+    /// request yet.
+    pub max_unauthenticated: usize,
+    /// How long a client may take to send a request's headers.
+    pub header_timeout: Duration,
+}
+
+impl ListenerLimits {
+    /// The limits for a process allowed `fd_limit` open files that serves
+    /// `ports` configured ports: at most [`MAX_CONNECTIONS`], leaving the
+    /// ports and the rest of the daemon their descriptors; half of them
+    /// for connections without a token yet.
+    pub fn for_fd_limit(fd_limit: u64, ports: usize) -> ListenerLimits {
+        let reserved = RESERVED_FDS + FDS_PER_PORT * ports as u64;
+        let room = usize::try_from(fd_limit.saturating_sub(reserved)).unwrap_or(usize::MAX);
+        let max_connections = room.clamp(16, MAX_CONNECTIONS);
+        ListenerLimits {
+            max_connections,
+            max_unauthenticated: max_connections / 2,
+            header_timeout: HEADER_TIMEOUT,
+        }
+    }
+}
+
+/// One connection's place under the cap, carried by each of its requests
+/// (in their extensions) so that the auth middleware can say the
+/// connection has shown a token.
+#[derive(Clone)]
+pub struct Admission {
+    slot: Arc<Slot>,
+    book: Arc<Book>,
+}
+
+impl Admission {
+    /// The connection carried an authenticated request: it no longer
+    /// counts against [`ListenerLimits::max_unauthenticated`] and is not
+    /// closed to make room.
+    pub fn authenticated(&self) {
+        let mut counts = self.book.lock();
+        if counts.waiting.remove(&self.slot.id).is_some() {
+            self.slot.authenticated.store(true, Ordering::Relaxed);
+            counts.authenticated += 1;
+        }
+    }
+}
+
+/// A connection as the [`Book`] knows it.
+struct Slot {
+    id: u64,
+    /// Set (under the book's lock) when it moves out of `waiting`.
+    authenticated: AtomicBool,
+    /// Cancelled to close the connection and make room.
+    evicted: CancellationToken,
+}
+
+/// The connections open now.
+#[derive(Default)]
+struct Book {
+    counts: Mutex<Counts>,
+    /// Notified whenever a connection closes.
+    closed: Notify,
+}
+
+#[derive(Default)]
+struct Counts {
+    /// Connections without an authenticated request yet, oldest first.
+    waiting: BTreeMap<u64, Arc<Slot>>,
+    /// Connections that carried an authenticated request.
+    authenticated: usize,
+    next_id: u64,
+    /// New connections closed at once because every slot was taken by
+    /// authenticated ones.
+    refused: u64,
+    /// Connections closed to make room.
+    evicted: u64,
+}
+
+impl Book {
+    fn lock(&self) -> MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A slot for a new connection, making room by closing the oldest
+    /// unauthenticated one if needed; `None` when every slot is held by an
+    /// authenticated connection.
+    fn admit(&self, limits: &ListenerLimits) -> Option<Arc<Slot>> {
+        let mut counts = self.lock();
+        let open = counts.waiting.len() + counts.authenticated;
+        if counts.waiting.len() >= limits.max_unauthenticated || open >= limits.max_connections {
+            match counts.waiting.pop_first() {
+                Some((_, oldest)) => {
+                    oldest.evicted.cancel();
+                    counts.evicted += 1;
+                    if counts.evicted.is_power_of_two() {
+                        tracing::warn!(
+                            "HTTP: {} connection(s) without a token closed to make room so far ({} open, at most {} without a token)",
+                            counts.evicted,
+                            open,
+                            limits.max_unauthenticated
+                        );
+                    }
+                }
+                None => {
+                    counts.refused += 1;
+                    if counts.refused.is_power_of_two() {
+                        tracing::warn!(
+                            "HTTP: {} new connection(s) refused so far: all {} slots hold authenticated connections",
+                            counts.refused,
+                            limits.max_connections
+                        );
+                    }
+                    return None;
+                }
+            }
+        }
+        counts.next_id += 1;
+        let slot = Arc::new(Slot {
+            id: counts.next_id,
+            authenticated: AtomicBool::new(false),
+            evicted: CancellationToken::new(),
+        });
+        counts.waiting.insert(slot.id, slot.clone());
+        Some(slot)
+    }
+
+    /// The connection of `slot` closed.
+    fn release(&self, slot: &Slot) {
+        {
+            let mut counts = self.lock();
+            if counts.waiting.remove(&slot.id).is_none()
+                && slot.authenticated.load(Ordering::Relaxed)
+            {
+                counts.authenticated = counts.authenticated.saturating_sub(1);
+            }
+        }
+        self.closed.notify_waiters();
+    }
+}
+
+/// Releases a connection's slot when its task ends, however it ends.
+struct Held {
+    slot: Arc<Slot>,
+    book: Arc<Book>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.book.release(&self.slot);
+    }
+}
+
+/// Serves `app` on `listener` until `stop` is cancelled; then stops
+/// accepting, asks every connection to finish its responses and close
+/// ([`hyper`]'s graceful shutdown), and waits for them at most `grace`.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ListenerLimits,
+    stop: CancellationToken,
+    grace: Duration,
+) {
+    let book = Arc::new(Book::default());
+    let tasks = TaskTracker::new();
+    let mut out_of_fds = false;
+    loop {
+        let accepted = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => {
+                out_of_fds = false;
+                accepted
+            }
+            Err(e) if is_out_of_fds(&e) => {
+                if !out_of_fds {
+                    tracing::warn!(
+                        "HTTP: cannot accept connections: {e}; waiting for some to close"
+                    );
+                    out_of_fds = true;
+                }
+                let _ = tokio::time::timeout(OUT_OF_FDS_PAUSE, book.closed.notified()).await;
+                continue;
+            }
+            Err(e) => {
+                // The client reset the connection before it was accepted,
+                // and the like: nothing to do for it.
+                tracing::debug!("HTTP: accept: {e}");
+                continue;
+            }
+        };
+        let Some(slot) = book.admit(&limits) else {
+            drop(stream);
+            continue;
+        };
+        let held = Held {
+            slot,
+            book: book.clone(),
+        };
+        tasks.spawn(connection(
+            stream,
+            peer,
+            app.clone(),
+            limits,
+            held,
+            stop.clone(),
+        ));
+    }
+    drop(listener);
+    tasks.close();
+    if tokio::time::timeout(grace, tasks.wait()).await.is_err() {
+        tracing::warn!(
+            "{} HTTP connection(s) still open after {grace:?}; closing anyway",
+            tasks.len()
+        );
+    }
+}
+
+fn is_out_of_fds(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// Serves one connection until it closes, is closed to make room, or the
+/// server stops (then gracefully: the response being written is finished).
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    limits: ListenerLimits,
+    held: Held,
+    stop: CancellationToken,
+) {
+    let admission = Admission {
+        slot: held.slot.clone(),
+        book: held.book.clone(),
+    };
+    let router = TowerToHyperService::new(app);
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let mut request = request.map(Body::new);
+        request.extensions_mut().insert(ConnectInfo(peer));
+        request.extensions_mut().insert(admission.clone());
+        let response = hyper::service::Service::call(&router, request);
+        async move { Ok::<_, Infallible>(response.await.unwrap_or_else(|never| match never {})) }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let connection = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    tokio::pin!(connection);
+    let evicted = held.slot.evicted.clone();
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            done = connection.as_mut() => {
+                if let Err(e) = done {
+                    tracing::debug!("HTTP {peer}: {e}");
+                }
+                break;
+            }
+            () = evicted.cancelled() => {
+                tracing::debug!("HTTP {peer}: closed to make room (no authenticated request yet)");
+                break;
+            }
+            () = stop.cancelled(), if !stopping => {
+                stopping = true;
+                connection.as_mut().graceful_shutdown();
+            }
+        }
+    }
+    drop(held);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(max: usize, unauthenticated: usize) -> ListenerLimits {
+        ListenerLimits {
+            max_connections: max,
+            max_unauthenticated: unauthenticated,
+            header_timeout: HEADER_TIMEOUT,
+        }
+    }
+
+    #[test]
+    fn the_cap_leaves_room_for_the_ports() {
+        let l = ListenerLimits::for_fd_limit(1024, 16);
+        assert_eq!(l.max_connections, 1024 - 128 - 64);
+        assert_eq!(l.max_unauthenticated, l.max_connections / 2);
+        assert_eq!(
+            ListenerLimits::for_fd_limit(1 << 20, 1).max_connections,
+            MAX_CONNECTIONS
+        );
+        assert_eq!(ListenerLimits::for_fd_limit(100, 50).max_connections, 16);
+    }
+
+    #[test]
+    fn unauthenticated_connections_make_room_oldest_first() {
+        let book = Arc::new(Book::default());
+        let limits = limits(4, 2);
+        let first = book.admit(&limits).unwrap();
+        let second = book.admit(&limits).unwrap();
+        let third = book.admit(&limits).unwrap();
+        assert!(first.evicted.is_cancelled(), "the oldest made room");
+        assert!(!second.evicted.is_cancelled() && !third.evicted.is_cancelled());
+        book.release(&first);
+        assert_eq!(book.lock().waiting.len(), 2);
+    }
+
+    #[test]
+    fn authenticated_connections_are_kept_and_a_full_house_refuses() {
+        let book = Arc::new(Book::default());
+        let limits = limits(2, 2);
+        let slots: Vec<_> = (0..2).map(|_| book.admit(&limits).unwrap()).collect();
+        for slot in &slots {
+            Admission {
+                slot: slot.clone(),
+                book: book.clone(),
+            }
+            .authenticated();
+        }
+        assert!(book.admit(&limits).is_none(), "every slot is authenticated");
+        assert!(slots.iter().all(|s| !s.evicted.is_cancelled()));
+        book.release(&slots[0]);
+        assert!(book.admit(&limits).is_some(), "a closed one frees its slot");
+        assert_eq!(book.lock().authenticated, 1);
+    }
+}
