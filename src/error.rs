@@ -61,6 +61,33 @@ pub fn shown(s: &str) -> String {
     }
 }
 
+/// Most characters of a client-chosen name (its MCP `clientInfo.name`)
+/// that are stored and logged.
+pub const LABEL_MAX: usize = 64;
+
+/// A client-chosen name as the daemon stores and logs it (the audit trail,
+/// port events, the write holder in `busy` errors): printable ASCII only,
+/// anything else (newlines, escapes, other scripts) as `?`, and cut to
+/// [`LABEL_MAX`] characters, so that a name can neither forge a log line
+/// nor grow every record that carries it.
+pub fn label(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .take(LABEL_MAX)
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if s.chars().nth(LABEL_MAX).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// A failed operation: a code and a message that says what to do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GateError {
@@ -92,3 +119,17 @@ impl fmt::Display for GateError {
 }
 
 impl std::error::Error for GateError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_short_and_printable() {
+        assert_eq!(label("claude-code"), "claude-code");
+        assert_eq!(label("x\nINFO forged\x1b[0m"), "x?INFO forged?[0m");
+        let long = "n".repeat(1 << 20);
+        assert_eq!(label(&long), format!("{}…", "n".repeat(LABEL_MAX)));
+        assert_eq!(label("Zürich"), "Z?rich");
+    }
+}

@@ -65,27 +65,9 @@ enum Command {
 /// How long exiting waits for the runtime's leftover tasks.
 const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(200);
 
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SERIALGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // rmcp logs whole requests, tool arguments included, below warn: those
-    // hold the text of `sensitive` expect steps. Whatever level the user
-    // asks for, rmcp stays at warn so no secret reaches a log.
-    let filter = match "rmcp=warn".parse() {
-        Ok(directive) => filter.add_directive(directive),
-        Err(_) => filter,
-    };
-    // stdout belongs to MCP: logs go to stderr.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    serialgate::logging::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

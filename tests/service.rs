@@ -48,6 +48,7 @@ fn unit_has_the_promised_settings() {
         "DeviceAllow=char-ttyUSB rw",
         "LogsDirectory=serialgate",
         "StateDirectory=serialgate",
+        "LimitNOFILE=65536",
     ] {
         assert!(unit.lines().any(|l| l == line), "missing {line}");
     }

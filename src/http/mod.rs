@@ -188,9 +188,17 @@ fn unauthorized(refusal: &Refusal) -> Response {
         .into_response()
 }
 
+/// Most MCP sessions one token keeps open; opening one more ends the
+/// token's least recently used session.
+pub const SESSIONS_PER_TOKEN: usize = 32;
+/// Most MCP sessions open at once, all tokens together; beyond it the
+/// least recently used session of any token ends.
+pub const MAX_SESSIONS: usize = 512;
+
 /// Which token opened each MCP session (`Mcp-Session-Id`), so that no other
-/// token can use, listen to or end it. Entries not seen for
-/// [`SESSION_IDLE`] are forgotten (rmcp ends such sessions too).
+/// token can use, listen to or end it, and how many each token has open.
+/// Entries not seen for [`SESSION_IDLE`] are forgotten (rmcp ends such
+/// sessions too).
 #[derive(Clone, Default)]
 struct SessionOwners {
     owners: Arc<Mutex<HashMap<String, (String, Instant)>>>,
@@ -214,11 +222,39 @@ impl SessionOwners {
         }
     }
 
-    fn opened(&self, id: &str, caller: &str) {
+    /// Records a session `caller` opened; returns the sessions to end so
+    /// that the caller keeps at most `per_token` and everyone at most
+    /// `total`, least recently used first.
+    fn opened(&self, id: &str, caller: &str, per_token: usize, total: usize) -> Vec<String> {
         let now = Instant::now();
         let mut owners = self.lock();
         owners.retain(|_, (_, seen)| now.duration_since(*seen) <= SESSION_IDLE);
         owners.insert(id.to_owned(), (caller.to_owned(), now));
+        let mut ended = Vec::new();
+        let end_oldest = |owners: &mut HashMap<String, (String, Instant)>, mine: bool| {
+            let oldest = owners
+                .iter()
+                .filter(|(other, (owner, _))| other.as_str() != id && (!mine || owner == caller))
+                .min_by_key(|(_, (_, seen))| *seen)
+                .map(|(other, _)| other.clone());
+            if let Some(oldest) = &oldest {
+                owners.remove(oldest);
+            }
+            oldest
+        };
+        while owners.values().filter(|(owner, _)| owner == caller).count() > per_token {
+            match end_oldest(&mut owners, true) {
+                Some(oldest) => ended.push(oldest),
+                None => break,
+            }
+        }
+        while owners.len() > total {
+            match end_oldest(&mut owners, false) {
+                Some(oldest) => ended.push(oldest),
+                None => break,
+            }
+        }
+        ended
     }
 
     fn closed(&self, id: &str) {
@@ -527,13 +563,40 @@ async fn authenticate(
     match (&session, response.headers().get(SESSION_ID)) {
         (None, Some(id)) => {
             if let Ok(id) = id.to_str() {
-                gate.owners.opened(id, &name);
+                let ended = gate
+                    .owners
+                    .opened(id, &name, SESSIONS_PER_TOKEN, MAX_SESSIONS);
+                for old in ended {
+                    tracing::info!(
+                        "token {name:?} opened MCP session {id}: ending its least recently used session {old} (at most {SESSIONS_PER_TOKEN} per token, {MAX_SESSIONS} in all)"
+                    );
+                    end_session(&gate.sessions, old);
+                }
             }
         }
-        (Some(id), _) if is_delete && response.status().is_success() => gate.owners.closed(id),
+        (Some(id), _) if is_delete && response.status().is_success() => {
+            gate.owners.closed(id);
+            // rmcp answers 202 Accepted; clients expect a session's end to
+            // be confirmed with 200 (the Python SDK warns on anything else).
+            if response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::OK;
+            }
+        }
         _ => {}
     }
     response
+}
+
+/// Ends MCP session `id` in the background (its connections are detached).
+fn end_session(sessions: &Arc<LocalSessionManager>, id: String) {
+    use rmcp::transport::streamable_http_server::session::SessionManager;
+    let sessions = sessions.clone();
+    tokio::spawn(async move {
+        let id: Arc<str> = id.into();
+        if let Err(e) = sessions.close_session(&id).await {
+            tracing::debug!("ending MCP session {id}: {e}");
+        }
+    });
 }
 
 /// Checks DESIGN §6's rule for serving `listen` (as configured, or as
@@ -763,11 +826,23 @@ mod tests {
     fn sessions_belong_to_their_opener() {
         let owners = SessionOwners::default();
         assert!(owners.allows("s1", "a"), "unknown sessions: rmcp decides");
-        owners.opened("s1", "a");
+        assert!(owners.opened("s1", "a", 2, 10).is_empty());
         assert!(owners.allows("s1", "a"));
         assert!(!owners.allows("s1", "b"));
         owners.closed("s1");
         assert!(owners.allows("s1", "b"));
+    }
+
+    #[test]
+    fn a_token_keeps_its_newest_sessions() {
+        let owners = SessionOwners::default();
+        assert!(owners.opened("a1", "a", 2, 3).is_empty());
+        assert!(owners.opened("a2", "a", 2, 3).is_empty());
+        assert!(owners.allows("a1", "a"), "a1 is now the most recently used");
+        assert_eq!(owners.opened("a3", "a", 2, 3), ["a2"]);
+        assert!(owners.opened("b1", "b", 2, 3).is_empty());
+        assert_eq!(owners.opened("b2", "b", 2, 3), ["a1"], "the oldest of all");
+        assert!(owners.allows("a2", "b"), "forgotten: rmcp answers for it");
     }
 
     #[test]

@@ -144,6 +144,23 @@ fn error_result(e: GateError) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()
 }
 
+/// Longest tool name a call may give (the longest real one is 17).
+const MAX_TOOL_NAME: usize = 64;
+
+/// Refuses a tool name that no tool could have: empty, over
+/// [`MAX_TOOL_NAME`] bytes, or with anything but letters, digits, `_` and
+/// `-` (a newline in a logged tool name would forge a log line).
+fn check_tool_name(name: &str) -> Result<(), GateError> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > MAX_TOOL_NAME || !name.chars().all(plain) {
+        return Err(GateError::invalid(format!(
+            "no tool is named {}; tool names are letters, digits and '_' (tools/list names them)",
+            crate::error::shown(name)
+        )));
+    }
+    Ok(())
+}
+
 /// The port a resource URI names (`serialgate://ports/{port}/...`).
 fn resource_port(uri: &str) -> Option<&str> {
     uri.strip_prefix("serialgate://ports/")?.split('/').next()
@@ -187,21 +204,22 @@ impl ServerHandler for GateServer {
             Ok(found) => found,
             Err(e) => return Ok(error_result(e)),
         };
-        let client = context
-            .peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone());
-        target.session.identify(client.as_deref(), &caller.name);
+        if let Err(e) = check_tool_name(&request.name) {
+            return Ok(error_result(e));
+        }
+        let info = context.peer.peer_info();
+        let client = info.as_ref().map(|info| info.client_info.name.as_str());
+        target.session.identify(client, &caller.name);
         let mut request = request;
         if let Err(e) = access::authorize(&caller, &target.gateway, &target.session, &mut request) {
-            tracing::info!("refused {} to {}: {e}", request.name, caller.name);
+            tracing::info!("refused {:?} to token {:?}: {e}", request.name, caller.name);
             return Ok(error_result(e));
         }
         if !matches!(self.mode, scope::Mode::Local)
             && access::classify(&request.name).0 > crate::config::TokenAccess::Read
         {
             tracing::info!(
-                "token {:?} calls {} {}",
+                "token {:?} calls {} on {}",
                 caller.name,
                 request.name,
                 request
@@ -209,7 +227,7 @@ impl ServerHandler for GateServer {
                     .as_ref()
                     .and_then(|a| a.get("connection"))
                     .and_then(|c| c.as_str())
-                    .unwrap_or("(current connection)")
+                    .map_or_else(|| "the current connection".to_owned(), crate::error::shown)
             );
         }
         let is_list_ports = request.name == "list_ports";

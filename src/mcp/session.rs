@@ -110,11 +110,12 @@ impl Session {
     }
 
     /// Names the session's client and token (from the MCP handshake and
-    /// the HTTP bearer token; `local` over stdio).
+    /// the HTTP bearer token; `local` over stdio). The client chose its
+    /// name: it is kept as a short printable [`label`](crate::error::label).
     pub fn identify(&self, client: Option<&str>, token: &str) {
         let mut inner = self.lock();
-        if let Some(client) = client {
-            inner.actor.client = client.to_owned();
+        if let Some(client) = client.filter(|c| !c.is_empty()) {
+            inner.actor.client = crate::error::label(client);
         }
         inner.actor.token = token.to_owned();
     }

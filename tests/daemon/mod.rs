@@ -21,9 +21,12 @@ use tokio::sync::mpsc;
 /// How long any one awaited event may take before the test fails.
 pub const WITHIN: Duration = Duration::from_secs(20);
 
-/// The gateway binary cargo built for these tests.
-pub fn binary() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_serialgate"))
+/// The gateway binary cargo built for these tests, or the one
+/// `SERIALGATE_TEST_BINARY` names (to show what an older build does).
+pub fn binary() -> PathBuf {
+    std::env::var_os("SERIALGATE_TEST_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_serialgate")))
 }
 
 /// A datagram socket standing in for systemd's notify socket.
@@ -85,6 +88,24 @@ impl Stderr {
         Stderr { lines }
     }
 
+    /// Every line up to and including the first that contains `needle`.
+    pub async fn lines_until(&mut self, needle: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        tokio::time::timeout(WITHIN, async {
+            while let Some(line) = self.lines.recv().await {
+                let found = line.contains(needle);
+                lines.push(line);
+                if found {
+                    return;
+                }
+            }
+            panic!("the daemon's stderr ended without {needle:?}");
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no stderr line with {needle:?} in time"));
+        lines
+    }
+
     /// Skips lines until one contains `needle`, and returns it.
     pub async fn wait_for(&mut self, needle: &str) -> String {
         tokio::time::timeout(WITHIN, async {
@@ -111,6 +132,11 @@ impl Daemon {
     /// Spawns `serve [--config config] args…` with stdin and stdout piped
     /// (stdio MCP) and logs at `info`.
     pub fn spawn(config: Option<&Path>, notify: &NotifySocket, args: &[&str]) -> Daemon {
+        Daemon::run(Daemon::command(config, notify, args))
+    }
+
+    /// The command [`Daemon::spawn`] runs, to adjust before [`Daemon::run`].
+    pub fn command(config: Option<&Path>, notify: &NotifySocket, args: &[&str]) -> Command {
         let mut cmd = Command::new(binary());
         cmd.arg("serve");
         if let Some(config) = config {
@@ -123,6 +149,11 @@ impl Daemon {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        cmd
+    }
+
+    /// Spawns `cmd` (from [`Daemon::command`]) and follows its stderr.
+    pub fn run(mut cmd: Command) -> Daemon {
         let mut child = cmd.spawn().expect("spawn serialgate");
         let stderr = Stderr::follow(&mut child);
         Daemon { child, stderr }
