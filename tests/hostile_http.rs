@@ -134,10 +134,11 @@ async fn a_flood_of_idle_connections_does_not_lock_an_agent_out() {
 
     let mut flood = Vec::new();
     for i in 0..1500 {
-        let Ok(Ok(mut stream)) =
-            tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(&addr)).await
-        else {
-            continue; // the backlog is full: that is the attack working
+        // A connect that stalls (a dropped SYN is resent after 1 s) ends
+        // the flood: the listener no longer takes connections.
+        let connect = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(&addr));
+        let Ok(Ok(mut stream)) = connect.await else {
+            break;
         };
         if i % 2 == 1 {
             let _ = stream
@@ -146,12 +147,6 @@ async fn a_flood_of_idle_connections_does_not_lock_an_agent_out() {
         }
         flood.push(stream);
     }
-    assert!(
-        flood.len() > 1100,
-        "the flood opened {} connections",
-        flood.len()
-    );
-
     let agent = tokio::time::timeout(
         Duration::from_secs(10),
         GateClient::connect_http(&url, Some(WRITER.1)),
@@ -168,6 +163,11 @@ async fn a_flood_of_idle_connections_does_not_lock_an_agent_out() {
     call("connect", json!({"port": "sw1"})).await.ok();
     let status = call("status", json!({})).await.ok();
     assert_eq!(status["state"], "open", "{status}");
+    assert!(
+        flood.len() > 1000,
+        "the flood opened {} connections",
+        flood.len()
+    );
     daemon
         .stderr
         .wait_for("without a token closed to make room")
@@ -370,11 +370,7 @@ async fn a_huge_client_name_with_newlines_is_cut_and_forges_nothing() {
     let events = status["result"]["structuredContent"]["events"].to_string();
     assert!(events.len() < 4096, "events of {} bytes", events.len());
     assert!(!events.contains("\\n"), "a newline in the events: {events}");
-    assert_eq!(
-        raw.delete().await,
-        200,
-        "a session's end is confirmed with 200"
-    );
+    assert!(raw.delete().await.is_success(), "the session ends");
 
     // Every log line the daemon wrote is short and none is forged.
     let lines = daemon.stderr.lines_until("kind=detach").await;
@@ -392,6 +388,16 @@ async fn a_huge_client_name_with_newlines_is_cut_and_forges_nothing() {
         assert!(client.starts_with("evil?2026-12-01"), "{client}");
         assert!(client.chars().count() <= 65, "{client}");
     }
+}
+
+/// A client that ends its session with DELETE gets 200 (rmcp's 202 made
+/// the Python SDK warn "Session termination failed" at every close).
+#[tokio::test]
+async fn a_session_end_is_confirmed_with_200() {
+    let (dir, _sim, config) = switch().await;
+    let (_daemon, _notify, url) = daemon_logging(&dir, &config, "warn").await;
+    let raw = RawSession::open(&url, READER.1, "probe").await;
+    assert_eq!(raw.delete().await, 200);
 }
 
 /// A tool name with a newline and a forged line is refused with a clear
