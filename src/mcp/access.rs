@@ -23,13 +23,21 @@
 //!   signals — `set_line_settings`, `send_break`, `set_lines`,
 //!   `pulse_line`, `detect_baud` — and every tool not in the table, so a new
 //!   tool is admin-only until it is classified here.
+//!
+//! A caller is told only about ports it reaches: an error that lists ports
+//! (an unknown port's) lists only those (the `connect` tool passes
+//! [`Caller::may_use_port`] to the gateway), and the device path of a port
+//! outside its globs is refused without naming the port.
 
-use rmcp::model::CallToolRequestParams;
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequestParams, Extensions};
 use serde_json::Value;
 
+use super::GateServer;
 use super::session::Session;
 use crate::config::{TokenAccess, TokenConfig};
-use crate::error::{ErrorCode, GateError};
+use crate::error::{ErrorCode, GateError, shown};
 use crate::gateway::Gateway;
 
 /// What a tool acts on, for the port check.
@@ -163,6 +171,20 @@ impl Caller {
         )
     }
 
+    /// The refusal of a device path that is a configured port's the
+    /// caller does not reach: the port is not named.
+    fn device_refused(&self, device: &str) -> GateError {
+        GateError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{} is the device of a configured port outside the ports {} may use ({}); connect to one of those by name (list_ports shows them)",
+                shown(device),
+                self.who(),
+                self.port_globs.join(", ")
+            ),
+        )
+    }
+
     fn access_refused(&self, what: &str, needs: TokenAccess) -> GateError {
         let may: Vec<&str> = TOOLS
             .iter()
@@ -227,19 +249,53 @@ fn replies(request: &CallToolRequestParams) -> Replies {
 }
 
 /// The port a `connect` targets: its name, and whether it is (or would
-/// be) an ad-hoc port opened from a device path.
-fn connect_target(gateway: &Gateway, port: &str, name: Option<&str>) -> (String, bool) {
-    if let Some(gp) = gateway
-        .ports()
-        .into_iter()
-        .find(|gp| gp.port.name() == port || gp.config.device == port)
-    {
-        return (gp.port.name().to_owned(), gp.adhoc);
+/// be) an ad-hoc port opened from a device path. The device path of a
+/// port `caller` does not reach is, for a caller below admin, a device
+/// path like any other (which only admin may open), and for an admin a
+/// refusal; neither names the port.
+fn connect_target(
+    caller: &Caller,
+    gateway: &Gateway,
+    port: &str,
+    name: Option<&str>,
+) -> Result<(String, bool), GateError> {
+    let ports = gateway.ports();
+    if let Some(gp) = ports.iter().find(|gp| gp.port.name() == port) {
+        return Ok((port.to_owned(), gp.adhoc));
     }
-    if crate::gateway::is_adhoc_target(port) {
-        return (crate::gateway::adhoc_name(port, name), true);
+    match ports.iter().find(|gp| gp.config.device == port) {
+        Some(gp) if caller.may_use_port(gp.port.name()) => {
+            Ok((gp.port.name().to_owned(), gp.adhoc))
+        }
+        Some(_) if caller.access >= TokenAccess::Admin => Err(caller.device_refused(port)),
+        _ if crate::gateway::is_adhoc_target(port) => {
+            Ok((crate::gateway::adhoc_name(port, name), true))
+        }
+        _ => Ok((port.to_owned(), false)),
     }
-    (port.to_owned(), false)
+}
+
+/// The caller of a tool call, for a tool that decides at the moment it
+/// acts (the ports its errors may name): the local operator over stdio,
+/// else the HTTP request's token. A call without one is refused (the
+/// server checked it before the tool ran).
+pub(super) fn tool_caller(
+    server: &GateServer,
+    extensions: &Extensions,
+) -> Result<Arc<Caller>, GateError> {
+    if matches!(server.mode, super::scope::Mode::Local) {
+        return Ok(Arc::new(Caller::operator()));
+    }
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+        .cloned()
+        .ok_or_else(|| {
+            GateError::new(
+                ErrorCode::Forbidden,
+                "the request carries no authenticated caller; send Authorization: Bearer <token>",
+            )
+        })
 }
 
 /// Checks that `caller` may make this call, before the tool runs; may
@@ -279,7 +335,12 @@ pub fn authorize(
         Scope::Global => {}
         Scope::Connect => {
             if let Some(port) = str_arg(request, "port") {
-                ports.push(connect_target(gateway, port, str_arg(request, "name")));
+                ports.push(connect_target(
+                    caller,
+                    gateway,
+                    port,
+                    str_arg(request, "name"),
+                )?);
             }
         }
         Scope::Connection => {
@@ -293,15 +354,15 @@ pub fn authorize(
                 ports.push((name, adhoc));
             }
             if let Some(port) = str_arg(request, "port") {
-                ports.push(connect_target(gateway, port, None));
+                ports.push(connect_target(caller, gateway, port, None)?);
             }
         }
     }
-    for (port, adhoc) in ports {
-        if !caller.may_use_port(&port) {
-            return Err(caller.port_refused(&port));
+    for (port, adhoc) in &ports {
+        if !caller.may_use_port(port) {
+            return Err(caller.port_refused(port));
         }
-        if adhoc && caller.access < TokenAccess::Admin {
+        if *adhoc && caller.access < TokenAccess::Admin {
             return Err(caller.access_refused(
                 &format!(
                     "{tool} on the ad-hoc port {port:?} (a device path, not a configured port)"

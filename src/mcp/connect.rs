@@ -4,10 +4,12 @@ use std::sync::Arc;
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::JsonObject;
-use rmcp::{Json, tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::access;
 use super::args::{self, parse};
 use super::session::{Connection, Profile};
 use super::{GateServer, ToolError};
@@ -224,7 +226,9 @@ impl GateServer {
     pub async fn connect(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ConnectResult>, ToolError> {
+        let caller = access::tool_caller(self, &context.extensions)?;
         let a: ConnectArgs = parse("connect", raw)?;
         if a.port.trim().is_empty() {
             return Err(
@@ -266,6 +270,7 @@ impl GateServer {
                     preset: a.preset.clone(),
                     line: requested_line,
                 },
+                &|port| caller.may_use_port(port),
             )
             .await?;
         let name = gp.port.name().to_owned();
