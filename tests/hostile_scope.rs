@@ -1,8 +1,11 @@
-//! Tokens trying to reach past their port globs, over real HTTP against
-//! the real binary: what error messages tell a token about ports outside
-//! its scope.
+//! Tokens trying to reach past their access level and their port globs,
+//! over real HTTP against the real binary: who may take the write hold
+//! (`connect` with `take_over`), and what error messages tell a token
+//! about ports outside its scope.
 
 mod daemon;
+
+use std::time::Duration;
 
 use daemon::{Daemon, NotifySocket, WITHIN, tokens_toml};
 use serde_json::{Value, json};
@@ -32,7 +35,7 @@ const OUTSIDE_LAB: &[&str] = &["sw1", "core-rtr"];
 struct Gate {
     url: String,
     /// The device of port `sw1`, at `<dir>/console-a`.
-    _sw1: SimHandle,
+    sw1: SimHandle,
     /// The device of port `lab-1`, at `<dir>/console-b`.
     _lab1: SimHandle,
     dir: TempDir,
@@ -70,7 +73,7 @@ impl Gate {
         let url = daemon.http_url().await;
         Gate {
             url,
-            _sw1: sw1,
+            sw1,
             _lab1: lab1,
             dir,
             _daemon: daemon,
@@ -111,6 +114,34 @@ async fn err(client: &GateClient, tool: &str, args: Value) -> String {
     call(client, tool, args).await.err()
 }
 
+/// The write hold of `sw1` as `client` sees it: whether it holds it, and
+/// the holder's session number.
+async fn hold(client: &GateClient) -> (bool, Option<u64>) {
+    let status = ok(client, "status", json!({"connection": "sw1"})).await;
+    (
+        status["you_hold_writer"]
+            .as_bool()
+            .expect("you_hold_writer"),
+        status["writer"]["session"].as_u64(),
+    )
+}
+
+/// Sends `text` as `client` and waits for the device to receive it.
+async fn writes(gate: &Gate, client: &GateClient, text: &str) {
+    ok(
+        client,
+        "send_text",
+        json!({"connection": "sw1", "text": text}),
+    )
+    .await;
+    assert!(
+        gate.sw1
+            .wait_received(format!("{text}\r").as_bytes(), Duration::from_secs(5))
+            .await,
+        "the device did not receive {text:?}"
+    );
+}
+
 /// Fails if `message`, once the part the caller typed is taken out, names
 /// one of `ports`.
 fn names_none(message: &str, typed: &str, ports: &[&str]) {
@@ -121,6 +152,100 @@ fn names_none(message: &str, typed: &str, ports: &[&str]) {
             "the error names {port:?}, outside the caller's scope: {message}"
         );
     }
+}
+
+#[tokio::test]
+async fn taking_the_write_hold_needs_the_right_to_it() {
+    let gate = Gate::start().await;
+    let a = gate.client("rw").await;
+    let a_session = ok(&a, "connect", json!({"port": "sw1"})).await;
+    assert!(a_session["writer"].is_null(), "{a_session}");
+    writes(&gate, &a, "from-a").await;
+    let (holds, a_id) = hold(&a).await;
+    assert!(holds);
+    let a_id = a_id.expect("a holder");
+
+    // A read token can never take the hold: it cannot write, so holding
+    // the port would only lock the writer out. Not as a string either.
+    let ro = gate.client("ro").await;
+    for take_over in [json!(true), json!("true"), json!(" true ")] {
+        let e = err(
+            &ro,
+            "connect",
+            json!({"port": "sw1", "take_over": take_over}),
+        )
+        .await;
+        assert!(e.starts_with("forbidden: "), "{e}");
+        assert!(
+            e.contains("read access") && e.contains("without take_over"),
+            "{e}"
+        );
+    }
+    assert_eq!(hold(&a).await, (true, Some(a_id)));
+    writes(&gate, &a, "a-after-ro").await;
+    // The refused connect attached nothing; a plain one still reads.
+    let e = err(&ro, "status", json!({})).await;
+    assert!(e.starts_with("unknown_connection: "), "{e}");
+    ok(&ro, "connect", json!({"port": "sw1"})).await;
+    assert_eq!(hold(&ro).await, (false, Some(a_id)));
+
+    // Another write token cannot take it from a session of `rw`.
+    let rw2 = gate.client("rw2").await;
+    let e = err(&rw2, "connect", json!({"port": "sw1", "take_over": true})).await;
+    assert!(e.starts_with("forbidden: "), "{e}");
+    assert!(
+        e.contains("admin access") && e.contains(&format!("session {a_id} ")),
+        "{e}"
+    );
+    assert_eq!(hold(&a).await, (true, Some(a_id)));
+    writes(&gate, &a, "a-after-rw2").await;
+    // As before, it may watch and is told who writes.
+    ok(&rw2, "connect", json!({"port": "sw1"})).await;
+    let e = err(&rw2, "send_text", json!({"text": "from-rw2"})).await;
+    assert!(e.starts_with("busy: ") && e.contains("token rw)"), "{e}");
+
+    // A second session of `rw` (its first one crashed, say) takes it back.
+    let a2 = gate.client("rw").await;
+    let taken = ok(&a2, "connect", json!({"port": "sw1", "take_over": true})).await;
+    let a2_id = taken["writer"]["session"].as_u64().expect("the new holder");
+    assert_ne!(a2_id, a_id);
+    assert_eq!(hold(&a2).await, (true, Some(a2_id)));
+    writes(&gate, &a2, "from-a2").await;
+    // The previous holder sees it is read-only now.
+    assert_eq!(hold(&a).await, (false, Some(a2_id)));
+    let e = err(&a, "send_text", json!({"text": "a-again"})).await;
+    assert!(
+        e.starts_with("busy: ") && e.contains(&format!("session {a2_id} ")),
+        "{e}"
+    );
+
+    // An admin token takes it from anyone; taking it again is harmless.
+    let adm = gate.client("adm").await;
+    let taken = ok(&adm, "connect", json!({"port": "sw1", "take_over": true})).await;
+    let adm_id = taken["writer"]["session"].as_u64().expect("the new holder");
+    let again = ok(&adm, "connect", json!({"port": "sw1", "take_over": true})).await;
+    assert_eq!(again["writer"]["session"], adm_id);
+    writes(&gate, &adm, "from-adm").await;
+    assert_eq!(hold(&a2).await, (false, Some(adm_id)));
+    let events = ok(&a2, "status", json!({})).await["events"].to_string();
+    assert!(
+        events.contains(&format!("session {adm_id} "))
+            && events.contains(&format!("took the write hold from session {a2_id} ")),
+        "{events}"
+    );
+
+    // On a free port, a write token's take_over just takes the hold; a
+    // read token's is refused even there (a writer would be locked out).
+    ok(&adm, "disconnect", json!({})).await;
+    assert_eq!(hold(&a).await, (false, None));
+    let e = err(&ro, "connect", json!({"port": "sw1", "take_over": true})).await;
+    assert!(e.starts_with("forbidden: "), "{e}");
+    let taken = ok(&rw2, "connect", json!({"port": "sw1", "take_over": true})).await;
+    assert_eq!(
+        hold(&rw2).await,
+        (true, taken["writer"]["session"].as_u64())
+    );
+    writes(&gate, &rw2, "from-rw2").await;
 }
 
 #[tokio::test]

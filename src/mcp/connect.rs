@@ -9,13 +9,13 @@ use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::access;
+use super::access::{self, Caller};
 use super::args::{self, parse};
 use super::session::{Connection, Profile};
 use super::{GateServer, ToolError};
 use crate::config::PortConfig;
 use crate::error::{ErrorCode, GateError};
-use crate::gateway::AdhocRequest;
+use crate::gateway::{AdhocRequest, GatewayPort};
 use crate::matcher::Prompt;
 use crate::port::PortState;
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
@@ -65,8 +65,10 @@ pub struct ConnectArgs {
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub prompt_regex: Option<bool>,
     /// Take the write hold from the session that has it (it becomes
-    /// read-only; the take-over is an event and audited). Default false:
-    /// the first session to write holds the port.
+    /// read-only; the take-over is an event and audited). Needs write
+    /// access to take it from a session of your own token, admin from
+    /// another token's; a read token never takes it. Default false: the
+    /// first session to write holds the port.
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub take_over: Option<bool>,
 }
@@ -212,6 +214,18 @@ pub(super) fn compile_regex(what: &str, source: &str) -> Result<Prompt, GateErro
     })
 }
 
+impl GateServer {
+    /// Takes `gp`'s write hold for this session if `caller` may take it
+    /// from its holder ([`access::may_take_hold`], asked under the hold's
+    /// lock); the holder becomes read-only.
+    fn take_hold(&self, caller: &Caller, gp: &GatewayPort) -> Result<(), GateError> {
+        let actor = self.session.actor();
+        gp.port.take_writer(&actor, |holder| {
+            access::may_take_hold(caller, actor.session, gp.port.name(), holder)
+        })
+    }
+}
+
 #[tool_router(router = connect_router, vis = "pub(super)")]
 impl GateServer {
     /// Attach this session to a serial port so the other tools can use it.
@@ -308,7 +322,13 @@ impl GateServer {
             };
             build_profile(&config, &a)
         })();
-        let profile = match built {
+        let taken = built.and_then(|profile| {
+            if a.take_over.unwrap_or(false) {
+                self.take_hold(&caller, &gp)?;
+            }
+            Ok(profile)
+        });
+        let profile = match taken {
             Ok(p) => p,
             Err(e) => {
                 self.gateway.detach(&name).await;
@@ -343,9 +363,7 @@ impl GateServer {
             self.gateway.detach(&name).await;
         }
         if a.take_over.unwrap_or(false) {
-            let actor = self.session.actor();
-            port.claim_writer(&actor, true)?;
-            port.record_session_event(&actor, "take-over");
+            port.record_session_event(&self.session.actor(), "take-over");
         }
         let mut result = result;
         result.writer = port.holder();
