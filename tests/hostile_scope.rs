@@ -302,3 +302,31 @@ async fn errors_name_no_port_outside_the_callers_scope() {
     );
     names_none(&e, "lab-2", OUTSIDE_LAB);
 }
+
+#[tokio::test]
+async fn refusals_do_not_echo_huge_arguments() {
+    let gate = Gate::start().await;
+    let lab = gate.client("lab").await;
+    let ro = gate.client("ro").await;
+    let huge = format!("sw-{}", "x".repeat(100_000));
+    let cases = [
+        (&lab, "connect", json!({"port": huge})),
+        (&lab, "status", json!({"connection": huge})),
+        (
+            &lab,
+            "connect",
+            json!({"port": gate.path("x"), "name": huge}),
+        ),
+        (&lab, "connect", json!({"port": "lab-1", "preset": huge})),
+        (&ro, huge.as_str(), json!({})),
+    ];
+    for (client, tool, args) in cases {
+        let e = err(client, tool, args).await;
+        assert!(
+            e.len() < 2000 && e.contains("100003 bytes"),
+            "{} bytes: {}…",
+            e.len(),
+            &e[..200.min(e.len())]
+        );
+    }
+}

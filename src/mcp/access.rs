@@ -175,9 +175,10 @@ impl Caller {
         GateError::new(
             ErrorCode::Forbidden,
             format!(
-                "{} may use ports matching {}; {port:?} is not one of them (list_ports shows the ports it may use)",
+                "{} may use ports matching {}; {} is not one of them (list_ports shows the ports it may use)",
                 self.who(),
-                self.port_globs.join(", ")
+                self.port_globs.join(", "),
+                shown(port)
             ),
         )
     }
@@ -367,7 +368,12 @@ pub fn authorize(
     let tool = request.name.to_string();
     let (needs, scope) = classify(&tool);
     if needs > caller.access {
-        return Err(caller.access_refused(&tool, needs));
+        let what = if TOOLS.iter().any(|(name, _, _)| *name == tool) {
+            tool
+        } else {
+            format!("the tool {}", shown(&tool))
+        };
+        return Err(caller.access_refused(&what, needs));
     }
     if tool == "read_until_prompt" && caller.access < TokenAccess::Write {
         match replies(request) {
@@ -421,7 +427,8 @@ pub fn authorize(
         if *adhoc && caller.access < TokenAccess::Admin {
             return Err(caller.access_refused(
                 &format!(
-                    "{tool} on the ad-hoc port {port:?} (a device path, not a configured port)"
+                    "{tool} on the ad-hoc port {} (a device path, not a configured port)",
+                    shown(port)
                 ),
                 TokenAccess::Admin,
             ));

@@ -269,7 +269,8 @@ impl GateServer {
             let config = self.gateway.config();
             let names: Vec<&str> = config.presets.keys().map(String::as_str).collect();
             return Err(GateError::invalid(format!(
-                "unknown preset {preset:?}; presets: {}",
+                "unknown preset {}; presets: {}",
+                crate::error::shown(preset),
                 names.join(", ")
             ))
             .into());
