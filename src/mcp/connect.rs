@@ -380,8 +380,12 @@ impl GateServer {
     ) -> Result<Json<DisconnectResult>, ToolError> {
         let a: DisconnectArgs = parse("disconnect", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        self.session.remove(&conn.name);
-        self.gateway.detach(&conn.name).await;
+        // Two disconnects of one connection at once: only the one that
+        // removed it lets go of the port, else an ad-hoc port other
+        // sessions use would be closed under them.
+        if self.session.remove(&conn.name).is_some() {
+            self.gateway.detach(&conn.name).await;
+        }
         Ok(Json(DisconnectResult {
             connection: conn.name,
             detached: true,
