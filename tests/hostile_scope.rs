@@ -322,11 +322,32 @@ async fn refusals_do_not_echo_huge_arguments() {
     ];
     for (client, tool, args) in cases {
         let e = err(client, tool, args).await;
-        assert!(
-            e.len() < 2000 && e.contains("100003 bytes"),
-            "{} bytes: {}…",
-            e.len(),
-            &e[..200.min(e.len())]
-        );
+        bounded(&e, "100003 bytes");
     }
+    // Resource URIs of a port the token reaches, but no output's.
+    let rw = gate.client("rw").await;
+    for (uri, size) in [
+        (format!("serialgate://ports/{huge}"), "100022 bytes"),
+        (
+            format!("serialgate://ports/{huge}/output/0-1"),
+            "100003 bytes",
+        ),
+    ] {
+        let e = tokio::time::timeout(WITHIN, rw.read_resource(&uri))
+            .await
+            .expect("a resource answer in time")
+            .expect_err("no such resource")
+            .to_string();
+        bounded(&e, size);
+    }
+}
+
+/// Fails unless `error` is short and shows the size of the long argument.
+fn bounded(error: &str, size: &str) {
+    assert!(
+        error.len() < 2000 && error.contains(size),
+        "{} bytes: {}…",
+        error.len(),
+        &error[..200.min(error.len())]
+    );
 }
