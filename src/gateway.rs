@@ -227,20 +227,23 @@ impl Gateway {
     /// Attaches a session to a configured port (by name) or, when ad-hoc
     /// connections are allowed, to a device path (opened now if no port has
     /// it yet). `adhoc` gives the name and preset for a new ad-hoc port.
+    /// `shows` says which ports the session's caller reaches: only those are
+    /// found, and only those are named in the error.
     pub async fn attach(
         &self,
         target: &str,
         adhoc: &AdhocRequest,
+        shows: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<GatewayPort, GateError> {
-        if let Some(existing) = self.find(target) {
+        if let Some(existing) = self.find(target, shows) {
             return Ok(existing);
         }
         if !is_adhoc_target(target) {
-            let known: Vec<String> = self.lock().keys().cloned().collect();
+            let known: Vec<String> = self.lock().keys().filter(|n| shows(n)).cloned().collect();
             return Err(GateError::new(
                 ErrorCode::UnknownConnection,
                 format!(
-                    "no configured port named {}; configured ports: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 or a console server URL such as telnet://10.0.0.5:2001 if ad-hoc connections are allowed",
+                    "no configured port named {}; ports you may use: {}. Use list_ports, or give a device path such as /dev/ttyUSB0 or a console server URL such as telnet://10.0.0.5:2001 if ad-hoc connections are allowed",
                     crate::error::shown(target),
                     if known.is_empty() {
                         "none".to_owned()
@@ -253,12 +256,25 @@ impl Gateway {
         self.open_adhoc(target, adhoc).await
     }
 
-    /// Finds a port by name or device path and counts the new user.
-    fn find(&self, target: &str) -> Option<GatewayPort> {
+    /// Finds a port `shows` lets through by name, else by device path, and
+    /// counts the new user.
+    fn find(&self, target: &str, shows: &(dyn Fn(&str) -> bool + Sync)) -> Option<GatewayPort> {
         let mut ports = self.lock();
-        let entry = ports
-            .values_mut()
-            .find(|e| e.port.port.name() == target || e.port.config.device == target)?;
+        let name = if ports.contains_key(target) {
+            target.to_owned()
+        } else {
+            ports
+                .values()
+                .find(|e| e.port.config.device == target)?
+                .port
+                .port
+                .name()
+                .to_owned()
+        };
+        if !shows(&name) {
+            return None;
+        }
+        let entry = ports.get_mut(&name)?;
         entry.users += 1;
         Some(entry.port.clone())
     }

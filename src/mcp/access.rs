@@ -23,14 +23,33 @@
 //!   signals — `set_line_settings`, `send_break`, `set_lines`,
 //!   `pulse_line`, `detect_baud` — and every tool not in the table, so a new
 //!   tool is admin-only until it is classified here.
+//!
+//! Taking the write hold (`connect` with `take_over: true`) is decided
+//! here too, by [`may_take_hold`]: on a free port, or one the caller's
+//! session already holds, it is harmless; from a session of the caller's
+//! own token it needs write access (an agent whose earlier session crashed
+//! takes its port back); from another token's session it needs admin. A
+//! read caller never takes the hold: it cannot write, so holding the port
+//! would only lock the writers out. [`authorize`] refuses up front; the
+//! `connect` tool asks again under the hold's lock, so the holder judged is
+//! the one replaced.
+//!
+//! A caller is told only about ports it reaches: an error that lists ports
+//! (an unknown port's) lists only those (the `connect` tool passes
+//! [`Caller::may_use_port`] to the gateway), and the device path of a port
+//! outside its globs is refused without naming the port.
 
-use rmcp::model::CallToolRequestParams;
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequestParams, Extensions};
 use serde_json::Value;
 
+use super::GateServer;
 use super::session::Session;
 use crate::config::{TokenAccess, TokenConfig};
-use crate::error::{ErrorCode, GateError};
+use crate::error::{ErrorCode, GateError, shown};
 use crate::gateway::Gateway;
+use crate::port::Holder;
 
 /// What a tool acts on, for the port check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +175,22 @@ impl Caller {
         GateError::new(
             ErrorCode::Forbidden,
             format!(
-                "{} may use ports matching {}; {port:?} is not one of them (list_ports shows the ports it may use)",
+                "{} may use ports matching {}; {} is not one of them (list_ports shows the ports it may use)",
+                self.who(),
+                self.port_globs.join(", "),
+                shown(port)
+            ),
+        )
+    }
+
+    /// The refusal of a device path that is a configured port's the
+    /// caller does not reach: the port is not named.
+    fn device_refused(&self, device: &str) -> GateError {
+        GateError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{} is the device of a configured port outside the ports {} may use ({}); connect to one of those by name (list_ports shows them)",
+                shown(device),
                 self.who(),
                 self.port_globs.join(", ")
             ),
@@ -227,19 +261,98 @@ fn replies(request: &CallToolRequestParams) -> Replies {
 }
 
 /// The port a `connect` targets: its name, and whether it is (or would
-/// be) an ad-hoc port opened from a device path.
-fn connect_target(gateway: &Gateway, port: &str, name: Option<&str>) -> (String, bool) {
-    if let Some(gp) = gateway
-        .ports()
-        .into_iter()
-        .find(|gp| gp.port.name() == port || gp.config.device == port)
-    {
-        return (gp.port.name().to_owned(), gp.adhoc);
+/// be) an ad-hoc port opened from a device path. The device path of a
+/// port `caller` does not reach is, for a caller below admin, a device
+/// path like any other (which only admin may open), and for an admin a
+/// refusal; neither names the port.
+fn connect_target(
+    caller: &Caller,
+    gateway: &Gateway,
+    port: &str,
+    name: Option<&str>,
+) -> Result<(String, bool), GateError> {
+    let ports = gateway.ports();
+    if let Some(gp) = ports.iter().find(|gp| gp.port.name() == port) {
+        return Ok((port.to_owned(), gp.adhoc));
     }
-    if crate::gateway::is_adhoc_target(port) {
-        return (crate::gateway::adhoc_name(port, name), true);
+    match ports.iter().find(|gp| gp.config.device == port) {
+        Some(gp) if caller.may_use_port(gp.port.name()) => {
+            Ok((gp.port.name().to_owned(), gp.adhoc))
+        }
+        Some(_) if caller.access >= TokenAccess::Admin => Err(caller.device_refused(port)),
+        _ if crate::gateway::is_adhoc_target(port) => {
+            Ok((crate::gateway::adhoc_name(port, name), true))
+        }
+        _ => Ok((port.to_owned(), false)),
     }
-    (port.to_owned(), false)
+}
+
+/// Whether the call asks to take the write hold. The value is read as the
+/// tool reads it (`true`, `"true"`…); one the tool would refuse counts as
+/// asking, so that no spelling slips past the check.
+fn asks_take_over(request: &CallToolRequestParams) -> bool {
+    match request.arguments.as_ref().and_then(|a| a.get("take_over")) {
+        None => false,
+        Some(v) => super::args::opt_bool(v.clone()).map_or(true, |t| t.unwrap_or(false)),
+    }
+}
+
+/// Whether `caller`, in session `session`, may take the write hold of
+/// `port` from `holder` (`None`: the port is free). The one rule of
+/// take-overs: harmless on a free port or one the session holds; from a
+/// session of the caller's own token with write access; from another
+/// token's with admin; never for a read caller.
+pub fn may_take_hold(
+    caller: &Caller,
+    session: u64,
+    port: &str,
+    holder: Option<&Holder>,
+) -> Result<(), GateError> {
+    if caller.access < TokenAccess::Write {
+        return Err(GateError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "take_over needs write access, and {} has read access: it cannot write, so holding {port} would only lock its writers out; connect without take_over to read it",
+                caller.who()
+            ),
+        ));
+    }
+    match holder {
+        None => Ok(()),
+        Some(h) if h.session == session || h.token == caller.name => Ok(()),
+        Some(_) if caller.access >= TokenAccess::Admin => Ok(()),
+        Some(h) => Err(GateError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{port} is held for writing by {}, a session of another token; taking the hold from another token needs admin access, and {} has write access. You can still read it; ask the holder to disconnect, or the operator to take over with an admin token",
+                h.who,
+                caller.who()
+            ),
+        )),
+    }
+}
+
+/// The caller of a tool call, for a tool that decides at the moment it
+/// acts (the `connect` tool's take-over, the ports its errors may name):
+/// the local operator over stdio, else the HTTP request's token. A call
+/// without one is refused (the server checked it before the tool ran).
+pub(super) fn tool_caller(
+    server: &GateServer,
+    extensions: &Extensions,
+) -> Result<Arc<Caller>, GateError> {
+    if matches!(server.mode, super::scope::Mode::Local) {
+        return Ok(Arc::new(Caller::operator()));
+    }
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+        .cloned()
+        .ok_or_else(|| {
+            GateError::new(
+                ErrorCode::Forbidden,
+                "the request carries no authenticated caller; send Authorization: Bearer <token>",
+            )
+        })
 }
 
 /// Checks that `caller` may make this call, before the tool runs; may
@@ -255,7 +368,12 @@ pub fn authorize(
     let tool = request.name.to_string();
     let (needs, scope) = classify(&tool);
     if needs > caller.access {
-        return Err(caller.access_refused(&tool, needs));
+        let what = if TOOLS.iter().any(|(name, _, _)| *name == tool) {
+            tool
+        } else {
+            format!("the tool {}", shown(&tool))
+        };
+        return Err(caller.access_refused(&what, needs));
     }
     if tool == "read_until_prompt" && caller.access < TokenAccess::Write {
         match replies(request) {
@@ -279,7 +397,12 @@ pub fn authorize(
         Scope::Global => {}
         Scope::Connect => {
             if let Some(port) = str_arg(request, "port") {
-                ports.push(connect_target(gateway, port, str_arg(request, "name")));
+                ports.push(connect_target(
+                    caller,
+                    gateway,
+                    port,
+                    str_arg(request, "name"),
+                )?);
             }
         }
         Scope::Connection => {
@@ -293,22 +416,28 @@ pub fn authorize(
                 ports.push((name, adhoc));
             }
             if let Some(port) = str_arg(request, "port") {
-                ports.push(connect_target(gateway, port, None));
+                ports.push(connect_target(caller, gateway, port, None)?);
             }
         }
     }
-    for (port, adhoc) in ports {
-        if !caller.may_use_port(&port) {
-            return Err(caller.port_refused(&port));
+    for (port, adhoc) in &ports {
+        if !caller.may_use_port(port) {
+            return Err(caller.port_refused(port));
         }
-        if adhoc && caller.access < TokenAccess::Admin {
+        if *adhoc && caller.access < TokenAccess::Admin {
             return Err(caller.access_refused(
                 &format!(
-                    "{tool} on the ad-hoc port {port:?} (a device path, not a configured port)"
+                    "{tool} on the ad-hoc port {} (a device path, not a configured port)",
+                    shown(port)
                 ),
                 TokenAccess::Admin,
             ));
         }
+    }
+    if scope == Scope::Connect && asks_take_over(request) {
+        let port = ports.first().map_or("the port", |(p, _)| p.as_str());
+        let holder = gateway.port(port).and_then(|gp| gp.port.holder());
+        may_take_hold(caller, session.actor().session, port, holder.as_ref())?;
     }
     Ok(())
 }
@@ -459,6 +588,70 @@ mod tests {
         // no connection yet: the tool itself reports it
         let mut req = call("status", json!({}));
         authorize(&core, &gw, &session, &mut req).unwrap();
+    }
+
+    fn holder(session: u64, token: &str) -> Holder {
+        Holder {
+            session,
+            who: format!("session {session} (client c, token {token})"),
+            since: "2026-01-01T00:00:00Z".into(),
+            token: token.into(),
+        }
+    }
+
+    #[test]
+    fn who_may_take_the_write_hold() {
+        let named = |name: &str, access| {
+            let mut c = token(access, &["*"]);
+            c.name = name.into();
+            c
+        };
+        let (ro, rw, adm) = (
+            named("ro", TokenAccess::Read),
+            named("rw", TokenAccess::Write),
+            named("adm", TokenAccess::Admin),
+        );
+        let other = holder(1, "rw2");
+        let own = holder(1, "rw");
+        // Free, or held by the caller's own session: harmless for writers.
+        for c in [&rw, &adm] {
+            may_take_hold(c, 7, "sw1", None).unwrap();
+            may_take_hold(c, 1, "sw1", Some(&other)).unwrap();
+        }
+        // Another session of the caller's token: write access is enough.
+        may_take_hold(&rw, 7, "sw1", Some(&own)).unwrap();
+        // Another token's session: admin only, and the holder is named.
+        let e = may_take_hold(&rw, 7, "sw1", Some(&other)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::Forbidden);
+        assert!(e.message.contains("admin access") && e.message.contains("token rw2"));
+        may_take_hold(&adm, 7, "sw1", Some(&other)).unwrap();
+        // A read caller never: not even on a free port.
+        for h in [None, Some(&own), Some(&other)] {
+            let e = may_take_hold(&ro, 7, "sw1", h).unwrap_err();
+            assert!(e.message.contains("without take_over"), "{e}");
+        }
+    }
+
+    #[test]
+    fn take_over_is_read_as_the_tool_reads_it() {
+        for (v, asks) in [
+            (json!(true), true),
+            (json!("true"), true),
+            (json!(" True "), true),
+            (json!(false), false),
+            (json!("false"), false),
+            (json!(null), false),
+            (json!(""), false),
+            (json!(3), true),
+            (json!("yes"), true),
+        ] {
+            assert_eq!(
+                asks_take_over(&call("connect", json!({"take_over": v.clone()}))),
+                asks,
+                "{v}"
+            );
+        }
+        assert!(!asks_take_over(&call("connect", json!({}))));
     }
 
     #[test]

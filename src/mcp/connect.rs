@@ -4,16 +4,18 @@ use std::sync::Arc;
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::JsonObject;
-use rmcp::{Json, tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::access::{self, Caller};
 use super::args::{self, parse};
 use super::session::{Connection, Profile};
 use super::{GateServer, ToolError};
 use crate::config::PortConfig;
 use crate::error::{ErrorCode, GateError};
-use crate::gateway::AdhocRequest;
+use crate::gateway::{AdhocRequest, GatewayPort};
 use crate::matcher::Prompt;
 use crate::port::PortState;
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
@@ -63,8 +65,10 @@ pub struct ConnectArgs {
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub prompt_regex: Option<bool>,
     /// Take the write hold from the session that has it (it becomes
-    /// read-only; the take-over is an event and audited). Default false:
-    /// the first session to write holds the port.
+    /// read-only; the take-over is an event and audited). Needs write
+    /// access to take it from a session of your own token, admin from
+    /// another token's; a read token never takes it. Default false: the
+    /// first session to write holds the port.
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub take_over: Option<bool>,
 }
@@ -210,6 +214,18 @@ pub(super) fn compile_regex(what: &str, source: &str) -> Result<Prompt, GateErro
     })
 }
 
+impl GateServer {
+    /// Takes `gp`'s write hold for this session if `caller` may take it
+    /// from its holder ([`access::may_take_hold`], asked under the hold's
+    /// lock); the holder becomes read-only.
+    fn take_hold(&self, caller: &Caller, gp: &GatewayPort) -> Result<(), GateError> {
+        let actor = self.session.actor();
+        gp.port.take_writer(&actor, |holder| {
+            access::may_take_hold(caller, actor.session, gp.port.name(), holder)
+        })
+    }
+}
+
 #[tool_router(router = connect_router, vis = "pub(super)")]
 impl GateServer {
     /// Attach this session to a serial port so the other tools can use it.
@@ -224,7 +240,9 @@ impl GateServer {
     pub async fn connect(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ConnectResult>, ToolError> {
+        let caller = access::tool_caller(self, &context.extensions)?;
         let a: ConnectArgs = parse("connect", raw)?;
         if a.port.trim().is_empty() {
             return Err(
@@ -251,7 +269,8 @@ impl GateServer {
             let config = self.gateway.config();
             let names: Vec<&str> = config.presets.keys().map(String::as_str).collect();
             return Err(GateError::invalid(format!(
-                "unknown preset {preset:?}; presets: {}",
+                "unknown preset {}; presets: {}",
+                crate::error::shown(preset),
                 names.join(", ")
             ))
             .into());
@@ -266,6 +285,7 @@ impl GateServer {
                     preset: a.preset.clone(),
                     line: requested_line,
                 },
+                &|port| caller.may_use_port(port),
             )
             .await?;
         let name = gp.port.name().to_owned();
@@ -303,7 +323,13 @@ impl GateServer {
             };
             build_profile(&config, &a)
         })();
-        let profile = match built {
+        let taken = built.and_then(|profile| {
+            if a.take_over.unwrap_or(false) {
+                self.take_hold(&caller, &gp)?;
+            }
+            Ok(profile)
+        });
+        let profile = match taken {
             Ok(p) => p,
             Err(e) => {
                 self.gateway.detach(&name).await;
@@ -338,9 +364,7 @@ impl GateServer {
             self.gateway.detach(&name).await;
         }
         if a.take_over.unwrap_or(false) {
-            let actor = self.session.actor();
-            port.claim_writer(&actor, true)?;
-            port.record_session_event(&actor, "take-over");
+            port.record_session_event(&self.session.actor(), "take-over");
         }
         let mut result = result;
         result.writer = port.holder();
@@ -356,8 +380,12 @@ impl GateServer {
     ) -> Result<Json<DisconnectResult>, ToolError> {
         let a: DisconnectArgs = parse("disconnect", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        self.session.remove(&conn.name);
-        self.gateway.detach(&conn.name).await;
+        // Two disconnects of one connection at once: only the one that
+        // removed it lets go of the port, else an ad-hoc port other
+        // sessions use would be closed under them.
+        if self.session.remove(&conn.name).is_some() {
+            self.gateway.detach(&conn.name).await;
+        }
         Ok(Json(DisconnectResult {
             connection: conn.name,
             detached: true,

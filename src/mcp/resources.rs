@@ -6,6 +6,7 @@ use rmcp::model::{ReadResourceResult, ResourceContents};
 
 use super::session::Session;
 use crate::clean::{CleanOptions, clean_output};
+use crate::error::shown;
 use crate::gateway::Gateway;
 
 /// The URI template of command outputs.
@@ -32,13 +33,16 @@ pub fn read(
 ) -> Result<ReadResourceResult, ErrorData> {
     let (port_name, start, end) = parse_uri(uri).ok_or_else(|| {
         ErrorData::invalid_params(
-            format!("invalid_argument: {uri} is not {OUTPUT_TEMPLATE}"),
+            format!("invalid_argument: {} is not {OUTPUT_TEMPLATE}", shown(uri)),
             None,
         )
     })?;
     let gp = gateway.port(port_name).ok_or_else(|| {
         ErrorData::resource_not_found(
-            format!("unknown_connection: no port named {port_name:?}"),
+            format!(
+                "unknown_connection: no port named {}; the URIs of command outputs come from send_command results",
+                shown(port_name)
+            ),
             None,
         )
     })?;

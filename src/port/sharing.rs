@@ -22,6 +22,22 @@ pub struct Holder {
     pub who: String,
     /// Since when (RFC 3339).
     pub since: String,
+    /// The holder's token name (`local` over stdio), so that a take-over
+    /// can tell a session of the caller's own token from another token's.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub token: String,
+}
+
+impl Holder {
+    fn of(actor: &Actor) -> Holder {
+        Holder {
+            session: actor.session,
+            who: actor.describe(),
+            since: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            token: actor.token.clone(),
+        }
+    }
 }
 
 impl Port {
@@ -34,35 +50,35 @@ impl Port {
         self.lock_holder().clone()
     }
 
-    /// Makes `actor` the writer: at once when nobody holds the port (or
-    /// `actor` already does); from another holder only with `take_over`,
-    /// which makes that one read-only. Otherwise `busy`, naming the holder.
+    /// Makes `actor` the writer when nobody holds the port (or `actor`
+    /// already does); otherwise `busy`, naming the holder. With
+    /// `take_over` it takes the hold from anyone, unchecked: a session's
+    /// take-over goes through [`Port::take_writer`] instead, which asks
+    /// who may take it.
     pub fn claim_writer(&self, actor: &Actor, take_over: bool) -> Result<(), GateError> {
+        self.take_writer(actor, |holder| match holder {
+            Some(h) if !take_over => Err(self.busy(h)),
+            _ => Ok(()),
+        })
+    }
+
+    /// Makes `actor` the writer if `may_take` allows it, given the current
+    /// holder (`None`: the port is free); the other holder becomes
+    /// read-only. `may_take` is asked under the hold's lock, so the holder
+    /// it judges is the one replaced, and it is not asked when `actor`
+    /// already holds the port.
+    pub fn take_writer(
+        &self,
+        actor: &Actor,
+        may_take: impl FnOnce(Option<&Holder>) -> Result<(), GateError>,
+    ) -> Result<(), GateError> {
         let taken_from = {
             let mut holder = self.lock_holder();
-            match holder.as_ref() {
-                Some(h) if h.session == actor.session => return Ok(()),
-                Some(h) if !take_over => {
-                    return Err(GateError::new(
-                        ErrorCode::Busy,
-                        format!(
-                            "{} is held for writing by {} since {}; you can still read it. To write, connect again with take_over: true (the holder becomes read-only)",
-                            self.name(),
-                            h.who,
-                            h.since
-                        ),
-                    ));
-                }
-                other => {
-                    let previous = other.map(|h| h.who.clone());
-                    *holder = Some(Holder {
-                        session: actor.session,
-                        who: actor.describe(),
-                        since: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-                    });
-                    previous
-                }
+            if holder.as_ref().is_some_and(|h| h.session == actor.session) {
+                return Ok(());
             }
+            may_take(holder.as_ref())?;
+            holder.replace(Holder::of(actor)).map(|h| h.who)
         };
         match taken_from {
             Some(previous) => self.record(format!(
@@ -72,6 +88,19 @@ impl Port {
             None => self.record(format!("{} holds the port for writing", actor.describe())),
         }
         Ok(())
+    }
+
+    /// The refusal of a write while `holder` has the port.
+    fn busy(&self, holder: &Holder) -> GateError {
+        GateError::new(
+            ErrorCode::Busy,
+            format!(
+                "{} is held for writing by {} since {}; you can still read it. To write, connect again with take_over: true (the holder becomes read-only; taking it from another token's session needs admin access)",
+                self.name(),
+                holder.who,
+                holder.since
+            ),
+        )
     }
 
     /// Lets go of the write hold if `session` has it.
