@@ -35,6 +35,7 @@ pub mod error;
 pub mod gateway;
 pub mod http;
 pub mod log;
+pub mod logfile;
 pub mod matcher;
 pub mod mcp;
 pub mod notify;
