@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::Audit;
 use crate::config::{Config, PortConfig};
 use crate::error::{ErrorCode, GateError};
+use crate::logfile::Rotation;
 use crate::port::{Port, PortServices, PortSpec, PortState};
 use crate::remote::RemoteAddr;
 use crate::transcript::TranscriptConfig;
@@ -103,14 +104,21 @@ impl Gateway {
         }
     }
 
+    /// How the transcripts and the audit trail of `config` are rotated.
+    fn log_rotation(config: &Config) -> Rotation {
+        Rotation {
+            max_bytes: config.server.log_max,
+            keep: config.server.log_keep,
+        }
+    }
+
     /// What a port of `config` records besides its log.
     fn services(config: &Config, audit: &Audit) -> PortServices {
         let server = &config.server;
         PortServices {
             transcript: server.log_dir.as_ref().map(|dir| TranscriptConfig {
                 dir: dir.clone(),
-                max_bytes: server.log_max,
-                keep: server.log_keep,
+                rotation: Self::log_rotation(config),
             }),
             audit: audit.clone(),
         }

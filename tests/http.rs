@@ -686,7 +686,7 @@ async fn transcripts_capture_output_nobody_watched() {
             "{line:?}"
         );
     }
-    let file = std::fs::read_to_string(logs.join("sw1.log")).unwrap();
+    let file = std::fs::read_to_string(logs.join("transcripts/sw1.log")).unwrap();
     assert!(file.contains("%SYS-5-RELOAD"));
     assert!(!file.contains(">>> sent expect: cisco"));
 }
