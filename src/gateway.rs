@@ -78,9 +78,9 @@ impl Gateway {
     /// retrying in the background.
     pub fn start(config: Config, shutdown: CancellationToken) -> Gateway {
         let audit = match &config.server.log_dir {
-            Some(dir) => Audit::to_dir(dir).unwrap_or_else(|e| {
+            Some(dir) => Audit::to_dir(dir, Self::log_rotation(&config)).unwrap_or_else(|e| {
                 tracing::warn!(
-                    "no audit file in {}: {e}; audit records go to the log only",
+                    "no audit file in {}: {e}; audit records go to the daemon's log only",
                     dir.display()
                 );
                 Audit::log_only()
