@@ -1,12 +1,13 @@
 //! The audit trail: every write to a device (text, hex, keys, break,
 //! auto-reply, expect step) with its time, port, session, client and token,
 //! as JSON lines in `log_dir/audit.log` and as `audit` events in the log.
-//! Text marked sensitive is recorded as `<redacted>`.
+//! Text marked sensitive is recorded as `<redacted>`. The file is rotated
+//! like the transcripts (`log_max`, `log_keep`, on a record boundary) and
+//! never opened through a link ([`crate::logfile`]).
 //!
 //! Writers never wait for the file: records go through a bounded channel
 //! to one task; a full channel drops the record and counts it.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,8 +16,12 @@ use std::time::SystemTime;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use crate::logfile::{LogDir, LogFile, Rotation};
+
 /// Records that may wait for the audit writer.
 const QUEUE: usize = 4096;
+/// The audit trail's file in `log_dir`.
+pub const AUDIT_FILE: &str = "audit.log";
 
 /// Who made a write.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -97,20 +102,25 @@ impl Audit {
         }
     }
 
-    /// An audit trail appended to `dir/audit.log` and to the log.
-    pub fn to_dir(dir: &Path) -> std::io::Result<Audit> {
-        std::fs::create_dir_all(dir)?;
-        let path = dir.join("audit.log");
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
+    /// An audit trail appended to `dir/audit.log` (rotated by `rotation`)
+    /// and to the log.
+    pub fn to_dir(dir: &Path, rotation: Rotation) -> std::io::Result<Audit> {
+        let dir = Arc::new(LogDir::open(dir)?);
+        let mut file = LogFile::open(dir, AUDIT_FILE, rotation)?;
         let (tx, mut rx) = mpsc::channel::<AuditRecord>(QUEUE);
         tokio::spawn(async move {
             while let Some(record) = rx.recv().await {
-                let line = serde_json::to_string(&record).unwrap_or_default();
-                if let Err(e) = writeln!(file, "{line}") {
-                    tracing::warn!("audit log {}: {e}", path.display());
+                let mut line = serde_json::to_vec(&record).unwrap_or_default();
+                line.push(b'\n');
+                let written = file.append(&line).and_then(|()| {
+                    if file.rotation_due() {
+                        file.rotate()
+                    } else {
+                        Ok(())
+                    }
+                });
+                if let Err(e) = written {
+                    tracing::warn!("audit log {}: {e}", file.path().display());
                 }
             }
         });
@@ -150,10 +160,15 @@ impl Audit {
 mod tests {
     use super::*;
 
+    const ROTATION: Rotation = Rotation {
+        max_bytes: 1 << 20,
+        keep: 2,
+    };
+
     #[tokio::test]
     async fn records_are_json_lines_and_secrets_are_redacted() {
         let dir = tempfile::tempdir().unwrap();
-        let audit = Audit::to_dir(dir.path()).unwrap();
+        let audit = Audit::to_dir(dir.path(), ROTATION).unwrap();
         let actor = Actor {
             session: 3,
             client: "claude-code".into(),

@@ -65,11 +65,14 @@ pub struct ServerConfig {
     pub auth: AuthMode,
     /// Output bytes kept per port ([`DEFAULT_RETENTION`] unless set).
     pub retention: usize,
-    /// Directory for per-port transcripts and the audit log; none: neither.
+    /// Directory for per-port transcripts (`transcripts/<port>.log`) and
+    /// the audit log (`audit.log`); none: neither. A relative path is
+    /// relative to the config file's directory.
     pub log_dir: Option<PathBuf>,
-    /// Size at which a transcript is rotated (`log_max`, on a line boundary).
+    /// Size at which a transcript or the audit log is rotated (`log_max`,
+    /// on a line boundary).
     pub log_max: u64,
-    /// Rotated transcripts kept per port (`log_keep`).
+    /// Rotated files kept per transcript and of the audit log (`log_keep`).
     pub log_keep: usize,
     /// Whether `connect` may open devices that are not configured ports.
     pub allow_adhoc: bool,
@@ -312,6 +315,7 @@ impl Config {
             )),
             ReadCapped::Io(e) => whole(format!("cannot read the config file: {e}")),
         })?;
+        check_config_file(path).map_err(whole)?;
         match String::from_utf8(bytes) {
             Ok(text) => Config::parse(&text, &file),
             Err(e) => {
@@ -1040,7 +1044,10 @@ impl RawServer {
                     "server.log_dir: it is empty; give a directory or leave log_dir out",
                 ));
             }
-            s.log_dir = Some(dir.into_inner());
+            let span = dir.span();
+            let dir = next_to_config(dir.get_ref(), src);
+            check_log_dir(&dir).map_err(|e| src.error(span, format!("server.log_dir: {e}")))?;
+            s.log_dir = Some(dir);
         }
         if let Some(m) = self.log_max {
             let bytes = m.get_ref().0;
@@ -1239,18 +1246,37 @@ fn resolve_tokens(raw: Vec<RawToken>, src: &Source) -> Result<Vec<TokenConfig>, 
     Ok(tokens)
 }
 
-/// Reads a token's secret: the file's content, trimmed. A relative path is
-/// relative to the config file's directory. Warns when the file may be read
-/// by others than its owner.
 /// Largest secret file read: a secret is one line of random text. The cap
 /// (and refusing anything but a regular file) keeps a config naming
 /// `/dev/zero` or a FIFO from hanging the daemon at start-up or reload.
 const MAX_SECRET_FILE: u64 = 4096;
 
-/// Reads a regular file of at most `max` bytes.
-fn read_small_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+/// Reads a regular file of at most `max` bytes, not through a symbolic
+/// link (whoever may change a link chooses what is read), and returns its
+/// content with its metadata.
+fn read_small_file(path: &Path, max: u64) -> Result<(Vec<u8>, std::fs::Metadata), String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        // A FIFO opens at once instead of waiting for a writer, and is then
+        // refused as no regular file.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                let real = std::fs::canonicalize(path).map_or_else(
+                    |_| "the file it points to".to_owned(),
+                    |p| p.display().to_string(),
+                );
+                format!(
+                    "it is a symbolic link, which serialgate does not follow to a secret \
+                     (whoever may change the link chooses the secret): point secret_file at {real}"
+                )
+            } else {
+                e.to_string()
+            }
+        })?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
         return Err(
@@ -1266,19 +1292,40 @@ fn read_small_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
             "it is larger than {max} bytes; a secret is one line, e.g. `openssl rand -hex 32`"
         ));
     }
-    Ok(text)
+    Ok((text, meta))
 }
 
-fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
-    let path = if file.is_relative() {
+/// `path` as the config means it: a relative path is relative to the config
+/// file's directory (so it does not depend on where the daemon started).
+fn next_to_config(path: &Path, src: &Source) -> PathBuf {
+    if path.is_relative() {
         Path::new(src.file)
             .parent()
-            .map_or_else(|| file.to_path_buf(), |dir| dir.join(file))
+            .map_or_else(|| path.to_path_buf(), |dir| dir.join(path))
     } else {
-        file.to_path_buf()
-    };
-    let text = read_small_file(&path, MAX_SECRET_FILE)
+        path.to_path_buf()
+    }
+}
+
+/// Reads a token's secret: the file's content, trimmed. A relative path is
+/// relative to the config file's directory. Refuses a file its group or
+/// other users may read (or write), and a symbolic link, saying what fixes
+/// it.
+fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = next_to_config(file, src);
+    let (text, meta) = read_small_file(&path, MAX_SECRET_FILE)
         .map_err(|e| format!("cannot read the secret file {}: {e}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "the secret file {} may be read or changed by other users than its owner \
+             (mode {mode:o}): chmod 600 {}, and give the token a new secret if others could \
+             read it",
+            path.display(),
+            path.display()
+        ));
+    }
     let secret = text.trim_ascii();
     if secret.is_empty() {
         return Err(format!(
@@ -1287,20 +1334,43 @@ fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
             path.display()
         ));
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(&path)
-            && meta.permissions().mode() & 0o077 != 0
-        {
-            tracing::warn!(
-                "the secret file {} may be read by other users (mode {:o}); chmod 600 it",
-                path.display(),
-                meta.permissions().mode() & 0o777
-            );
-        }
-    }
     Ok(TokenSecret::new(secret))
+}
+
+/// Refuses a config file every user may change: whoever writes it may give
+/// themselves a token, an ad-hoc device or a log_dir.
+fn check_config_file(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| format!("cannot check the config file: {e}"))?
+        .permissions()
+        .mode();
+    if mode & 0o002 != 0 {
+        return Err(format!(
+            "the config file is writable by every user (mode {:o}), who could give themselves \
+             a token or a device: chmod o-w {}",
+            mode & 0o7777,
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an existing `log_dir`: a directory nobody but its owner (the
+/// daemon's user, or root) may write to, or others could plant files and
+/// links there or remove the audit trail. A missing one is created by the
+/// daemon (mode 750).
+fn check_log_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot check {}: {e}", dir.display())),
+        Ok(meta) if !meta.is_dir() => Err(format!(
+            "{} is not a directory; give a directory for transcripts and the audit log",
+            dir.display()
+        )),
+        Ok(meta) => crate::logfile::check_private_dir(dir, meta.mode(), meta.uid()),
+    }
 }
 
 /// A user preset waiting to be resolved.
@@ -1555,7 +1625,7 @@ device = "/dev/ttyUSB2"
     fn full_example_resolves() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("tokens")).unwrap();
-        std::fs::write(dir.path().join("tokens/noc-agent"), "  s3cret-s3cret\n\n").unwrap();
+        write_private(&dir.path().join("tokens/noc-agent"), "  s3cret-s3cret\n\n");
         let file = dir.path().join("serialgate.toml");
         let c = Config::parse(FULL, &file.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.server.listen.as_deref(), Some("127.0.0.1:7301"));
@@ -2169,11 +2239,100 @@ device = "/dev/ttyUSB2"
     /// the config file name to parse with inside it.
     fn secrets() -> (tempfile::TempDir, String) {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a"), "alpha-secret\n").unwrap();
-        std::fs::write(dir.path().join("b"), "beta-secret").unwrap();
-        std::fs::write(dir.path().join("empty"), " \n\t\n").unwrap();
+        for (name, text) in [
+            ("a", "alpha-secret\n"),
+            ("b", "beta-secret"),
+            ("empty", " \n\t\n"),
+        ] {
+            write_private(&dir.path().join(name), text);
+        }
         let file = dir.path().join("c.toml").display().to_string();
         (dir, file)
+    }
+
+    /// Writes a file only its owner may read (as a secret file must be).
+    fn write_private(path: &Path, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    #[test]
+    fn secret_files_others_may_read_and_links_are_refused_with_the_fix() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, file) = secrets();
+        let a = dir.path().join("a");
+        for mode in [0o644, 0o640, 0o604, 0o620, 0o602] {
+            std::fs::set_permissions(&a, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = parse_in(&file, &token_toml("a", "a")).unwrap_err();
+            assert!(
+                e.message
+                    .contains(&format!("(mode {mode:o}): chmod 600 {}", a.display())),
+                "{e}"
+            );
+        }
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o400)).unwrap();
+        parse_in(&file, &token_toml("a", "a")).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&a, dir.path().join("link")).unwrap();
+        let e = parse_in(&file, &token_toml("a", "link")).unwrap_err();
+        assert!(
+            e.message.contains("is a symbolic link")
+                && e.message
+                    .contains(&format!("point secret_file at {}", a.display())),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_secret_file_is_refused_without_waiting_for_a_writer() {
+        let (dir, file) = secrets();
+        nix::unistd::mkfifo(
+            &dir.path().join("fifo"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        let e = parse_in(&file, &token_toml("a", "fifo")).unwrap_err();
+        assert!(e.message.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn log_dir_is_next_to_the_config_and_refused_when_others_may_write_to_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, file) = secrets();
+        let c = parse_in(&file, "[server]\nlog_dir = \"logs\"\n").unwrap();
+        assert_eq!(c.server.log_dir, Some(dir.path().join("logs")));
+        let logs = dir.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        for mode in [0o777, 0o1777, 0o775, 0o757] {
+            std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = parse_in(&file, "[server]\nlog_dir = \"logs\"\n").unwrap_err();
+            assert!(
+                e.message.starts_with("server.log_dir: ")
+                    && e.message
+                        .contains(&format!("chmod go-w {}", logs.display())),
+                "{e}"
+            );
+        }
+        std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(0o755)).unwrap();
+        parse_in(&file, "[server]\nlog_dir = \"logs\"\n").unwrap();
+        let e = parse_in(&file, "[server]\nlog_dir = \"a\"\n").unwrap_err();
+        assert!(e.message.contains("is not a directory"), "{e}");
+    }
+
+    #[test]
+    fn a_config_file_every_user_may_change_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = Config::load(&path).unwrap_err();
+        assert!(
+            e.message.contains(&format!("chmod o-w {}", path.display())),
+            "{e}"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+        Config::load(&path).unwrap();
     }
 
     fn parse_in(file: &str, text: &str) -> Result<Config, ConfigError> {

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::Audit;
 use crate::config::{Config, PortConfig};
 use crate::error::{ErrorCode, GateError};
+use crate::logfile::Rotation;
 use crate::port::{Port, PortServices, PortSpec, PortState};
 use crate::remote::RemoteAddr;
 use crate::transcript::TranscriptConfig;
@@ -77,9 +78,9 @@ impl Gateway {
     /// retrying in the background.
     pub fn start(config: Config, shutdown: CancellationToken) -> Gateway {
         let audit = match &config.server.log_dir {
-            Some(dir) => Audit::to_dir(dir).unwrap_or_else(|e| {
+            Some(dir) => Audit::to_dir(dir, Self::log_rotation(&config)).unwrap_or_else(|e| {
                 tracing::warn!(
-                    "no audit file in {}: {e}; audit records go to the log only",
+                    "no audit file in {}: {e}; audit records go to the daemon's log only",
                     dir.display()
                 );
                 Audit::log_only()
@@ -103,14 +104,21 @@ impl Gateway {
         }
     }
 
+    /// How the transcripts and the audit trail of `config` are rotated.
+    fn log_rotation(config: &Config) -> Rotation {
+        Rotation {
+            max_bytes: config.server.log_max,
+            keep: config.server.log_keep,
+        }
+    }
+
     /// What a port of `config` records besides its log.
     fn services(config: &Config, audit: &Audit) -> PortServices {
         let server = &config.server;
         PortServices {
             transcript: server.log_dir.as_ref().map(|dir| TranscriptConfig {
                 dir: dir.clone(),
-                max_bytes: server.log_max,
-                keep: server.log_keep,
+                rotation: Self::log_rotation(config),
             }),
             audit: audit.clone(),
         }

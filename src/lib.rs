@@ -36,6 +36,7 @@ pub mod fd_limit;
 pub mod gateway;
 pub mod http;
 pub mod log;
+pub mod logfile;
 pub mod logging;
 pub mod matcher;
 pub mod mcp;

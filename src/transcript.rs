@@ -1,6 +1,9 @@
 //! Per-port transcripts: everything the device sent, line by line with a
 //! timestamp at the start of each line, and what was sent to it marked as
-//! such, in `log_dir/<port>.log`, rotated by size on a line boundary.
+//! such, in `log_dir/transcripts/<port>.log` (a folder of their own, so no
+//! port name reaches the audit trail or another file), rotated by size on a
+//! line boundary. The file is opened, rotated and read through
+//! [`crate::logfile`], never through a link.
 //!
 //! The writer is its own task that follows the OutputLog (it never slows
 //! the reader): it wakes on appends, copies the new bytes and writes them.
@@ -9,8 +12,8 @@
 //! silent. Sent data reaches it through a bounded channel; a full channel
 //! drops the record and counts it.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +23,10 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::log::OutputLog;
+use crate::logfile::{LogDir, LogFile, Rotation};
 
+/// The folder of `log_dir` the transcripts are in.
+pub const TRANSCRIPTS_DIR: &str = "transcripts";
 /// Default size at which a transcript is rotated.
 pub const DEFAULT_LOG_MAX: u64 = 16 * 1024 * 1024;
 /// Default number of rotated transcripts kept (`<port>.log.1` …).
@@ -35,10 +41,9 @@ const COPY_CHUNK: u64 = 256 * 1024;
 pub struct TranscriptConfig {
     /// The directory (`[server] log_dir`).
     pub dir: PathBuf,
-    /// Rotate when the file reaches this size (at the next line boundary).
-    pub max_bytes: u64,
-    /// Rotated files kept.
-    pub keep: usize,
+    /// When to rotate (at the next line boundary) and how many rotated
+    /// files to keep.
+    pub rotation: Rotation,
 }
 
 /// Something sent to the device, for the transcript.
@@ -53,6 +58,8 @@ pub struct SentRecord {
 /// A handle to a port's transcript writer task.
 #[derive(Clone)]
 pub struct Transcript {
+    dir: Arc<LogDir>,
+    name: String,
     path: PathBuf,
     sent: mpsc::Sender<SentRecord>,
     dropped_sent: Arc<AtomicU64>,
@@ -77,9 +84,10 @@ impl Transcript {
         config: TranscriptConfig,
         stop: CancellationToken,
     ) -> io::Result<Transcript> {
-        std::fs::create_dir_all(&config.dir)?;
-        let path = config.dir.join(format!("{port}.log"));
-        let file = open_append(&path)?;
+        let name = file_name(port)?;
+        let dir = Arc::new(LogDir::open(&config.dir)?.subdir(TRANSCRIPTS_DIR)?);
+        let file = LogFile::open(dir.clone(), &name, config.rotation)?;
+        let path = file.path();
         let (sent, sent_rx) = mpsc::channel(SENT_QUEUE);
         // Follow from the head now, not when the task first runs.
         let from = log.head();
@@ -88,14 +96,13 @@ impl Transcript {
             sent_records: 0,
         });
         let writer = Writer {
-            size: file.metadata().map(|m| m.len()).unwrap_or(0),
             file,
-            path: path.clone(),
-            config,
             at_line_start: true,
         };
         tokio::spawn(run(writer, log, from, sent_rx, progress_tx, stop));
         Ok(Transcript {
+            dir,
+            name,
             path,
             sent,
             dropped_sent: Arc::new(AtomicU64::new(0)),
@@ -130,17 +137,35 @@ impl Transcript {
     }
 
     /// The last `max` bytes of the transcript file (from a line start when
-    /// one is near).
+    /// one is near), read without following a link put in its place.
     pub fn tail(&self, max: u64) -> io::Result<String> {
-        tail(&self.path, max)
+        tail(self.dir.open_read(&self.name)?, max)
     }
+}
+
+/// The transcript file name of `port`. Port names are checked where they
+/// are made (config, ad-hoc connects); this refuses again any name that
+/// would leave the transcripts folder or hide as a dot file.
+fn file_name(port: &str) -> io::Result<String> {
+    let safe = port
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if !safe || port.is_empty() || port.starts_with('.') || port.len() > 200 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the port name {} cannot name a transcript file; use letters, digits, '_', '.' and '-'",
+                crate::error::shown(port)
+            ),
+        ));
+    }
+    Ok(format!("{port}.log"))
 }
 
 /// The last `max` bytes of a file, starting after the first line break
 /// when the cut falls mid-line.
-pub fn tail(path: &Path, max: u64) -> io::Result<String> {
+fn tail(mut file: File, max: u64) -> io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = File::open(path)?;
     let len = file.metadata()?.len();
     let start = len.saturating_sub(max);
     file.seek(SeekFrom::Start(start))?;
@@ -155,19 +180,12 @@ pub fn tail(path: &Path, max: u64) -> io::Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
-}
-
 fn timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 struct Writer {
-    file: File,
-    path: PathBuf,
-    config: TranscriptConfig,
-    size: u64,
+    file: LogFile,
     at_line_start: bool,
 }
 
@@ -185,7 +203,7 @@ impl Writer {
             }
             out.extend_from_slice(piece);
             self.at_line_start = piece.ends_with(b"\n");
-            if self.at_line_start && self.size + out.len() as u64 >= self.config.max_bytes {
+            if self.at_line_start && self.file.full_after(out.len() as u64) {
                 self.write(&out)?;
                 out.clear();
             }
@@ -204,30 +222,12 @@ impl Writer {
         self.write(out.as_bytes())
     }
 
+    /// Appends, then rotates if due and the file ends a line.
     fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.file.write_all(bytes)?;
-        self.size += bytes.len() as u64;
-        if self.size >= self.config.max_bytes && self.at_line_start {
-            self.rotate()?;
+        self.file.append(bytes)?;
+        if self.at_line_start && self.file.rotation_due() {
+            self.file.rotate()?;
         }
-        Ok(())
-    }
-
-    /// `<port>.log` → `.1` → `.2` …, keeping `keep` files.
-    fn rotate(&mut self) -> io::Result<()> {
-        self.file.flush()?;
-        let name = |i: usize| PathBuf::from(format!("{}.{i}", self.path.display()));
-        if self.config.keep == 0 {
-            std::fs::remove_file(&self.path)?;
-        } else {
-            let _ = std::fs::remove_file(name(self.config.keep));
-            for i in (1..self.config.keep).rev() {
-                let _ = std::fs::rename(name(i), name(i + 1));
-            }
-            std::fs::rename(&self.path, name(1))?;
-        }
-        self.file = open_append(&self.path)?;
-        self.size = 0;
         Ok(())
     }
 }
@@ -260,7 +260,7 @@ async fn run(
                 if let Err(e) = writer.marker(&format!(
                     "[serialgate: {lost} bytes dropped by retention before they were written here]"
                 )) {
-                    tracing::warn!("transcript {}: {e}", writer.path.display());
+                    tracing::warn!("transcript {}: {e}", writer.file.path().display());
                 }
                 written = oldest;
             }
@@ -268,7 +268,7 @@ async fn run(
             let bytes = log.copy_range(written, to);
             written = to;
             if let Err(e) = writer.device(&bytes) {
-                tracing::warn!("transcript {}: {e}", writer.path.display());
+                tracing::warn!("transcript {}: {e}", writer.file.path().display());
             }
         }
         progress.send_replace(Progress {
@@ -281,7 +281,7 @@ async fn run(
             record = sent.recv(), if sent_open => match record {
                 Some(r) => {
                     if let Err(e) = writer.marker(&describe_sent(&r)) {
-                        tracing::warn!("transcript {}: {e}", writer.path.display());
+                        tracing::warn!("transcript {}: {e}", writer.file.path().display());
                     }
                     sent_records += 1;
                 }
@@ -312,8 +312,10 @@ mod tests {
     fn config(dir: &Path, max: u64, keep: usize) -> TranscriptConfig {
         TranscriptConfig {
             dir: dir.to_owned(),
-            max_bytes: max,
-            keep,
+            rotation: Rotation {
+                max_bytes: max,
+                keep,
+            },
         }
     }
 
@@ -377,10 +379,11 @@ mod tests {
         }
         log.append(b"END\r\n");
         written(&t, &log, 0).await;
-        let rotated = std::fs::read_to_string(dir.path().join("r1.log.1")).unwrap();
+        let transcripts = dir.path().join(TRANSCRIPTS_DIR);
+        let rotated = std::fs::read_to_string(transcripts.join("r1.log.1")).unwrap();
         assert!(rotated.ends_with('\n'), "cut on a line boundary");
-        assert!(dir.path().join("r1.log.2").exists());
-        assert!(!dir.path().join("r1.log.3").exists());
+        assert!(transcripts.join("r1.log.2").exists());
+        assert!(!transcripts.join("r1.log.3").exists());
     }
 
     #[test]
@@ -388,10 +391,38 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.log");
         std::fs::write(&path, "first line\nsecond line\nthird\n").unwrap();
-        assert_eq!(tail(&path, 15).unwrap(), "third\n");
+        let open = || File::open(&path).unwrap();
+        assert_eq!(tail(open(), 15).unwrap(), "third\n");
         assert_eq!(
-            tail(&path, 1000).unwrap(),
+            tail(open(), 1000).unwrap(),
             "first line\nsecond line\nthird\n"
         );
+    }
+
+    #[tokio::test]
+    async fn transcripts_have_a_folder_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcript::start(
+            "audit",
+            OutputLog::new(4096),
+            config(dir.path(), 1 << 20, 2),
+            CancellationToken::new(),
+        )
+        .unwrap();
+        assert_eq!(t.path(), dir.path().join("transcripts/audit.log"));
+        assert!(!dir.path().join("audit.log").exists());
+    }
+
+    #[test]
+    fn a_port_name_that_would_leave_the_folder_names_no_file() {
+        for bad in ["", "../audit", "a/b", ".hidden", "..", "a\0b", "tab\t"] {
+            let e = file_name(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("cannot name a transcript file"),
+                "{e}"
+            );
+        }
+        assert_eq!(file_name("core-sw1").unwrap(), "core-sw1.log");
+        assert_eq!(file_name("rack2.pdu_a").unwrap(), "rack2.pdu_a.log");
     }
 }

@@ -428,6 +428,7 @@ async fn adhoc_paths_need_admin_and_close_when_the_session_ends() {
         .expect("simulated device");
     let secret_file = dir.path().join("adm.token");
     std::fs::write(&secret_file, "admin-secret-0123456789").expect("token file");
+    std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let config = format!(
         "[server]\nallow_adhoc = true\nadhoc_devices = [{:?}]\n\n{config}\n\
          [[tokens]]\nname = \"adm\"\nsecret_file = \"adm.token\"\nports = [\"*\"]\naccess = \"admin\"\n",
@@ -686,7 +687,7 @@ async fn transcripts_capture_output_nobody_watched() {
             "{line:?}"
         );
     }
-    let file = std::fs::read_to_string(logs.join("sw1.log")).unwrap();
+    let file = std::fs::read_to_string(logs.join("transcripts/sw1.log")).unwrap();
     assert!(file.contains("%SYS-5-RELOAD"));
     assert!(!file.contains(">>> sent expect: cisco"));
 }

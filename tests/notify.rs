@@ -159,8 +159,8 @@ async fn sigterm_ends_a_waiting_stdio_call_with_an_error_and_exits_0() {
     let status = daemon.exit().await;
     assert!(status.success(), "{status}");
     // What the device said before the end is in its transcript.
-    let transcript =
-        std::fs::read_to_string(logs.path().join("sw1.log")).expect("the transcript of sw1");
+    let transcript = std::fs::read_to_string(logs.path().join("transcripts/sw1.log"))
+        .expect("the transcript of sw1");
     assert!(transcript.contains("ping"), "{transcript}");
 }
 

@@ -231,7 +231,7 @@ async fn sigterm_under_load_flushes_transcripts_and_a_restart_reopens_every_port
     }
     let mut flushed = Vec::new();
     for (p, &last) in logged.iter().enumerate() {
-        let file = logs.join(format!("p{p:02}.log"));
+        let file = logs.join(format!("transcripts/p{p:02}.log"));
         let text =
             std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let in_file = consecutive(p, &text, &file.display().to_string());

@@ -313,8 +313,13 @@ impl GateServer {
         }
         let port = &conn.port.port;
         let Some(transcript) = port.transcript() else {
+            let why = if self.gateway.config().server.log_dir.is_some() {
+                "its transcript file could not be opened (the daemon's log says why, at the port's start)"
+            } else {
+                "the daemon runs without [server] log_dir"
+            };
             return Err(GateError::invalid(format!(
-                "{} has no transcript: the daemon runs without [server] log_dir; read_output reads the retained output instead",
+                "{} has no transcript: {why}; read_output reads the retained output instead",
                 conn.name
             ))
             .into());
@@ -323,8 +328,8 @@ impl GateServer {
         transcript
             .wait_written(port.log().head(), 0, std::time::Duration::from_millis(500))
             .await;
-        let path = transcript.path().to_owned();
-        let text = tokio::task::spawn_blocking(move || crate::transcript::tail(&path, last_bytes))
+        let reading = transcript.clone();
+        let text = tokio::task::spawn_blocking(move || reading.tail(last_bytes))
             .await
             .map_err(|e| GateError::invalid(format!("reading the transcript failed: {e}")))?
             .map_err(|e| {
