@@ -20,6 +20,7 @@ use toml::Spanned;
 
 use crate::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
 use crate::remote::RemoteAddr;
+use crate::remote::allow::RemoteRule;
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
 
 /// Retention per port when the config does not say: 1 MiB.
@@ -78,10 +79,11 @@ pub struct ServerConfig {
     pub allow_adhoc: bool,
     /// Globs of the device paths ad-hoc connects may open.
     pub adhoc_devices: Vec<String>,
-    /// Globs of the remote consoles (`host:port`, e.g. `10.0.0.*:20*`)
-    /// ad-hoc connects may reach by `telnet://`, `rfc2217://` or `tcp://`
-    /// URL; empty (the default): none.
-    pub adhoc_remotes: Vec<String>,
+    /// The remote consoles ad-hoc connects may reach by `telnet://`,
+    /// `rfc2217://` or `tcp://` URL: `host:ports` entries (addresses, CIDR
+    /// ranges or names; see [`crate::remote::allow`]); empty (the
+    /// default): none.
+    pub adhoc_remotes: Vec<RemoteRule>,
     /// Quick losses in a row before a port is `down` (`down_after`, default
     /// [`DEFAULT_DOWN_AFTER`]; 0: never); a port may override it.
     pub down_after: u32,
@@ -125,25 +127,6 @@ impl ServerConfig {
         self.adhoc_devices
             .iter()
             .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches_with(path, options)))
-    }
-
-    /// Whether an ad-hoc connect may reach the remote console `addr`:
-    /// ad-hoc connects are on and its `host:port` (an IPv6 host in
-    /// brackets) matches one of `adhoc_remotes`. Host names match as
-    /// written, case-insensitively; nothing is resolved.
-    pub fn adhoc_remote_allowed(&self, addr: &RemoteAddr) -> bool {
-        if !self.allow_adhoc {
-            return false;
-        }
-        let target = addr.host_port();
-        let options = glob::MatchOptions {
-            case_sensitive: false,
-            require_literal_separator: false,
-            require_literal_leading_dot: false,
-        };
-        self.adhoc_remotes
-            .iter()
-            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches_with(&target, options)))
     }
 }
 
@@ -1075,25 +1058,32 @@ impl RawServer {
         if let Some(globs) = self.adhoc_devices {
             s.adhoc_devices = check_globs(globs, "server.adhoc_devices", src)?;
         }
-        if let Some(globs) = self.adhoc_remotes {
-            for g in &globs {
-                if !g.get_ref().contains(':') || RemoteAddr::is_url(g.get_ref()) {
-                    return Err(src.error(
-                        g.span(),
-                        format!(
-                            "server.adhoc_remotes: {:?} is not a host:port glob; write it like \"10.0.0.*:20*\" (no scheme)",
-                            g.get_ref()
-                        ),
-                    ));
-                }
-            }
-            s.adhoc_remotes = check_globs(globs, "server.adhoc_remotes", src)?;
+        if let Some(entries) = self.adhoc_remotes {
+            s.adhoc_remotes = entries
+                .iter()
+                .map(|entry| check_remote_entry(entry, src))
+                .collect::<Result<_, _>>()?;
         }
         if let Some(n) = self.down_after {
             s.down_after = check_down_after(&n, "server.down_after", src)?;
         }
         Ok(s)
     }
+}
+
+/// Parses one `adhoc_remotes` entry; the error points at the part of it
+/// that is wrong (at its opening quote when the string has escapes).
+fn check_remote_entry(entry: &Spanned<String>, src: &Source) -> Result<RemoteRule, ConfigError> {
+    RemoteRule::parse(entry.get_ref()).map_err(|e| {
+        let span = entry.span();
+        let inside = src.text.get(span.start + 1..span.end.saturating_sub(1));
+        let at = if inside == Some(entry.get_ref().as_str()) {
+            span.start + 1 + e.at
+        } else {
+            span.start
+        };
+        src.error(at..at, format!("server.adhoc_remotes: {}", e.message))
+    })
 }
 
 /// Checks a `down_after` value: 0 (never) to [`MAX_DOWN_AFTER`].
@@ -2113,28 +2103,21 @@ device = "/dev/ttyUSB2"
     #[test]
     fn remote_devices_and_adhoc_remotes() {
         let c = parse(
-            "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.*:20*\", \"ts1.lab:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n\n[ports.c]\ndevice = \"rfc2217://10.0.0.5:7001\"\nbaud = 115200\n",
+            "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.0/24:2000-2099\", \"ts1.lab:*\", \"[2001:db8::5]:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n\n[ports.c]\ndevice = \"rfc2217://10.0.0.5:7001\"\nbaud = 115200\n",
         );
         assert_eq!(c.ports["a"].device, "telnet://10.0.0.5:2001");
         assert_eq!(c.ports["c"].device, "rfc2217://10.0.0.5:7001");
         assert_eq!(c.ports["c"].line.baud, 115200, "the line the server sets");
-        let s = &c.server;
-        let addr = |u: &str| RemoteAddr::parse(u).unwrap().unwrap();
-        assert!(s.adhoc_remote_allowed(&addr("telnet://10.0.0.7:2003")));
-        assert!(s.adhoc_remote_allowed(&addr("tcp://TS1.lab:4001")));
-        assert!(!s.adhoc_remote_allowed(&addr("telnet://10.0.1.7:2003")));
-        assert!(!s.adhoc_remote_allowed(&addr("telnet://10.0.0.7:23")));
-        let off = ServerConfig {
-            allow_adhoc: false,
-            ..s.clone()
-        };
-        assert!(!off.adhoc_remote_allowed(&addr("telnet://10.0.0.7:2003")));
+        let entries: Vec<&str> = c.server.adhoc_remotes.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            entries,
+            ["10.0.0.0/24:2000-2099", "ts1.lab:*", "[2001:db8::5]:*"]
+        );
+        assert!(c.server.adhoc_remotes[0].may_admit("10.0.0.7", 2003));
+        assert!(!c.server.adhoc_remotes[0].may_admit("10.0.0.7", 23));
+        assert!(c.server.adhoc_remotes[1].may_admit("TS1.lab.", 4001));
         assert!(
-            !ServerConfig {
-                allow_adhoc: true,
-                ..ServerConfig::default()
-            }
-            .adhoc_remote_allowed(&addr("telnet://10.0.0.7:2003")),
+            ServerConfig::default().adhoc_remotes.is_empty(),
             "no remotes by default"
         );
         for (text, want) in [
@@ -2146,17 +2129,57 @@ device = "/dev/ttyUSB2"
                 "[ports.a]\ndevice = \"telnet://h\"\n",
                 "ports.a.device: \"telnet://h\" needs host:port",
             ),
-            (
-                "[server]\nadhoc_remotes = [\"10.0.0.*\"]\n",
-                "server.adhoc_remotes: \"10.0.0.*\" is not a host:port glob",
-            ),
-            (
-                "[server]\nadhoc_remotes = [\"telnet://h:*\"]\n",
-                "is not a host:port glob",
-            ),
         ] {
             let e = Config::parse(text, FILE).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn adhoc_remotes_errors_point_into_the_entry() {
+        // Each at `line:col` of the wrong part of the entry.
+        for (entries, at, parts) in [
+            (
+                r#"["10.0.0.*:20*"]"#,
+                "3:26",
+                &[
+                    "server.adhoc_remotes: \"10.0.0.*:20*\": entries are not globs",
+                    "CIDR range (e.g. 10.0.0.0/24",
+                ][..],
+            ),
+            (
+                r#"["10.0.0.0/24:2000-2099", "10.0.0.5"]"#,
+                "3:52",
+                &["\"10.0.0.5\": no port after the host", "\"10.0.0.5:*\""],
+            ),
+            (r#"["telnet://h:*"]"#, "3:19", &["without a scheme"]),
+            (
+                r#"["127.1:7000"]"#,
+                "3:19",
+                &[
+                    "\"127.1\" is 127.0.0.1 in a spelling",
+                    "four decimal numbers: 127.0.0.1",
+                ],
+            ),
+            (
+                r#"["[2001:db8::5]/32:*"]"#,
+                "3:20",
+                &["the range is [2001:db8::]/32"],
+            ),
+            (
+                r#"["h:20*"]"#,
+                "3:21",
+                &["\"20*\" is not a port", "a range (2000-2099)"],
+            ),
+            (r#"["localhost:*"]"#, "3:19", &["write 127.0.0.1:PORT"]),
+            // An escape in the string: the error points at the string.
+            (r#"["h\u003a20*"]"#, "3:18", &["\"20*\" is not a port"]),
+        ] {
+            assert_error(
+                &format!("[server]\nallow_adhoc = true\nadhoc_remotes = {entries}\n"),
+                at,
+                parts,
+            );
         }
     }
 
@@ -2192,6 +2215,34 @@ device = "/dev/ttyUSB2"
             .unwrap_err();
         assert!(e.contains("bad port name"), "{e}");
         assert!(c.resolve_port("r1", "", None).is_err());
+    }
+
+    #[test]
+    fn the_documented_adhoc_remotes_parse_and_mean_what_they_say() {
+        let readme = include_str!("../README.md");
+        let example = include_str!("../config/example.toml");
+        let lines: Vec<&str> = readme
+            .lines()
+            .chain(example.lines().map(|l| l.trim_start_matches("# ")))
+            .filter(|l| l.starts_with("adhoc_remotes = "))
+            .collect();
+        assert_eq!(lines.len(), 2, "one in the README, one in the example");
+        for line in lines {
+            let c = parse(&format!("[server]\nallow_adhoc = true\n{line}\n"));
+            let v6 = c
+                .server
+                .adhoc_remotes
+                .iter()
+                .find(|r| r.as_str() == "[2001:db8::5]:*")
+                .unwrap_or_else(|| panic!("{line}"));
+            let dest = |ip: &str| crate::remote::allow::Destination {
+                ip: ip.parse().unwrap(),
+                this_host: false,
+            };
+            assert!(v6.admits("2001:db8::5", 2001, dest("2001:db8::5")));
+            assert!(!v6.admits("0", 2001, dest("0.0.0.0")));
+            assert!(!v6.admits("2001:db8::6", 2001, dest("2001:db8::6")));
+        }
     }
 
     #[test]

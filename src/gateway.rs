@@ -13,7 +13,7 @@ use crate::config::{Config, PortConfig};
 use crate::error::{ErrorCode, GateError};
 use crate::logfile::Rotation;
 use crate::port::{Port, PortServices, PortSpec, PortState};
-use crate::remote::RemoteAddr;
+use crate::remote::{RemoteAddr, allow};
 use crate::transcript::TranscriptConfig;
 
 /// How long an ad-hoc `connect` waits for the device to open.
@@ -287,46 +287,48 @@ impl Gateway {
         Some(entry.port.clone())
     }
 
+    /// Opens a port for `path`, a device path or a remote console URL,
+    /// after checking it against `allow_adhoc`, `adhoc_devices` and
+    /// `adhoc_remotes`. A remote console's port is opened on the address
+    /// the check let through (its name stays the one the URL gives), so
+    /// that neither this connection nor a reconnect resolves the host
+    /// again.
     async fn open_adhoc(&self, path: &str, req: &AdhocRequest) -> Result<GatewayPort, GateError> {
         let config = self.config();
         let server = &config.server;
         let remote = RemoteAddr::parse(path).map_err(GateError::invalid)?;
+        let shown = crate::error::shown(path);
         if !server.allow_adhoc {
             return Err(GateError::new(
                 ErrorCode::Forbidden,
                 format!(
-                    "{path} is not a configured port and ad-hoc connections are off; add it under [ports] in the config, or set allow_adhoc = true in [server]"
+                    "{shown} is not a configured port and ad-hoc connections are off; add it under [ports] in the config, or set allow_adhoc = true in [server]"
                 ),
             ));
         }
-        match &remote {
-            Some(addr) if !server.adhoc_remote_allowed(addr) => {
-                return Err(GateError::new(
-                    ErrorCode::Forbidden,
-                    format!(
-                        "{path} is outside adhoc_remotes ({}); use a host:port matching one of them, or ask the operator to add it to adhoc_remotes in [server]",
-                        if server.adhoc_remotes.is_empty() {
-                            "none allowed".to_owned()
-                        } else {
-                            server.adhoc_remotes.join(", ")
-                        }
-                    ),
-                ));
-            }
-            Some(_) => {}
+        let device = match &remote {
+            Some(addr) => allow::check(addr, &server.adhoc_remotes)
+                .await
+                .map_err(|refusal| {
+                    GateError::new(
+                        ErrorCode::Forbidden,
+                        refusal.message(&shown, addr.port, &server.adhoc_remotes),
+                    )
+                })?
+                .to_string(),
             None if path.split('/').any(|part| part == ".." || part == ".")
                 || !server.adhoc_allowed(path) =>
             {
                 return Err(GateError::new(
                     ErrorCode::Forbidden,
                     format!(
-                        "{path} is outside adhoc_devices ({}); use a path matching one of them",
+                        "{shown} is outside adhoc_devices ({}); use a path matching one of them",
                         server.adhoc_devices.join(", ")
                     ),
                 ));
             }
-            None => {}
-        }
+            None => path.to_owned(),
+        };
         let name = adhoc_name(path, req.name.as_deref());
         if self.lock().contains_key(&name) {
             return Err(GateError::invalid(format!(
@@ -342,7 +344,7 @@ impl Gateway {
         port_config.line.validate().map_err(GateError::invalid)?;
         let spec = PortSpec {
             name: name.clone(),
-            device: path.to_owned(),
+            device,
             line: port_config.line,
             retention: server.retention,
             down_after: port_config.down_after,
@@ -374,7 +376,7 @@ impl Gateway {
             };
             return Err(GateError::new(
                 ErrorCode::PortUnavailable,
-                format!("cannot open {path}: {why}; {hint}"),
+                format!("cannot open {shown}: {why}; {hint}"),
             ));
         }
         let gp = GatewayPort {

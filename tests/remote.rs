@@ -362,7 +362,7 @@ async fn raw_tcp_console_connected_ad_hoc() {
 #[tokio::test]
 async fn ad_hoc_remotes_are_governed_by_the_allow_list() {
     let gate = Gate::start(
-        "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.*:20*\", \"127.0.0.1:1\"]\n",
+        "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.0/24:2000-2099\", \"127.0.0.1:1\"]\n",
     )
     .await;
     let e = gate

@@ -11,7 +11,11 @@
 //!
 //! [`RemoteAddr::parse`] tells a URL from a path; [`connect`] opens the TCP
 //! connection with a bounded connect time, keepalive and no Nagle delay.
+//! [`allow`] decides which URLs an ad-hoc `connect` may reach, by where
+//! [`resolve`] finds they lead.
 
+pub mod allow;
+pub mod resolve;
 pub mod rfc2217;
 pub mod telnet;
 
@@ -94,6 +98,16 @@ impl RemoteAddr {
         }
         let (host, port) = match rest.strip_prefix('[') {
             Some(v6) => match v6.split_once("]:") {
+                Some((host, _))
+                    if host
+                        .split('%')
+                        .next()
+                        .is_none_or(|ip| ip.parse::<std::net::Ipv6Addr>().is_err()) =>
+                {
+                    return Err(format!(
+                        "{device:?}: only an IPv6 address goes in brackets ({host:?} is not one); write a name or an IPv4 address without them, like {example}"
+                    ));
+                }
                 Some((host, port)) => (host, port),
                 None => {
                     return Err(format!(
@@ -129,8 +143,7 @@ impl RemoteAddr {
         }))
     }
 
-    /// `host:port`, an IPv6 host in brackets: what `adhoc_remotes` globs
-    /// match and what is connected to.
+    /// `host:port`, an IPv6 host in brackets: what is connected to.
     pub fn host_port(&self) -> String {
         if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
@@ -220,6 +233,10 @@ mod tests {
             (Scheme::Tcp, "[2001:db8::5]:4001".into())
         );
         assert_eq!(a.default_name(), "2001-db8--5-4001");
+        let a = RemoteAddr::parse("tcp://[fe80::1%eth0]:23")
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.host, "fe80::1%eth0", "a link-local address with its zone");
         assert_eq!(
             RemoteAddr::parse("rfc2217://10.0.0.1:7000")
                 .unwrap()
@@ -237,6 +254,14 @@ mod tests {
             ("telnet://u@h:23", "more than host:port"),
             ("tcp://2001:db8::5:23", "needs host:port"),
             ("tcp://[2001:db8::5]", "needs brackets and a port"),
+            (
+                "tcp://[localhost]:23",
+                "only an IPv6 address goes in brackets",
+            ),
+            (
+                "tcp://[eth0%fe80::1]:23",
+                "only an IPv6 address goes in brackets",
+            ),
         ] {
             let e = RemoteAddr::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
