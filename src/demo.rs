@@ -15,8 +15,7 @@ const SHOWN_LINES: usize = 12;
 /// Runs the demo; fails if any step does not give what it should.
 pub async fn run() -> anyhow::Result<()> {
     let device = sim::spawn(Profile::CiscoIos, None).await?;
-    let dir = std::env::temp_dir().join(format!("serialgate-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = private_dir()?;
     let config = dir.join("serialgate.toml");
     std::fs::write(
         &config,
@@ -38,6 +37,24 @@ pub async fn run() -> anyhow::Result<()> {
     outcome?;
     println!("demo finished: every call went through MCP to the simulated switch and back.");
     Ok(())
+}
+
+/// A new directory of this user's alone (mode 700) under the temp dir for
+/// the demo's config. Created, never reused: a directory someone else made
+/// first at the same name (the temp dir is shared) fails the demo instead
+/// of handing them its config.
+fn private_dir() -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let dir =
+        std::env::temp_dir().join(format!("serialgate-demo-{}-{nanos:09}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
 }
 
 async fn session(c: &GateClient) -> anyhow::Result<()> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::Audit;
-use crate::config::{Config, PortConfig};
+use crate::config::{Config, PortConfig, ServerConfig};
 use crate::error::{ErrorCode, GateError};
 use crate::logfile::Rotation;
 use crate::port::{Port, PortServices, PortSpec, PortState};
@@ -38,6 +38,19 @@ pub fn adhoc_name(target: &str, name: Option<&str>) -> String {
     match RemoteAddr::parse(target) {
         Ok(Some(addr)) => addr.default_name(),
         _ => target.rsplit('/').next().unwrap_or(target).to_owned(),
+    }
+}
+
+/// Whether `server` lets an ad-hoc `connect` open `device` (a path or a
+/// remote console URL, as the caller wrote it).
+async fn adhoc_allowed(server: &ServerConfig, device: &str) -> bool {
+    if !server.allow_adhoc {
+        return false;
+    }
+    match RemoteAddr::parse(device) {
+        Ok(Some(addr)) => allow::check(&addr, &server.adhoc_remotes).await.is_ok(),
+        Ok(None) => server.adhoc_allowed(device),
+        Err(_) => false,
     }
 }
 
@@ -155,6 +168,27 @@ impl Gateway {
     pub async fn reload(&self, config: Config) -> (Vec<String>, Vec<String>, Vec<String>) {
         let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
         let mut closing = Vec::new();
+        // Ad-hoc ports stay only while the new config would still let them
+        // be opened, and never under the name of a port it adds.
+        let adhoc: Vec<(String, String)> = self
+            .lock()
+            .iter()
+            .filter(|(_, entry)| entry.port.adhoc)
+            .map(|(name, entry)| (name.clone(), entry.port.config.device.clone()))
+            .collect();
+        for (name, device) in adhoc {
+            let why = if config.ports.contains_key(&name) {
+                Some("the config now has a port of that name")
+            } else if !adhoc_allowed(&config.server, &device).await {
+                Some("the config no longer allows it ad hoc")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                tracing::warn!(port = %name, "closing the ad-hoc port on {device:?}: {why}");
+                removed.push(name);
+            }
+        }
         {
             let mut ports = self.lock();
             let old = self.config();

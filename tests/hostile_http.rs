@@ -4,7 +4,6 @@
 
 mod daemon;
 
-use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
 use daemon::{Daemon, NotifySocket, tokens_toml};

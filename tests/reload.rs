@@ -380,3 +380,56 @@ async fn reopened_and_renamed_ports_are_open_when_the_reload_is_over() {
             .await
     );
 }
+
+/// An ad-hoc port lasts only while the config allows it: a reload that
+/// turns ad-hoc connections off closes it (sessions cannot reattach by
+/// path), and a reload that adds a configured port of the same name
+/// replaces it instead of being shadowed by it.
+#[tokio::test]
+async fn a_reload_closes_ad_hoc_ports_it_no_longer_allows() {
+    let devices = Devices::start(&["adhoc1", "adhoc2"]).await;
+    let glob = format!("{}/adhoc*", devices.dir.path().display());
+    let allowing = format!("[server]\nallow_adhoc = true\nadhoc_devices = [{glob:?}]\n");
+    write_atomically(&devices.config_path(), &allowing);
+    let notify = NotifySocket::bind(devices.dir.path());
+    let mut daemon = Daemon::spawn(Some(&devices.config_path()), &notify, &[]);
+    notify.expect("READY=1").await;
+    let client = daemon.client().await;
+    let path = devices.link("adhoc1");
+    let opened = client
+        .ok("connect", json!({"port": path, "name": "bench-1"}))
+        .await;
+    assert_eq!(opened["state"], "open", "{opened}");
+    client
+        .ok(
+            "connect",
+            json!({"port": devices.link("adhoc2"), "name": "bench-2"}),
+        )
+        .await;
+
+    // bench-2 becomes a configured port; ad hoc is still allowed.
+    write_atomically(
+        &devices.config_path(),
+        &format!(
+            "{allowing}\n[ports.bench-2]\ndevice = {:?}\npreset = \"generic\"\n",
+            devices.link("adhoc2").display()
+        ),
+    );
+    reload(&daemon, &notify).await;
+    let bench2 = port(&client, "bench-2").await;
+    assert_eq!(
+        bench2["adhoc"], false,
+        "the configured port replaced it: {bench2}"
+    );
+
+    // Ad hoc turned off: bench-1 closes, and nobody opens the path again.
+    write_atomically(&devices.config_path(), "[server]\nallow_adhoc = false\n");
+    reload(&daemon, &notify).await;
+    let listed = client.ok("list_ports", json!({})).await;
+    assert!(
+        !listed.to_string().contains("bench-1"),
+        "the ad-hoc port is gone: {listed}"
+    );
+    let again = client.err("connect", json!({"port": path})).await;
+    assert!(again.starts_with("forbidden: "), "{again}");
+}
