@@ -488,3 +488,54 @@ async fn no_log_directive_brings_back_rmcp_requests() {
         assert!(!line.contains(secret), "the secret in a log line: {line}");
     }
 }
+
+/// A read token (leaked, or an agent gone wrong) that opens a thousand
+/// kept-alive connections gets a quarter of the slots and `429` beyond
+/// them; an agent with another token still gets in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_token_cannot_take_every_connection() {
+    raise_own_fd_limit(4096);
+    let (dir, _sim, config) = switch().await;
+    let (_daemon, _notify, url) = daemon_with_fd_limit(&dir, &config, 1024, 1024).await;
+    let addr = authority(&url);
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
+        READER.1
+    );
+    let (mut held, mut refused) = (Vec::new(), 0);
+    for _ in 0..1000 {
+        let connect = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(&addr));
+        let Ok(Ok(mut stream)) = connect.await else {
+            break;
+        };
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut head = [0u8; 12];
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut head));
+        match read.await {
+            Ok(Ok(_)) if &head[9..12] == b"429" => refused += 1,
+            Ok(Ok(_)) => held.push(stream),
+            _ => break, // closed without an answer: the slots are gone
+        }
+    }
+    assert!(refused > 0, "no connection refused; {} held", held.len());
+    assert!(
+        held.len() < 500,
+        "one token holds {} connections",
+        held.len()
+    );
+
+    let agent = tokio::time::timeout(
+        Duration::from_secs(10),
+        GateClient::connect_http(&url, Some(WRITER.1)),
+    )
+    .await
+    .expect("another token's agent gets an MCP session within 10 s")
+    .expect("an MCP session");
+    let listed = tokio::time::timeout(Duration::from_secs(10), agent.call("list_ports", json!({})))
+        .await
+        .expect("answered within 10 s")
+        .expect("MCP transport")
+        .ok();
+    assert_eq!(listed["ports"][0]["name"], "sw1", "{listed}");
+    drop(held);
+}

@@ -17,6 +17,11 @@
 //!   itself, and an agent whose request arrives with its token gets in.
 //!   Only when every slot holds an authenticated connection is a new one
 //!   refused (closed at once).
+//! - **Room for the other tokens**: one token may hold at most
+//!   [`ListenerLimits::max_per_token`] connections (a quarter of the
+//!   slots); a request on one more is answered `429` and its connection
+//!   closed, so that one agent's long waits (or a leaked read token) cannot
+//!   take every slot.
 //!
 //! The auth middleware marks a connection authenticated through the
 //! [`Admission`] each request carries in its extensions.
@@ -61,6 +66,8 @@ pub struct ListenerLimits {
     /// Of those, connections that have not carried an authenticated
     /// request yet.
     pub max_unauthenticated: usize,
+    /// Connections one token may hold.
+    pub max_per_token: usize,
     /// How long a client may take to send a request's headers.
     pub header_timeout: Duration,
 }
@@ -69,7 +76,7 @@ impl ListenerLimits {
     /// The limits for a process allowed `fd_limit` open files that serves
     /// `ports` configured ports: at most [`MAX_CONNECTIONS`], leaving the
     /// ports and the rest of the daemon their descriptors; half of them
-    /// for connections without a token yet.
+    /// for connections without a token yet, a quarter for any one token.
     pub fn for_fd_limit(fd_limit: u64, ports: usize) -> ListenerLimits {
         let reserved = RESERVED_FDS + FDS_PER_PORT * ports as u64;
         let room = usize::try_from(fd_limit.saturating_sub(reserved)).unwrap_or(usize::MAX);
@@ -77,6 +84,7 @@ impl ListenerLimits {
         ListenerLimits {
             max_connections,
             max_unauthenticated: max_connections / 2,
+            max_per_token: max_connections / 4,
             header_timeout: HEADER_TIMEOUT,
         }
     }
@@ -92,15 +100,28 @@ pub struct Admission {
 }
 
 impl Admission {
-    /// The connection carried an authenticated request: it no longer
-    /// counts against [`ListenerLimits::max_unauthenticated`] and is not
-    /// closed to make room.
-    pub fn authenticated(&self) {
+    /// The connection carried a request authenticated as `token`: from
+    /// its first such request on, it no longer counts against
+    /// [`ListenerLimits::max_unauthenticated`], is not closed to make room,
+    /// and counts as one of `token`'s connections. False when `token`
+    /// already holds `max_per_token` others: the caller refuses the
+    /// request and closes the connection.
+    pub fn authenticated(&self, token: &str, max_per_token: usize) -> bool {
         let mut counts = self.book.lock();
-        if counts.waiting.remove(&self.slot.id).is_some() {
+        if counts.waiting.contains_key(&self.slot.id) {
+            let held = counts.per_token.get(token).copied().unwrap_or(0);
+            if held >= max_per_token {
+                return false;
+            }
+            counts.waiting.remove(&self.slot.id);
             self.slot.authenticated.store(true, Ordering::Relaxed);
             counts.authenticated += 1;
+            *counts.per_token.entry(token.to_owned()).or_insert(0) += 1;
+            if let Ok(mut owner) = self.slot.token.lock() {
+                *owner = Some(token.to_owned());
+            }
         }
+        true
     }
 }
 
@@ -109,6 +130,8 @@ struct Slot {
     id: u64,
     /// Set (under the book's lock) when it moves out of `waiting`.
     authenticated: AtomicBool,
+    /// The token whose connection it counts as, once authenticated.
+    token: Mutex<Option<String>>,
     /// Cancelled to close the connection and make room.
     evicted: CancellationToken,
 }
@@ -127,6 +150,8 @@ struct Counts {
     waiting: BTreeMap<u64, Arc<Slot>>,
     /// Connections that carried an authenticated request.
     authenticated: usize,
+    /// Of those, how many each token holds.
+    per_token: std::collections::HashMap<String, usize>,
     next_id: u64,
     /// New connections closed at once because every slot was taken by
     /// authenticated ones.
@@ -177,6 +202,7 @@ impl Book {
         let slot = Arc::new(Slot {
             id: counts.next_id,
             authenticated: AtomicBool::new(false),
+            token: Mutex::new(None),
             evicted: CancellationToken::new(),
         });
         counts.waiting.insert(slot.id, slot.clone());
@@ -191,6 +217,15 @@ impl Book {
                 && slot.authenticated.load(Ordering::Relaxed)
             {
                 counts.authenticated = counts.authenticated.saturating_sub(1);
+                let token = slot.token.lock().ok().and_then(|mut t| t.take());
+                if let Some(token) = token
+                    && let Some(held) = counts.per_token.get_mut(&token)
+                {
+                    *held = held.saturating_sub(1);
+                    if *held == 0 {
+                        counts.per_token.remove(&token);
+                    }
+                }
             }
         }
         self.closed.notify_waiters();
@@ -341,7 +376,15 @@ mod tests {
         ListenerLimits {
             max_connections: max,
             max_unauthenticated: unauthenticated,
+            max_per_token: max,
             header_timeout: HEADER_TIMEOUT,
+        }
+    }
+
+    fn admission(book: &Arc<Book>, slot: &Arc<Slot>) -> Admission {
+        Admission {
+            slot: slot.clone(),
+            book: book.clone(),
         }
     }
 
@@ -376,16 +419,33 @@ mod tests {
         let limits = limits(2, 2);
         let slots: Vec<_> = (0..2).map(|_| book.admit(&limits).unwrap()).collect();
         for slot in &slots {
-            Admission {
-                slot: slot.clone(),
-                book: book.clone(),
-            }
-            .authenticated();
+            assert!(admission(&book, slot).authenticated("a", 2));
         }
         assert!(book.admit(&limits).is_none(), "every slot is authenticated");
         assert!(slots.iter().all(|s| !s.evicted.is_cancelled()));
         book.release(&slots[0]);
         assert!(book.admit(&limits).is_some(), "a closed one frees its slot");
         assert_eq!(book.lock().authenticated, 1);
+    }
+
+    #[test]
+    fn one_token_holds_at_most_its_share() {
+        let book = Arc::new(Book::default());
+        let limits = limits(8, 8);
+        let slots: Vec<_> = (0..4).map(|_| book.admit(&limits).unwrap()).collect();
+        assert!(admission(&book, &slots[0]).authenticated("greedy", 2));
+        assert!(admission(&book, &slots[1]).authenticated("greedy", 2));
+        assert!(!admission(&book, &slots[2]).authenticated("greedy", 2));
+        assert!(admission(&book, &slots[3]).authenticated("other", 2));
+        assert!(
+            admission(&book, &slots[0]).authenticated("greedy", 2),
+            "counted once"
+        );
+        book.release(&slots[0]);
+        assert!(
+            admission(&book, &slots[2]).authenticated("greedy", 2),
+            "a freed share"
+        );
+        assert_eq!(book.lock().per_token["greedy"], 2);
     }
 }

@@ -272,6 +272,8 @@ struct Gatekeeper {
     sessions: Arc<LocalSessionManager>,
     /// Largest request body rmcp accepts (a body is read here first).
     max_body: usize,
+    /// Connections one token may hold ([`ListenerLimits::max_per_token`]).
+    max_connections_per_token: usize,
 }
 
 /// A tool call in an MCP session, by the session and the JSON-RPC id: what
@@ -486,8 +488,25 @@ async fn authenticate(
             return unauthorized(&refusal);
         }
     };
-    if let Some(admission) = request.extensions().get::<Admission>() {
-        admission.authenticated();
+    if let Some(admission) = request.extensions().get::<Admission>()
+        && !admission.authenticated(&caller.name, gate.max_connections_per_token)
+    {
+        tracing::warn!(
+            "{peer}: refused {} {}: token {:?} already holds {} connections",
+            request.method(),
+            request.uri(),
+            caller.name,
+            gate.max_connections_per_token
+        );
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::CONNECTION, HeaderValue::from_static("close"))],
+            format!(
+                "too many connections: this token holds {} already; reuse them (HTTP keep-alive) or close some\n",
+                gate.max_connections_per_token
+            ),
+        )
+            .into_response();
     }
     tracing::debug!(
         "{peer}: {} {} as {:?}",
@@ -613,6 +632,7 @@ fn app(
     gateway: &Gateway,
     stateless: Stateless,
     in_flight: InFlight,
+    limits: &ListenerLimits,
     cancel: CancellationToken,
 ) -> Router {
     let auth = match config.server.auth {
@@ -639,6 +659,7 @@ fn app(
         in_flight,
         sessions,
         max_body,
+        max_connections_per_token: limits.max_per_token,
     };
     Router::new()
         .nest_service("/mcp", service)
@@ -681,18 +702,20 @@ pub async fn serve_http(
     let stateless = Stateless::default();
     let in_flight = InFlight::default();
     let gateway = Gateway::start(config.clone(), shutdown.clone());
+    let limits = ListenerLimits::for_fd_limit(crate::fd_limit::raise_to_hard(), config.ports.len());
     let app = app(
         &config,
         &gateway,
         stateless.clone(),
         in_flight.clone(),
+        &limits,
         cancel.clone(),
     );
-    let limits = ListenerLimits::for_fd_limit(crate::fd_limit::raise_to_hard(), config.ports.len());
     tracing::info!(
-        "HTTP: at most {} connections ({} without a token yet), {:?} to send a request's headers",
+        "HTTP: at most {} connections ({} without a token yet, {} per token), {:?} to send a request's headers",
         limits.max_connections,
         limits.max_unauthenticated,
+        limits.max_per_token,
         limits.header_timeout
     );
     let mut server = tokio::spawn(listener::serve(
