@@ -13,10 +13,16 @@
 //! - [`port`]: one serial line: device, reader task, writer, state, waits.
 //! - [`gateway`]: every port of the daemon, configured or ad-hoc.
 //! - [`mcp`]: the MCP tools, thin over the ports; [`serve`] runs them over
-//!   stdio, [`http`] over streamable HTTP with bearer tokens.
+//!   stdio, [`http`] over streamable HTTP with bearer tokens (its
+//!   `listener` holds the connection limits against hostile networks).
+//! - [`audit`], [`transcript`] and [`logfile`]: the audit trail and the
+//!   per-port transcripts, appended and rotated without following links.
+//! - [`logging`]: the daemon's own log (one line per event, rmcp held at
+//!   `warn`); [`fd_limit`]: the open-files limit raised at start.
 //! - [`devices`]: serial devices present on the machine.
 //! - [`remote`]: remote consoles (telnet, RFC 2217, raw TCP) behind device
-//!   URLs.
+//!   URLs, and which of them ad-hoc connects may reach (`remote::allow`,
+//!   by resolved address).
 //! - [`error`]: the stable error codes of tool results.
 //! - [`sim`]: simulated devices on pseudo-terminals (tests, demo, benches).
 //! - [`client`] and [`demo`]: an MCP client of the binary, and the demo.
