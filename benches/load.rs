@@ -1,5 +1,5 @@
 //! Load test: many talking devices, many MCP sessions over HTTP, nothing
-//! lost (issue 6, item 5).
+//! lost.
 //!
 //! `ports` simulated devices (`Profile::Silent` on pseudo-terminals, in this
 //! process) each have an injector task printing numbered lines without a

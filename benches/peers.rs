@@ -1,4 +1,4 @@
-//! serialgate against the peers, side by side, in one run (issue 3).
+//! serialgate against the peers, side by side, in one run.
 //!
 //! serialgate, serial-console-mcp (Python, PyPI) and serial-mcp (Rust,
 //! crates.io) run as MCP servers over stdio, driven by the same rmcp client

@@ -1,4 +1,5 @@
-//! The errors a tool call can end with: one stable code each (DESIGN §5),
+//! The errors a tool call can end with: one stable code each (the list in
+//! docs/ARCHITECTURE.md),
 //! mapped to MCP results in one place (`mcp/`).
 
 use std::fmt;
@@ -31,7 +32,21 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// The code as it appears at the start of an error text.
+    /// Every code, in the order the agent's instructions list them.
+    pub const ALL: [ErrorCode; 10] = [
+        ErrorCode::UnknownConnection,
+        ErrorCode::InvalidArgument,
+        ErrorCode::BadRegex,
+        ErrorCode::PortUnavailable,
+        ErrorCode::PortLost,
+        ErrorCode::Busy,
+        ErrorCode::Forbidden,
+        ErrorCode::CursorOutOfRange,
+        ErrorCode::CursorSplitsUtf8,
+        ErrorCode::Timeout,
+    ];
+
+    /// The code as it starts an error's text, e.g. `port_lost`.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::UnknownConnection => "unknown_connection",
@@ -123,6 +138,26 @@ impl std::error::Error for GateError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_code_is_listed_once() {
+        // Adding a variant breaks this match until it is listed in ALL.
+        let position = |code: ErrorCode| match code {
+            ErrorCode::UnknownConnection => 0,
+            ErrorCode::InvalidArgument => 1,
+            ErrorCode::BadRegex => 2,
+            ErrorCode::PortUnavailable => 3,
+            ErrorCode::PortLost => 4,
+            ErrorCode::Busy => 5,
+            ErrorCode::Forbidden => 6,
+            ErrorCode::CursorOutOfRange => 7,
+            ErrorCode::CursorSplitsUtf8 => 8,
+            ErrorCode::Timeout => 9,
+        };
+        for (i, code) in ErrorCode::ALL.into_iter().enumerate() {
+            assert_eq!(position(code), i, "{}", code.as_str());
+        }
+    }
 
     #[test]
     fn labels_are_short_and_printable() {

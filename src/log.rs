@@ -206,7 +206,7 @@ impl OutputLog {
     }
 
     /// Reads a page of at most `max_bytes` (≥ 4) from `cursor`, never
-    /// splitting a UTF-8 character (DESIGN §5 `read_output`).
+    /// splitting a UTF-8 character (what `read_output` promises).
     pub fn read_page(&self, cursor: u64, max_bytes: usize) -> Result<Page, CursorError> {
         let view = self.view();
         let (oldest, head) = (view.oldest(), view.head());

@@ -1,4 +1,4 @@
-//! Bad input everywhere (issue 6): every tool given missing, wrong-typed,
+//! Bad input everywhere: every tool given missing, wrong-typed,
 //! out-of-range, oversized and nonsensical arguments answers with its
 //! documented error code and changes nothing (nothing reaches the device,
 //! no cursor moves, no setting changes); and `check-config` refuses

@@ -112,10 +112,7 @@ async fn setup(profile: Profile) -> (TempDir, SimHandle, String) {
     let sim = sim::spawn(profile, Some(link.clone()))
         .await
         .expect("simulated device");
-    let preset = match profile {
-        Profile::CiscoIos => "cisco-ios",
-        _ => "generic",
-    };
+    let preset = profile.preset();
     let config = format!(
         "[ports.sw1]\ndevice = {:?}\npreset = \"{preset}\"\n\n\
          [ports.lab-1]\ndevice = {:?}\n\n{}",

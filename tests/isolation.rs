@@ -1,4 +1,4 @@
-//! Isolation (issue 6, item 2): a client that abandons a call, a client
+//! Isolation: a client that abandons a call, a client
 //! dropped mid-call and many waiting calls never delay the device's reader
 //! or other sessions, and a device that talks on and on costs the daemon
 //! its retention plus a small fixed overhead, however many sessions are
@@ -46,10 +46,7 @@ async fn start(devices: &[(&str, Profile)], extra: &str) -> (Daemon, Vec<SimHand
                 .await
                 .expect("simulated device"),
         );
-        let preset = match profile {
-            Profile::CiscoIos => "cisco-ios",
-            _ => "generic",
-        };
+        let preset = profile.preset();
         config.push_str(&format!(
             "[ports.{name}]\ndevice = {:?}\npreset = \"{preset}\"\n\n",
             link.display()

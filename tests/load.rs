@@ -1,4 +1,4 @@
-//! The load test, short (issue 6, item 5): streaming devices and MCP
+//! The load test, short: streaming devices and MCP
 //! sessions over HTTP at once; every streamed line must reach the
 //! OutputLog exactly once and in order, and every `send_command` must get
 //! its own complete output. Speed is measured and printed, not asserted;

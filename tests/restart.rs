@@ -1,4 +1,4 @@
-//! SIGTERM under load, then a restart (issue 6): the real daemon serving
+//! SIGTERM under load, then a restart: the real daemon serving
 //! streamable HTTP, devices streaming into transcripts and sessions running
 //! commands, is sent SIGTERM. It must exit 0 in time with every transcript
 //! holding everything it had logged; started again with the same config,

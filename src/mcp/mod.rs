@@ -1,6 +1,6 @@
 //! The MCP server: tool definitions in groups (connect, io, info), each a
 //! thin layer that parses arguments, calls the port and shapes the result.
-//! Failures are tool results with `isError` and a stable code (DESIGN §5).
+//! Failures are tool results with `isError` and a stable code ([`crate::error`]).
 
 pub mod access;
 mod args;
@@ -31,14 +31,25 @@ use crate::gateway::Gateway;
 
 pub use session::Session;
 
-/// Instructions shown to the agent at initialization.
+/// Instructions shown to the agent at initialization; [`instructions`]
+/// appends the error codes.
 const INSTRUCTIONS: &str = "serialgate gives you the serial consoles of network devices. \
 Start with list_ports, then connect to a port by name. Use send_command to run a CLI command \
 and get clean output (echo, pager prompts and the trailing prompt removed; --More-- is answered \
 for you). Use send_text + read_until_prompt for interactive steps (logins, confirmations). \
-Every byte the device sent stays readable with read_output by offset. Errors start with a code \
-(unknown_connection, invalid_argument, bad_regex, port_unavailable, port_lost, busy, forbidden, \
-cursor_out_of_range, cursor_splits_utf8, timeout) followed by what to do.";
+Every byte the device sent stays readable with read_output by offset. Errors start with a code";
+
+/// [`INSTRUCTIONS`] with the error codes [`crate::error::ErrorCode`] owns.
+fn instructions() -> String {
+    let codes: Vec<&str> = crate::error::ErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    format!(
+        "{INSTRUCTIONS} ({}) followed by what to do.",
+        codes.join(", ")
+    )
+}
 
 /// A tool failure: becomes a result with `isError: true` whose text starts
 /// with the error code.
@@ -180,7 +191,7 @@ impl ServerHandler for GateServer {
             "serialgate",
             env!("CARGO_PKG_VERSION"),
         ))
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(instructions())
     }
 
     async fn initialize(

@@ -15,7 +15,7 @@
 //! stream reads, and it lives exactly as long as the two halves (the reader
 //! task installs and drops all three together).
 //!
-//! Dropping a `TTYPort` clears `TIOCEXCL` on the tty (DESIGN §7), which
+//! Dropping a `TTYPort` clears `TIOCEXCL` on the tty, which
 //! would let another program open the console behind the gateway's back.
 //! `DeviceControl` therefore never drops its `TTYPort`: it closes the
 //! descriptor with `nix::unistd::close`, which takes the port through

@@ -36,10 +36,7 @@ impl Rig {
         let sim = sim::spawn(profile, Some(link.clone()))
             .await
             .expect("simulated device");
-        let preset = match profile {
-            Profile::CiscoIos => "cisco-ios",
-            _ => "generic",
-        };
+        let preset = profile.preset();
         let config = format!(
             "[ports.sw1]\ndevice = {:?}\npreset = \"{preset}\"\n{extra}",
             link.display()
