@@ -1,11 +1,11 @@
 //! `serialgate serve`: the gateway's ports plus MCP over stdio, until the
 //! client goes away or SIGTERM/SIGINT arrives — or, with `--http ADDR` or
-//! `[server] listen`, over streamable HTTP instead (see [`crate::http`]).
+//! `[server] listen`, over streamable HTTP instead (see [`http`]).
 //!
 //! # Life of the daemon
 //!
 //! Both transports share what systemd sees (`Type=notify`, see
-//! [`crate::notify`]) and how signals are answered:
+//! [`notify`]) and how signals are answered:
 //!
 //! - **Start**: the signal handlers are installed first (SIGHUP's default
 //!   action would end the process), the configured ports start opening,
@@ -22,6 +22,11 @@
 //!   that calls waiting on a port end with an error result the client
 //!   still receives; then the MCP sessions end and the process exits 0.
 
+pub mod fd_limit;
+pub mod http;
+pub mod logging;
+pub mod notify;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,8 +38,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::gateway::Gateway;
 use crate::mcp::GateServer;
-use crate::notify::notify_or_warn;
 use crate::port::PortState;
+use notify::notify_or_warn;
 
 /// How long start-up (and a reload) waits for the ports' first open
 /// attempt before telling systemd it is ready. A first attempt ends in
@@ -74,7 +79,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     match transport {
         Transport::Stdio => serve_stdio(config, config_path).await,
-        Transport::Http(listen) => crate::http::serve_http(config, config_path, &listen).await,
+        Transport::Http(listen) => http::serve_http(config, config_path, &listen).await,
     }
 }
 
@@ -87,7 +92,7 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
             "[server] listen = {listen:?} is set, but --stdio asks for stdio: HTTP is not served"
         );
     }
-    crate::fd_limit::raise_to_hard();
+    fd_limit::raise_to_hard();
     let reloader = Reloader::new(config_path);
     let shutdown = CancellationToken::new();
     let gateway = Gateway::start(config, shutdown.clone());

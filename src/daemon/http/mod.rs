@@ -39,7 +39,7 @@
 //!
 //! # Reload and shutdown
 //!
-//! SIGHUP reloads the config as over stdio ([`crate::serve::Reloader`]);
+//! SIGHUP reloads the config as over stdio ([`crate::daemon::Reloader`]);
 //! tokens follow at once (they are read per request). What the bound
 //! listener fixes cannot change without a restart: a new config whose
 //! `auth` differs, or whose tokens would break the exposure rule for the
@@ -77,11 +77,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, AuthMode, Config, TokenConfig};
+use crate::daemon::{Reloader, Signals, until_terminated};
 use crate::gateway::Gateway;
 use crate::mcp::GateServer;
 use crate::mcp::access::Caller;
 use crate::mcp::scope::Stateless;
-use crate::serve::{Reloader, Signals, until_terminated};
 use listener::{Admission, ListenerLimits};
 
 /// How long an MCP session may stay idle before the server ends it (its
@@ -702,7 +702,8 @@ pub async fn serve_http(
     let stateless = Stateless::default();
     let in_flight = InFlight::default();
     let gateway = Gateway::start(config.clone(), shutdown.clone());
-    let limits = ListenerLimits::for_fd_limit(crate::fd_limit::raise_to_hard(), config.ports.len());
+    let limits =
+        ListenerLimits::for_fd_limit(crate::daemon::fd_limit::raise_to_hard(), config.ports.len());
     let app = app(
         &config,
         &gateway,
@@ -734,7 +735,7 @@ pub async fn serve_http(
     // The listener is bound and served; READY=1 once the ports had their
     // first open attempt.
     let outcome = match until_terminated(
-        crate::serve::ready(&gateway),
+        crate::daemon::ready(&gateway),
         &mut signals,
         &reloader,
         &gateway,
@@ -748,7 +749,7 @@ pub async fn serve_http(
             Some(Err(e)) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
         },
     };
-    crate::notify::notify_or_warn("STOPPING=1");
+    crate::daemon::notify::notify_or_warn("STOPPING=1");
     // Ports first: calls waiting on them end with an error result, which
     // is written to the client before the sessions are cancelled.
     gateway.close_all().await;
