@@ -211,6 +211,6 @@ async fn simulate(profile: &str, link: Option<PathBuf>) -> anyhow::Result<()> {
         "simulated device on {} (Ctrl-C to stop)",
         device.path().display()
     );
-    serialgate::daemon::terminated().await;
+    serialgate::daemon::lifecycle::terminated().await;
     Ok(())
 }

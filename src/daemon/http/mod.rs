@@ -39,7 +39,7 @@
 //!
 //! # Reload and shutdown
 //!
-//! SIGHUP reloads the config as over stdio ([`crate::daemon::Reloader`]);
+//! SIGHUP reloads the config as over stdio ([`crate::daemon::lifecycle::Reloader`]);
 //! tokens follow at once (they are read per request). What the bound
 //! listener fixes cannot change without a restart: a new config whose
 //! `auth` differs, or whose tokens would break the exposure rule for the
@@ -77,7 +77,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, AuthMode, Config, TokenConfig};
-use crate::daemon::{Reloader, Signals, until_terminated};
+use crate::daemon::lifecycle::{Reloader, Signals, until_terminated};
 use crate::gateway::Gateway;
 use crate::mcp::GateServer;
 use crate::mcp::access::Caller;
@@ -735,7 +735,7 @@ pub async fn serve_http(
     // The listener is bound and served; READY=1 once the ports had their
     // first open attempt.
     let outcome = match until_terminated(
-        crate::daemon::ready(&gateway),
+        crate::daemon::lifecycle::ready(&gateway),
         &mut signals,
         &reloader,
         &gateway,
