@@ -33,9 +33,7 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 use crate::config::TokenConfig;
 use crate::daemon::http::drain::{CallInFlight, InFlight};
 use crate::daemon::http::listener::Admission;
-use crate::daemon::http::sessions::{
-    MAX_SESSIONS, SESSION_ID, SESSIONS_PER_TOKEN, SessionOwners, end_session,
-};
+use crate::daemon::http::sessions::{self, SessionOwners};
 use crate::gateway::Gateway;
 use crate::mcp::access::Caller;
 
@@ -194,11 +192,7 @@ pub(super) async fn authenticate(
         request.uri(),
         caller.name
     );
-    let session = request
-        .headers()
-        .get(SESSION_ID)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let session = sessions::named(request.headers());
     if let Some(id) = &session
         && !gate.owners.allows(id, &caller.name)
     {
@@ -208,11 +202,7 @@ pub(super) async fn authenticate(
             request.uri(),
             caller.name
         );
-        return (
-            StatusCode::FORBIDDEN,
-            "forbidden: this MCP session belongs to another token; open a session of your own\n",
-        )
-            .into_response();
+        return sessions::forbidden();
     }
     let is_delete = request.method() == axum::http::Method::DELETE;
     let counted = if request.method() == axum::http::Method::GET {
@@ -259,30 +249,13 @@ pub(super) async fn authenticate(
     if let Some(guard) = counted {
         response = InFlight::track(response, guard, call);
     }
-    match (&session, response.headers().get(SESSION_ID)) {
-        (None, Some(id)) => {
-            if let Ok(id) = id.to_str() {
-                let ended = gate
-                    .owners
-                    .opened(id, &name, SESSIONS_PER_TOKEN, MAX_SESSIONS);
-                for old in ended {
-                    tracing::info!(
-                        "token {name:?} opened MCP session {id}: ending its least recently used session {old} (at most {SESSIONS_PER_TOKEN} per token, {MAX_SESSIONS} in all)"
-                    );
-                    end_session(&gate.sessions, old);
-                }
-            }
-        }
-        (Some(id), _) if is_delete && response.status().is_success() => {
-            gate.owners.closed(id);
-            // rmcp answers 202 Accepted; clients expect a session's end to
-            // be confirmed with 200 (the Python SDK warns on anything else).
-            if response.status() == StatusCode::ACCEPTED {
-                *response.status_mut() = StatusCode::OK;
-            }
-        }
-        _ => {}
-    }
+    gate.owners.answered(
+        &gate.sessions,
+        session.as_deref(),
+        &name,
+        is_delete,
+        &mut response,
+    );
     response
 }
 

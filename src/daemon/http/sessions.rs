@@ -5,7 +5,7 @@
 //! another token into it (a call, its SSE stream, a DELETE) gets `403`. One
 //! token keeps at most [`SESSIONS_PER_TOKEN`] sessions and all tokens
 //! together at most [`MAX_SESSIONS`]; opening one more ends the least
-//! recently used.
+//! recently used. A DELETE that ends a session is confirmed with `200`.
 //!
 //! Clients that speak MCP sessions (`Mcp-Session-Id`, protocol versions
 //! before `2026-07-28`) keep their connections and consume cursors for the
@@ -18,6 +18,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 /// How long an MCP session may stay idle before the server ends it (its
@@ -25,7 +27,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 /// timeout would lose their cursors.
 pub const SESSION_IDLE: Duration = Duration::from_secs(60 * 60);
 /// The header that carries an MCP session's id.
-pub(super) const SESSION_ID: &str = "mcp-session-id";
+const SESSION_ID: &str = "mcp-session-id";
 
 /// Most MCP sessions one token keeps open; opening one more ends the
 /// token's least recently used session.
@@ -64,13 +66,7 @@ impl SessionOwners {
     /// Records a session `caller` opened; returns the sessions to end so
     /// that the caller keeps at most `per_token` and everyone at most
     /// `total`, least recently used first.
-    pub(super) fn opened(
-        &self,
-        id: &str,
-        caller: &str,
-        per_token: usize,
-        total: usize,
-    ) -> Vec<String> {
+    fn opened(&self, id: &str, caller: &str, per_token: usize, total: usize) -> Vec<String> {
         let now = Instant::now();
         let mut owners = self.lock();
         owners.retain(|_, (_, seen)| now.duration_since(*seen) <= SESSION_IDLE);
@@ -102,13 +98,66 @@ impl SessionOwners {
         ended
     }
 
-    pub(super) fn closed(&self, id: &str) {
+    fn closed(&self, id: &str) {
         self.lock().remove(id);
+    }
+
+    /// Bookkeeping once rmcp answered `name`'s request into `session`
+    /// (`None`: the request named none): a session the response opened is
+    /// recorded, ending the least recently used ones beyond the caps; a
+    /// session a DELETE ended is forgotten, and its end confirmed with 200.
+    pub(super) fn answered(
+        &self,
+        sessions: &Arc<LocalSessionManager>,
+        session: Option<&str>,
+        name: &str,
+        is_delete: bool,
+        response: &mut Response,
+    ) {
+        match (session, response.headers().get(SESSION_ID)) {
+            (None, Some(id)) => {
+                if let Ok(id) = id.to_str() {
+                    let ended = self.opened(id, name, SESSIONS_PER_TOKEN, MAX_SESSIONS);
+                    for old in ended {
+                        tracing::info!(
+                            "token {name:?} opened MCP session {id}: ending its least recently used session {old} (at most {SESSIONS_PER_TOKEN} per token, {MAX_SESSIONS} in all)"
+                        );
+                        end_session(sessions, old);
+                    }
+                }
+            }
+            (Some(id), _) if is_delete && response.status().is_success() => {
+                self.closed(id);
+                // rmcp answers 202 Accepted; clients expect a session's end to
+                // be confirmed with 200 (the Python SDK warns on anything else).
+                if response.status() == StatusCode::ACCEPTED {
+                    *response.status_mut() = StatusCode::OK;
+                }
+            }
+            _ => {}
+        }
     }
 }
 
+/// The MCP session a request names (its `Mcp-Session-Id`), if any.
+pub(super) fn named(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// The answer to a request into an MCP session another token opened.
+pub(super) fn forbidden() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "forbidden: this MCP session belongs to another token; open a session of your own\n",
+    )
+        .into_response()
+}
+
 /// Ends MCP session `id` in the background (its connections are detached).
-pub(super) fn end_session(sessions: &Arc<LocalSessionManager>, id: String) {
+fn end_session(sessions: &Arc<LocalSessionManager>, id: String) {
     use rmcp::transport::streamable_http_server::session::SessionManager;
     let sessions = sessions.clone();
     tokio::spawn(async move {
