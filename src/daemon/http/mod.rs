@@ -56,8 +56,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, AuthMode, Config};
 use crate::daemon::fd_limit;
-use crate::daemon::lifecycle::{Reloader, Signals, ready, until_terminated};
-use crate::daemon::notify::notify_or_warn;
+use crate::daemon::lifecycle::{Reloader, Signals, ready, stop, until_terminated};
 use crate::gateway::Gateway;
 use crate::mcp::GateServer;
 use crate::mcp::scope::Stateless;
@@ -190,10 +189,9 @@ pub async fn serve_http(
             Some(Err(e)) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
         },
     };
-    notify_or_warn("STOPPING=1");
     // Ports first: calls waiting on them end with an error result, which
     // is written to the client before the sessions are cancelled.
-    gateway.close_all().await;
+    stop(&gateway).await;
     let unfinished = in_flight.drained(SHUTDOWN_GRACE).await;
     if unfinished > 0 {
         tracing::warn!(
