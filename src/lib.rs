@@ -12,13 +12,16 @@
 //! - [`terminal`]: key names, the VT100 screen, terminal query answers.
 //! - [`port`]: one serial line: device, reader task, writer, state, waits.
 //! - [`gateway`]: every port of the daemon, configured or ad-hoc.
-//! - [`mcp`]: the MCP tools, thin over the ports; [`serve`] runs them over
-//!   stdio, [`http`] over streamable HTTP with bearer tokens (its
-//!   `listener` holds the connection limits against hostile networks).
+//! - [`mcp`]: the MCP tools, thin over the ports; [`daemon`] serves them
+//!   over stdio or over streamable HTTP with bearer tokens
+//!   ([`daemon::http`], whose `listener` holds the connection limits
+//!   against hostile networks), and runs the daemon's life: signals,
+//!   reload, readiness, shutdown.
 //! - [`audit`], [`transcript`] and [`logfile`]: the audit trail and the
 //!   per-port transcripts, appended and rotated without following links.
-//! - [`logging`]: the daemon's own log (one line per event, rmcp held at
-//!   `warn`); [`fd_limit`]: the open-files limit raised at start.
+//! - [`daemon::logging`]: the daemon's own log (one line per event, rmcp
+//!   held at `warn`); [`daemon::fd_limit`]: the open-files limit raised at
+//!   start.
 //! - [`devices`]: serial devices present on the machine.
 //! - [`remote`]: remote consoles (telnet, RFC 2217, raw TCP) behind device
 //!   URLs, and which of them ad-hoc connects may reach (`remote::allow`,
@@ -35,22 +38,18 @@ pub mod automata;
 pub mod clean;
 pub mod client;
 pub mod config;
+pub mod daemon;
 pub mod demo;
 pub mod devices;
 pub mod error;
-pub mod fd_limit;
 pub mod gateway;
-pub mod http;
 pub mod log;
 pub mod logfile;
-pub mod logging;
 pub mod matcher;
 pub mod mcp;
-pub mod notify;
 pub mod port;
 pub mod presets;
 pub mod remote;
-pub mod serve;
 pub mod settings;
 pub mod sim;
 pub mod terminal;

@@ -67,7 +67,7 @@ const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(2
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    serialgate::logging::init();
+    serialgate::daemon::logging::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -89,8 +89,8 @@ fn main() -> ExitCode {
                     Some(path) => Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?,
                     None => Config::default_with_builtins(),
                 };
-                let transport = serialgate::serve::Transport::choose(&loaded, http, stdio);
-                serialgate::serve::serve(loaded, config, transport).await
+                let transport = serialgate::daemon::Transport::choose(&loaded, http, stdio);
+                serialgate::daemon::serve(loaded, config, transport).await
             }
             Command::CheckConfig { file } => check_config(&file),
             Command::ListPorts => {
@@ -211,6 +211,6 @@ async fn simulate(profile: &str, link: Option<PathBuf>) -> anyhow::Result<()> {
         "simulated device on {} (Ctrl-C to stop)",
         device.path().display()
     );
-    serialgate::serve::terminated().await;
+    serialgate::daemon::lifecycle::terminated().await;
     Ok(())
 }

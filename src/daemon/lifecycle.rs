@@ -1,11 +1,6 @@
-//! `serialgate serve`: the gateway's ports plus MCP over stdio, until the
-//! client goes away or SIGTERM/SIGINT arrives — or, with `--http ADDR` or
-//! `[server] listen`, over streamable HTTP instead (see [`crate::http`]).
-//!
-//! # Life of the daemon
-//!
-//! Both transports share what systemd sees (`Type=notify`, see
-//! [`crate::notify`]) and how signals are answered:
+//! The life of the daemon, shared by both transports: what systemd sees
+//! (`Type=notify`, see [`crate::daemon::notify`]) and how signals are
+//! answered, from start-up to shutdown.
 //!
 //! - **Start**: the signal handlers are installed first (SIGHUP's default
 //!   action would end the process), the configured ports start opening,
@@ -26,14 +21,11 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use tokio::signal::unix::{Signal, SignalKind, signal};
-use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::daemon::notify::notify_or_warn;
 use crate::gateway::Gateway;
-use crate::mcp::GateServer;
-use crate::notify::notify_or_warn;
 use crate::port::PortState;
 
 /// How long start-up (and a reload) waits for the ports' first open
@@ -42,144 +34,8 @@ use crate::port::PortState;
 /// `open` hangs.
 pub const FIRST_OPEN_WAIT: Duration = Duration::from_secs(2);
 
-/// Where `serialgate serve` serves MCP.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transport {
-    /// stdio, for an agent that spawns the daemon.
-    Stdio,
-    /// Streamable HTTP at `http://ADDR/mcp`.
-    Http(String),
-}
-
-impl Transport {
-    /// The transport for `serve`: `--http ADDR` wins, then `--stdio`, then
-    /// `[server] listen`; stdio when none is given.
-    pub fn choose(config: &Config, http: Option<String>, stdio: bool) -> Transport {
-        match (http, stdio, &config.server.listen) {
-            (Some(addr), _, _) => Transport::Http(addr),
-            (None, true, _) | (None, false, None) => Transport::Stdio,
-            (None, false, Some(listen)) => Transport::Http(listen.clone()),
-        }
-    }
-}
-
-/// Runs the daemon on `transport` until it ends or a termination signal
-/// arrives; every port is closed before it returns. `config` was loaded
-/// from `config_path` (`None`: no file, built-in defaults); SIGHUP reads
-/// that file again.
-pub async fn serve(
-    config: Config,
-    config_path: Option<PathBuf>,
-    transport: Transport,
-) -> anyhow::Result<()> {
-    match transport {
-        Transport::Stdio => serve_stdio(config, config_path).await,
-        Transport::Http(listen) => crate::http::serve_http(config, config_path, &listen).await,
-    }
-}
-
-/// Runs the daemon with MCP over stdio. Returns when stdin closes or a
-/// termination signal arrives; every port is closed before it returns.
-pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow::Result<()> {
-    let mut signals = Signals::install()?;
-    if let Some(listen) = &config.server.listen {
-        tracing::info!(
-            "[server] listen = {listen:?} is set, but --stdio asks for stdio: HTTP is not served"
-        );
-    }
-    crate::fd_limit::raise_to_hard();
-    let reloader = Reloader::new(config_path);
-    let shutdown = CancellationToken::new();
-    let gateway = Gateway::start(config, shutdown.clone());
-    ready(&gateway).await;
-
-    let gone = CancellationToken::new();
-    let server = GateServer::new(gateway.clone()).with_client_gone(gone.clone());
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let stdin = WatchedStdin { inner: stdin, gone };
-    // Until the client has initialized MCP, signals are still answered.
-    // `stdio_pipes`: when the client launched us with pipes (as MCP clients
-    // do), stdin and stdout run on the reactor; `stdio()` would hand every
-    // read and write to a blocking-pool thread, two thread hops per call.
-    // It falls back to those blocking handles for a terminal or a file.
-    let initialized = until_terminated(
-        server.clone().serve((stdin, stdout)),
-        &mut signals,
-        &reloader,
-        &gateway,
-    )
-    .await;
-    let running = match initialized {
-        Some(Ok(running)) => running,
-        Some(Err(e)) => {
-            stop(&gateway).await;
-            return Err(anyhow::anyhow!("MCP over stdio did not start: {e}"));
-        }
-        None => {
-            stop(&gateway).await;
-            return Ok(());
-        }
-    };
-    let cancel = running.cancellation_token();
-    // The session runs in its own task: ending it (below) lets rmcp send
-    // the responses of calls that are finishing before it closes stdout.
-    let mut session = tokio::spawn(running.waiting());
-    let ended = until_terminated(&mut session, &mut signals, &reloader, &gateway).await;
-    match ended {
-        Some(quit) => {
-            match quit {
-                Ok(Ok(reason)) => tracing::info!("MCP client went away ({reason:?})"),
-                Ok(Err(e)) | Err(e) => tracing::warn!("MCP session ended with an error: {e}"),
-            }
-            notify_or_warn("STOPPING=1");
-            server.detach_all().await;
-            gateway.close_all().await;
-        }
-        None => {
-            // Ports first: calls waiting on them end with an error result,
-            // which rmcp still delivers while it winds the session down.
-            stop(&gateway).await;
-            cancel.cancel();
-            if let Err(e) = session.await {
-                tracing::warn!("MCP session task failed: {e}");
-            }
-            server.detach_all().await;
-        }
-    }
-    Ok(())
-}
-
-/// stdin as rmcp reads it, cancelling `gone` at its end (the client closed
-/// its side, or died). rmcp lets the calls in flight run for up to 5 s
-/// after the end of its input; with `gone` they end at once, and so does
-/// the daemon.
-struct WatchedStdin {
-    inner: rmcp::transport::StdioReader,
-    gone: CancellationToken,
-}
-
-impl tokio::io::AsyncRead for WatchedStdin {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let wanted = buf.remaining() > 0;
-        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        match &poll {
-            std::task::Poll::Ready(Ok(())) if wanted && buf.filled().len() == before => {
-                self.gone.cancel();
-            }
-            std::task::Poll::Ready(Err(_)) => self.gone.cancel(),
-            _ => {}
-        }
-        poll
-    }
-}
-
 /// Tells systemd the daemon is stopping and closes every port.
-async fn stop(gateway: &Gateway) {
+pub(super) async fn stop(gateway: &Gateway) {
     notify_or_warn("STOPPING=1");
     gateway.close_all().await;
 }
@@ -443,6 +299,7 @@ pub async fn terminated() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio_util::sync::CancellationToken;
 
     #[test]
     fn reloading_carries_the_monotonic_clock() {

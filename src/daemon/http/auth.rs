@@ -1,0 +1,317 @@
+//! Who a request to `/mcp` comes from: bearer-token authentication, in the
+//! middleware every request passes before rmcp sees it.
+//!
+//! Each request must carry `Authorization: Bearer <secret>`, the secret of
+//! one of the `[[tokens]]` (its `secret_file`'s content, trimmed). The
+//! presented secret is hashed (SHA-256) and compared in constant time
+//! with the digest of *every* token, without stopping at a match, so the
+//! time taken says nothing about which token (or how much of one) matched.
+//! A missing or wrong token gets `401 Unauthorized` with
+//! `WWW-Authenticate: Bearer`. A known token becomes a [`Caller`] in the
+//! request's extensions (the `Authorization` header itself is removed),
+//! which the MCP layer checks against the tool and port of every call
+//! (see [`crate::mcp::access`]). Tokens are read from the config in force
+//! at each request.
+//!
+//! Once the caller is known, the same middleware holds it to its share of
+//! the connections ([`crate::daemon::http::listener`], `429`), to the MCP
+//! sessions it owns ([`crate::daemon::http::sessions`], `403`), and counts
+//! the response for the shutdown drain ([`crate::daemon::http::drain`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use sha2::Digest;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
+
+use crate::config::TokenConfig;
+use crate::daemon::http::drain::{CallInFlight, InFlight};
+use crate::daemon::http::listener::Admission;
+use crate::daemon::http::sessions::{self, SessionOwners};
+use crate::gateway::Gateway;
+use crate::mcp::access::Caller;
+
+/// Who may call: nobody without a token, or (loopback, said explicitly)
+/// everybody.
+#[derive(Clone)]
+pub(super) enum Auth {
+    /// Bearer tokens from the config in force.
+    Tokens(Gateway),
+    /// `auth = "none"` on loopback: every caller has full access.
+    None,
+}
+
+/// Why a request was refused (logged; the client gets a 401).
+#[derive(Debug, PartialEq, Eq)]
+enum Refusal {
+    /// No `Authorization: Bearer` header.
+    Missing,
+    /// An `Authorization` header of another scheme or shape.
+    Malformed,
+    /// A bearer token that is none of the configured ones.
+    Unknown,
+}
+
+/// The token whose secret is `presented`, found in constant time: every
+/// token's digest is compared, and the loop never stops early.
+fn find_token<'a>(tokens: &'a [TokenConfig], presented: &[u8]) -> Option<&'a TokenConfig> {
+    let digest: [u8; 32] = sha2::Sha256::digest(presented).into();
+    let mut found = u64::MAX;
+    for (i, token) in tokens.iter().enumerate() {
+        let equal = token.secret.digest()[..].ct_eq(&digest[..]);
+        found.conditional_assign(&(i as u64), equal);
+    }
+    usize::try_from(found).ok().and_then(|i| tokens.get(i))
+}
+
+/// The bearer token of an `Authorization` header.
+fn bearer(headers: &HeaderMap) -> Result<&[u8], Refusal> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or(Refusal::Missing)?
+        .as_bytes();
+    let space = value
+        .iter()
+        .position(|&b| b == b' ')
+        .ok_or(Refusal::Malformed)?;
+    let (scheme, rest) = value.split_at(space);
+    let token = rest.trim_ascii();
+    if !scheme.eq_ignore_ascii_case(b"bearer") || token.is_empty() {
+        return Err(Refusal::Malformed);
+    }
+    Ok(token)
+}
+
+impl Auth {
+    fn check(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        match self {
+            Auth::None => Ok(Caller::anonymous()),
+            Auth::Tokens(gateway) => {
+                let presented = bearer(headers)?;
+                let config = gateway.config();
+                find_token(&config.tokens, presented)
+                    .map(Caller::from_token)
+                    .ok_or(Refusal::Unknown)
+            }
+        }
+    }
+}
+
+fn unauthorized(refusal: &Refusal) -> Response {
+    let (challenge, text) = match refusal {
+        Refusal::Missing => (
+            r#"Bearer realm="serialgate""#,
+            "unauthorized: send Authorization: Bearer <secret of one of the server's [[tokens]]>\n",
+        ),
+        Refusal::Malformed => (
+            r#"Bearer realm="serialgate", error="invalid_request""#,
+            "unauthorized: the Authorization header must be Bearer <secret>\n",
+        ),
+        Refusal::Unknown => (
+            r#"Bearer realm="serialgate", error="invalid_token""#,
+            "unauthorized: the bearer token is not one of the server's [[tokens]]\n",
+        ),
+    };
+    (
+        StatusCode::UNAUTHORIZED,
+        [(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// The state of the authentication middleware.
+#[derive(Clone)]
+pub(super) struct Gatekeeper {
+    pub(super) auth: Auth,
+    pub(super) owners: SessionOwners,
+    pub(super) in_flight: InFlight,
+    /// rmcp's sessions, to cancel a call whose connection closed.
+    pub(super) sessions: Arc<LocalSessionManager>,
+    /// Largest request body rmcp accepts (a body is read here first).
+    pub(super) max_body: usize,
+    /// Connections one token may hold ([`ListenerLimits::max_per_token`]).
+    ///
+    /// [`ListenerLimits::max_per_token`]: crate::daemon::http::listener::ListenerLimits::max_per_token
+    pub(super) max_connections_per_token: usize,
+}
+
+/// The middleware in front of `/mcp`: 401 without a known token; 403 for a
+/// request into an MCP session another token opened; else the caller goes
+/// into the request's extensions (rmcp hands the request's
+/// `http::request::Parts` to the MCP handlers).
+pub(super) async fn authenticate(
+    State(gate): State<Gatekeeper>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let caller = match gate.auth.check(request.headers()) {
+        Ok(caller) => caller,
+        Err(refusal) => {
+            tracing::warn!(
+                "{peer}: refused {} {}: {refusal:?} bearer token",
+                request.method(),
+                request.uri()
+            );
+            return unauthorized(&refusal);
+        }
+    };
+    if let Some(admission) = request.extensions().get::<Admission>()
+        && !admission.authenticated(&caller.name, gate.max_connections_per_token)
+    {
+        tracing::warn!(
+            "{peer}: refused {} {}: token {:?} already holds {} connections",
+            request.method(),
+            request.uri(),
+            caller.name,
+            gate.max_connections_per_token
+        );
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::CONNECTION, HeaderValue::from_static("close"))],
+            format!(
+                "too many connections: this token holds {} already; reuse them (HTTP keep-alive) or close some\n",
+                gate.max_connections_per_token
+            ),
+        )
+            .into_response();
+    }
+    tracing::debug!(
+        "{peer}: {} {} as {:?}",
+        request.method(),
+        request.uri(),
+        caller.name
+    );
+    let session = sessions::named(request.headers());
+    if let Some(id) = &session
+        && !gate.owners.allows(id, &caller.name)
+    {
+        tracing::warn!(
+            "{peer}: refused {} {}: token {:?} used an MCP session another token opened",
+            request.method(),
+            request.uri(),
+            caller.name
+        );
+        return sessions::forbidden();
+    }
+    let is_delete = request.method() == axum::http::Method::DELETE;
+    let counted = if request.method() == axum::http::Method::GET {
+        None
+    } else {
+        match gate.in_flight.start() {
+            Some(guard) => Some(guard),
+            None => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "serialgate is shutting down; retry when it is back\n",
+                )
+                    .into_response();
+            }
+        }
+    };
+    let name = caller.name.clone();
+    request.headers_mut().remove(header::AUTHORIZATION);
+    request.extensions_mut().insert(Arc::new(caller));
+    // A tool call in a session is read here first, to know what to cancel
+    // if its connection closes before the result is written.
+    let mut call = None;
+    if let Some(id) = &session
+        && request.method() == axum::http::Method::POST
+    {
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, gate.max_body).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the request body could not be read ({e}); send at most {} bytes\n",
+                        gate.max_body
+                    ),
+                )
+                    .into_response();
+            }
+        };
+        call = CallInFlight::of(&gate.sessions, id, &bytes);
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
+    let mut response = next.run(request).await;
+    if let Some(guard) = counted {
+        response = InFlight::track(response, guard, call);
+    }
+    gate.owners.answered(
+        &gate.sessions,
+        session.as_deref(),
+        &name,
+        is_delete,
+        &mut response,
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{TokenAccess, TokenSecret};
+
+    fn token(name: &str, secret: &str) -> TokenConfig {
+        TokenConfig {
+            name: name.into(),
+            secret_file: "/s".into(),
+            secret: TokenSecret::new(secret.as_bytes()),
+            ports: vec!["*".into()],
+            access: TokenAccess::Read,
+        }
+    }
+
+    #[test]
+    fn tokens_are_found_by_secret() {
+        let tokens = [token("a", "alpha-secret"), token("b", "beta-secret")];
+        assert_eq!(
+            find_token(&tokens, b"beta-secret").map(|t| t.name.as_str()),
+            Some("b")
+        );
+        assert_eq!(
+            find_token(&tokens, b"alpha-secret").map(|t| t.name.as_str()),
+            Some("a")
+        );
+        assert!(find_token(&tokens, b"alpha-secre").is_none());
+        assert!(find_token(&tokens, b"").is_none());
+        assert!(find_token(&[], b"alpha-secret").is_none());
+    }
+
+    #[test]
+    fn bearer_headers() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), Err(Refusal::Missing));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer  s3cret "),
+        );
+        assert_eq!(bearer(&h), Ok(&b"s3cret"[..]));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer x"));
+        assert_eq!(bearer(&h), Ok(&b"x"[..]));
+        for bad in ["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "s3cret"] {
+            h.insert(header::AUTHORIZATION, HeaderValue::from_static(bad));
+            assert_eq!(bearer(&h), Err(Refusal::Malformed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn refusals_challenge() {
+        let r = unauthorized(&Refusal::Unknown);
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let challenge = r.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
+        assert!(challenge.starts_with("Bearer "), "{challenge}");
+    }
+}

@@ -1,0 +1,238 @@
+//! MCP over streamable HTTP, at `/mcp`, behind bearer-token authentication.
+//!
+//! `serialgate serve --http ADDR` (or `[server] listen = "ADDR"`) serves
+//! rmcp's [`StreamableHttpService`] nested under axum at `/mcp`; stdio is
+//! not served then. Every MCP session gets its own [`GateServer`], all
+//! sharing one [`Gateway`].
+//!
+//! - [`auth`]: who a request comes from (bearer tokens; `401` without
+//!   one), in the middleware in front of `/mcp`.
+//! - [`sessions`]: which token owns each MCP session (`403` for the
+//!   others), and how many sessions a token and all of them may keep.
+//! - [`drain`]: the responses still being written, which shutdown waits
+//!   for.
+//! - [`listener`]: the connections, under limits that nobody on the
+//!   network can exhaust without a token.
+//!
+//! This module assembles them; `auth` uses `sessions`, `drain` and
+//! `listener`, and none of those four imports this module.
+//!
+//! # Exposure
+//!
+//! A non-loopback address requires tokens; a loopback address without
+//! tokens requires an explicit `auth = "none"` (then every caller has full
+//! access, and only loopback `Host` headers are accepted, against DNS
+//! rebinding); `auth = "none"` on a non-loopback address is refused. The
+//! rule is checked against the configured address and again against the
+//! address actually bound ([`check_exposure`]).
+//!
+//! # Reload and shutdown
+//!
+//! SIGHUP reloads the config as over stdio ([`Reloader`]); tokens follow
+//! at once (they are read per request). What the bound listener fixes
+//! cannot change without a restart: a new config whose `auth` differs, or
+//! whose tokens would break the exposure rule for the bound address, is
+//! rejected; a changed `listen` is logged and takes effect at the next
+//! start.
+//!
+//! On SIGTERM the ports close first, so a call waiting on one ends with an
+//! error result; the responses still being written get up to
+//! [`SHUTDOWN_GRACE`] to reach their clients before the sessions end (see
+//! [`drain`]).
+
+pub mod auth;
+pub mod drain;
+pub mod listener;
+pub mod sessions;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::middleware;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, AuthMode, Config};
+use crate::daemon::fd_limit;
+use crate::daemon::lifecycle::{Reloader, Signals, ready, stop, until_terminated};
+use crate::gateway::Gateway;
+use crate::mcp::GateServer;
+use crate::mcp::scope::Stateless;
+use auth::{Auth, Gatekeeper, authenticate};
+use drain::{InFlight, SHUTDOWN_GRACE};
+use listener::ListenerLimits;
+use sessions::{SESSION_IDLE, SessionOwners};
+
+/// Checks the exposure rule (see the module doc) for serving `listen` (as
+/// configured, or as bound) with this config. The error says what to
+/// change.
+pub fn check_exposure(config: &Config, listen: &str, loopback: bool) -> anyhow::Result<()> {
+    config::check_http_auth(config.server.auth, config.tokens.is_empty(), loopback)
+        .map_err(|e| anyhow::anyhow!("cannot serve HTTP on {listen}: {e}"))
+}
+
+/// The axum app: rmcp's streamable HTTP service at `/mcp`, behind the
+/// authentication middleware. `cancel` ends every session and stream.
+fn app(
+    config: &Config,
+    gateway: &Gateway,
+    stateless: Stateless,
+    in_flight: InFlight,
+    limits: &ListenerLimits,
+    cancel: CancellationToken,
+) -> Router {
+    let auth = match config.server.auth {
+        AuthMode::Token => Auth::Tokens(gateway.clone()),
+        AuthMode::None => Auth::None,
+    };
+    let mut http_config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+    if config.server.auth == AuthMode::Token {
+        // Callers prove who they are with a token; any Host name may be
+        // used to reach the server (DNS rebinding gains nothing without a
+        // token). Without auth, rmcp's default keeps loopback hosts only.
+        http_config = http_config.disable_allowed_hosts();
+    }
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let sessions = Arc::new(sessions);
+    let template = GateServer::for_http(gateway.clone(), stateless);
+    let max_body = http_config.max_request_body_bytes;
+    let service =
+        StreamableHttpService::new(move || Ok(template.fresh()), sessions.clone(), http_config);
+    let gate = Gatekeeper {
+        auth,
+        owners: SessionOwners::default(),
+        in_flight,
+        sessions,
+        max_body,
+        max_connections_per_token: limits.max_per_token,
+    };
+    Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(gate, authenticate))
+}
+
+/// Runs the daemon with MCP over streamable HTTP at `http://LISTEN/mcp`
+/// until SIGTERM/SIGINT; every port is closed before it returns. Refuses
+/// to start (an error naming the fix) when the address and the config break
+/// the authentication rule. Prints `listening on http://ADDR/mcp` to stderr
+/// once bound (with the actual port when `listen` asks for port 0), and
+/// sends `READY=1` once the ports had their first open attempt. SIGHUP
+/// reloads `config_path` (see the module doc).
+pub async fn serve_http(
+    config: Config,
+    config_path: Option<PathBuf>,
+    listen: &str,
+) -> anyhow::Result<()> {
+    let mut signals = Signals::install()?;
+    config::check_listen(listen).map_err(|e| anyhow::anyhow!("--http {e}"))?;
+    check_exposure(&config, listen, config::listen_is_loopback(listen))?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let local = listener.local_addr()?;
+    let loopback = local.ip().to_canonical().is_loopback();
+    check_exposure(&config, listen, loopback)?;
+    if config.server.auth == AuthMode::None {
+        tracing::warn!("auth = \"none\": every local process may use every port over HTTP");
+    }
+    let reloader = Reloader::new(config_path).with_check({
+        let listen = listen.to_owned();
+        move |running, new| reload_check(running, new, &listen, loopback)
+    });
+
+    let shutdown = CancellationToken::new();
+    // Not a child of `shutdown`: closing the ports must not end the
+    // sessions before the waiting calls' results are written.
+    let cancel = CancellationToken::new();
+    let stateless = Stateless::default();
+    let in_flight = InFlight::default();
+    let gateway = Gateway::start(config.clone(), shutdown.clone());
+    let limits = ListenerLimits::for_fd_limit(fd_limit::raise_to_hard(), config.ports.len());
+    let app = app(
+        &config,
+        &gateway,
+        stateless.clone(),
+        in_flight.clone(),
+        &limits,
+        cancel.clone(),
+    );
+    tracing::info!(
+        "HTTP: at most {} connections ({} without a token yet, {} per token), {:?} to send a request's headers",
+        limits.max_connections,
+        limits.max_unauthenticated,
+        limits.max_per_token,
+        limits.header_timeout
+    );
+    let mut server = tokio::spawn(listener::serve(
+        listener,
+        app,
+        limits,
+        cancel.clone(),
+        SHUTDOWN_GRACE,
+    ));
+    eprintln!("serialgate: listening on http://{local}/mcp");
+    tracing::info!(
+        "serving MCP at http://{local}/mcp ({} token(s), auth {:?})",
+        config.tokens.len(),
+        config.server.auth
+    );
+    // The listener is bound and served; READY=1 once the ports had their
+    // first open attempt.
+    let outcome = match until_terminated(ready(&gateway), &mut signals, &reloader, &gateway).await {
+        None => Ok(()),
+        Some(()) => match until_terminated(&mut server, &mut signals, &reloader, &gateway).await {
+            None => Ok(()),
+            Some(Ok(())) => Err(anyhow::anyhow!("the HTTP server on {local} stopped")),
+            Some(Err(e)) => Err(anyhow::anyhow!("the HTTP server on {local} failed: {e}")),
+        },
+    };
+    // Ports first: calls waiting on them end with an error result, which
+    // is written to the client before the sessions are cancelled.
+    stop(&gateway).await;
+    let unfinished = in_flight.drained(SHUTDOWN_GRACE).await;
+    if unfinished > 0 {
+        tracing::warn!(
+            "{unfinished} HTTP response(s) still being written after {SHUTDOWN_GRACE:?}; closing anyway"
+        );
+    }
+    // The listener waits for its connections at most SHUTDOWN_GRACE.
+    cancel.cancel();
+    if !server.is_finished()
+        && tokio::time::timeout(2 * SHUTDOWN_GRACE, &mut server)
+            .await
+            .is_err()
+    {
+        server.abort();
+    }
+    stateless.clear();
+    outcome
+}
+
+/// What a reloaded config may not change while HTTP is served: the
+/// authentication mode and the exposure rule for the bound address. A
+/// changed `listen` is only logged (the listener stays where it is).
+fn reload_check(
+    running: &Config,
+    new: &Config,
+    listen: &str,
+    loopback: bool,
+) -> Result<(), String> {
+    if new.server.auth != running.server.auth {
+        return Err(format!(
+            "[server] auth changes from {:?} to {:?}, which needs a restart (systemctl restart serialgate); keeping the running config",
+            running.server.auth, new.server.auth
+        ));
+    }
+    config::check_http_auth(new.server.auth, new.tokens.is_empty(), loopback)
+        .map_err(|e| format!("cannot keep serving HTTP on {listen} with it: {e}"))?;
+    if new.server.listen != running.server.listen {
+        tracing::warn!(
+            "[server] listen changed to {:?}: still serving on {listen} until a restart",
+            new.server.listen
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! Which token owns each MCP session, and how many sessions one token, and
+//! all of them together, may keep open.
+//!
+//! An MCP session belongs to the token that opened it: a request with
+//! another token into it (a call, its SSE stream, a DELETE) gets `403`. One
+//! token keeps at most [`SESSIONS_PER_TOKEN`] sessions and all tokens
+//! together at most [`MAX_SESSIONS`]; opening one more ends the least
+//! recently used. A DELETE that ends a session is confirmed with `200`.
+//!
+//! Clients that speak MCP sessions (`Mcp-Session-Id`, protocol versions
+//! before `2026-07-28`) keep their connections and consume cursors for the
+//! session's lifetime (idle sessions end after [`SESSION_IDLE`]).
+//! `2026-07-28` clients are sessionless (SEP-2567): rmcp serves each of
+//! their requests statelessly, so their state is kept by token name plus the
+//! optional `Serialgate-Session` header — see [`crate::mcp::scope`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+/// How long an MCP session may stay idle before the server ends it (its
+/// connections are then detached). Agents think between calls; a short
+/// timeout would lose their cursors.
+pub const SESSION_IDLE: Duration = Duration::from_secs(60 * 60);
+/// The header that carries an MCP session's id.
+const SESSION_ID: &str = "mcp-session-id";
+
+/// Most MCP sessions one token keeps open; opening one more ends the
+/// token's least recently used session.
+pub const SESSIONS_PER_TOKEN: usize = 32;
+/// Most MCP sessions open at once, all tokens together; beyond it the
+/// least recently used session of any token ends.
+pub const MAX_SESSIONS: usize = 512;
+
+/// Which token opened each MCP session (`Mcp-Session-Id`), so that no other
+/// token can use, listen to or end it, and how many each token has open.
+/// Entries not seen for [`SESSION_IDLE`] are forgotten (rmcp ends such
+/// sessions too).
+#[derive(Clone, Default)]
+pub(super) struct SessionOwners {
+    owners: Arc<Mutex<HashMap<String, (String, Instant)>>>,
+}
+
+impl SessionOwners {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, (String, Instant)>> {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `caller` may use session `id` (an unknown id: rmcp decides).
+    pub(super) fn allows(&self, id: &str, caller: &str) -> bool {
+        let mut owners = self.lock();
+        match owners.get_mut(id) {
+            Some((owner, seen)) if owner == caller => {
+                *seen = Instant::now();
+                true
+            }
+            Some(_) => false,
+            None => true,
+        }
+    }
+
+    /// Records a session `caller` opened; returns the sessions to end so
+    /// that the caller keeps at most `per_token` and everyone at most
+    /// `total`, least recently used first.
+    fn opened(&self, id: &str, caller: &str, per_token: usize, total: usize) -> Vec<String> {
+        let now = Instant::now();
+        let mut owners = self.lock();
+        owners.retain(|_, (_, seen)| now.duration_since(*seen) <= SESSION_IDLE);
+        owners.insert(id.to_owned(), (caller.to_owned(), now));
+        let mut ended = Vec::new();
+        let end_oldest = |owners: &mut HashMap<String, (String, Instant)>, mine: bool| {
+            let oldest = owners
+                .iter()
+                .filter(|(other, (owner, _))| other.as_str() != id && (!mine || owner == caller))
+                .min_by_key(|(_, (_, seen))| *seen)
+                .map(|(other, _)| other.clone());
+            if let Some(oldest) = &oldest {
+                owners.remove(oldest);
+            }
+            oldest
+        };
+        while owners.values().filter(|(owner, _)| owner == caller).count() > per_token {
+            match end_oldest(&mut owners, true) {
+                Some(oldest) => ended.push(oldest),
+                None => break,
+            }
+        }
+        while owners.len() > total {
+            match end_oldest(&mut owners, false) {
+                Some(oldest) => ended.push(oldest),
+                None => break,
+            }
+        }
+        ended
+    }
+
+    fn closed(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// Bookkeeping once rmcp answered `name`'s request into `session`
+    /// (`None`: the request named none): a session the response opened is
+    /// recorded, ending the least recently used ones beyond the caps; a
+    /// session a DELETE ended is forgotten, and its end confirmed with 200.
+    pub(super) fn answered(
+        &self,
+        sessions: &Arc<LocalSessionManager>,
+        session: Option<&str>,
+        name: &str,
+        is_delete: bool,
+        response: &mut Response,
+    ) {
+        match (session, response.headers().get(SESSION_ID)) {
+            (None, Some(id)) => {
+                if let Ok(id) = id.to_str() {
+                    let ended = self.opened(id, name, SESSIONS_PER_TOKEN, MAX_SESSIONS);
+                    for old in ended {
+                        tracing::info!(
+                            "token {name:?} opened MCP session {id}: ending its least recently used session {old} (at most {SESSIONS_PER_TOKEN} per token, {MAX_SESSIONS} in all)"
+                        );
+                        end_session(sessions, old);
+                    }
+                }
+            }
+            (Some(id), _) if is_delete && response.status().is_success() => {
+                self.closed(id);
+                // rmcp answers 202 Accepted; clients expect a session's end to
+                // be confirmed with 200 (the Python SDK warns on anything else).
+                if response.status() == StatusCode::ACCEPTED {
+                    *response.status_mut() = StatusCode::OK;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The MCP session a request names (its `Mcp-Session-Id`), if any.
+pub(super) fn named(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// The answer to a request into an MCP session another token opened.
+pub(super) fn forbidden() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "forbidden: this MCP session belongs to another token; open a session of your own\n",
+    )
+        .into_response()
+}
+
+/// Ends MCP session `id` in the background (its connections are detached).
+fn end_session(sessions: &Arc<LocalSessionManager>, id: String) {
+    use rmcp::transport::streamable_http_server::session::SessionManager;
+    let sessions = sessions.clone();
+    tokio::spawn(async move {
+        let id: Arc<str> = id.into();
+        if let Err(e) = sessions.close_session(&id).await {
+            tracing::debug!("ending MCP session {id}: {e}");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_belong_to_their_opener() {
+        let owners = SessionOwners::default();
+        assert!(owners.allows("s1", "a"), "unknown sessions: rmcp decides");
+        assert!(owners.opened("s1", "a", 2, 10).is_empty());
+        assert!(owners.allows("s1", "a"));
+        assert!(!owners.allows("s1", "b"));
+        owners.closed("s1");
+        assert!(owners.allows("s1", "b"));
+    }
+
+    #[test]
+    fn a_token_keeps_its_newest_sessions() {
+        let owners = SessionOwners::default();
+        assert!(owners.opened("a1", "a", 2, 3).is_empty());
+        assert!(owners.opened("a2", "a", 2, 3).is_empty());
+        assert!(owners.allows("a1", "a"), "a1 is now the most recently used");
+        assert_eq!(owners.opened("a3", "a", 2, 3), ["a2"]);
+        assert!(owners.opened("b1", "b", 2, 3).is_empty());
+        assert_eq!(owners.opened("b2", "b", 2, 3), ["a1"], "the oldest of all");
+        assert!(owners.allows("a2", "b"), "forgotten: rmcp answers for it");
+    }
+}
