@@ -3,7 +3,7 @@
 //! Over stdio there is one client, the local operator: one [`GateServer`],
 //! one [`Session`], full access.
 //!
-//! Over streamable HTTP (see [`crate::http`]) the caller is the bearer token
+//! Over streamable HTTP (see [`crate::daemon::http`]) the caller is the bearer token
 //! the auth middleware found, carried in the request's extensions. Session
 //! state — connections, consume cursors, remembered outputs — is kept in
 //! one of two ways, depending on the protocol the client speaks:
