@@ -48,7 +48,6 @@ pub mod matcher;
 pub mod mcp;
 pub mod notify;
 pub mod port;
-pub mod presets;
 pub mod remote;
 pub mod serve;
 pub mod settings;
@@ -56,3 +55,6 @@ pub mod sim;
 pub mod terminal;
 pub mod transcript;
 pub mod udev;
+
+/// The built-in device presets, beside the config that extends them.
+pub use config::presets;

@@ -7,6 +7,8 @@
 //! resolves `extends` chains and applies port overrides. Every error is a
 //! [`ConfigError`] located at the offending key or value.
 
+pub mod presets;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::ops::Range;
@@ -18,7 +20,7 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
-use crate::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
+use self::presets::{AutoReply, DEFAULT_PRESET, Preset};
 use crate::remote::RemoteAddr;
 use crate::remote::allow::RemoteRule;
 use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
@@ -2219,8 +2221,8 @@ device = "/dev/ttyUSB2"
 
     #[test]
     fn the_documented_adhoc_remotes_parse_and_mean_what_they_say() {
-        let readme = include_str!("../README.md");
-        let example = include_str!("../config/example.toml");
+        let readme = include_str!("../../README.md");
+        let example = include_str!("../../config/example.toml");
         let lines: Vec<&str> = readme
             .lines()
             .chain(example.lines().map(|l| l.trim_start_matches("# ")))
