@@ -8,6 +8,8 @@
 //! [`ConfigError`] located at the offending key or value.
 
 pub mod presets;
+#[cfg(test)]
+mod test_support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -1545,32 +1547,8 @@ fn resolve_ports(
 
 #[cfg(test)]
 mod tests {
+    use super::test_support::*;
     use super::*;
-
-    const FILE: &str = "test.toml";
-
-    fn parse(text: &str) -> Config {
-        Config::parse(text, FILE).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// The error as `line:col: message`.
-    fn error(text: &str) -> String {
-        let e = Config::parse(text, FILE).expect_err("expected an error");
-        let shown = e.to_string();
-        assert_eq!(shown, format!("{FILE}:{}:{}: {}", e.line, e.col, e.message));
-        assert!(!e.message.contains('\n'), "multi-line message: {shown}");
-        format!("{}:{}: {}", e.line, e.col, e.message)
-    }
-
-    /// Asserts the error is at `at` (`line:col`) and its message contains
-    /// every one of `parts`.
-    fn assert_error(text: &str, at: &str, parts: &[&str]) {
-        let e = error(text);
-        assert!(e.starts_with(&format!("{at}: ")), "want {at}, got {e}");
-        for part in parts {
-            assert!(e.contains(part), "{e:?} lacks {part:?}");
-        }
-    }
 
     const FULL: &str = r#"
 [server]
@@ -2288,28 +2266,6 @@ device = "/dev/ttyUSB2"
         );
     }
 
-    /// A directory with secret files `a` and `b` (and an empty one), and
-    /// the config file name to parse with inside it.
-    fn secrets() -> (tempfile::TempDir, String) {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, text) in [
-            ("a", "alpha-secret\n"),
-            ("b", "beta-secret"),
-            ("empty", " \n\t\n"),
-        ] {
-            write_private(&dir.path().join(name), text);
-        }
-        let file = dir.path().join("c.toml").display().to_string();
-        (dir, file)
-    }
-
-    /// Writes a file only its owner may read (as a secret file must be).
-    fn write_private(path: &Path, text: &str) {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::write(path, text).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-
     #[test]
     fn secret_files_others_may_read_and_links_are_refused_with_the_fix() {
         use std::os::unix::fs::PermissionsExt;
@@ -2388,10 +2344,6 @@ device = "/dev/ttyUSB2"
         Config::load(&path).unwrap();
     }
 
-    fn parse_in(file: &str, text: &str) -> Result<Config, ConfigError> {
-        Config::parse(text, file)
-    }
-
     #[test]
     fn a_secret_file_that_is_no_small_regular_file_is_refused_without_hanging() {
         let dir = tempfile::tempdir().unwrap();
@@ -2408,10 +2360,6 @@ device = "/dev/ttyUSB2"
                 "{err}"
             );
         }
-    }
-
-    fn token_toml(name: &str, secret_file: &str) -> String {
-        format!("[[tokens]]\nname = \"{name}\"\nsecret_file = \"{secret_file}\"\nports = [\"*\"]\n")
     }
 
     #[test]
