@@ -9,11 +9,14 @@
 
 mod diagnostics;
 pub mod presets;
+mod raw;
 #[cfg(test)]
 mod test_support;
 
 pub use self::diagnostics::ConfigError;
+pub use self::raw::parse_size;
 use self::diagnostics::{Source, syntax_hint, toml_key};
+use self::raw::{Overrides, RawFile, RawPort, RawPreset, RawServer, RawToken};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -22,14 +25,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::de::{self, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use self::presets::{AutoReply, DEFAULT_PRESET, Preset};
 use crate::remote::RemoteAddr;
 use crate::remote::allow::RemoteRule;
-use crate::settings::{FlowControl, LineEnding, LineSettings, Parity};
+use crate::settings::{LineEnding, LineSettings};
 
 /// Retention per port when the config does not say: 1 MiB.
 pub const DEFAULT_RETENTION: usize = 1 << 20;
@@ -398,57 +400,6 @@ fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadCapped> {
     Ok(bytes)
 }
 
-/// Parses a size: a whole or decimal number with an optional unit,
-/// `B`, `KB`/`MB`/`GB` (powers of 1000) or `K`/`KiB`, `M`/`MiB`, `G`/`GiB`
-/// (powers of 1024), case-insensitive, e.g. `"1MiB"`, `"512KiB"`, `"4096"`,
-/// `"1MB"` (1 000 000), `"2GiB"`.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = (&t[..split], t[split..].trim());
-    let bad_number = || {
-        format!(
-            "bad size {s:?}: expected a number with an optional unit, e.g. \"1MiB\" or \"4096\""
-        )
-    };
-    if number.is_empty() {
-        return Err(bad_number());
-    }
-    let multiplier: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "bad size {s:?}: unknown unit {unit:?}; use a number of bytes \
-                 or a unit B, KiB, MiB, GiB, KB, MB or GB, e.g. \"16MiB\""
-            ));
-        }
-    };
-    let too_big = || format!("size {s:?} is too large");
-    let bytes = if number.contains('.') {
-        let v: f64 = number.parse().map_err(|_| bad_number())?;
-        let bytes = (v * multiplier as f64).round();
-        if bytes >= usize::MAX as f64 {
-            return Err(too_big());
-        }
-        if bytes != v * multiplier as f64 {
-            return Err(format!("size {s:?} is not a whole number of bytes"));
-        }
-        bytes as u64
-    } else {
-        let v: u64 = number.parse().map_err(|_| bad_number())?;
-        v.checked_mul(multiplier).ok_or_else(too_big)?
-    };
-    usize::try_from(bytes).map_err(|_| too_big())
-}
-
 /// Checks a port or preset name: `[A-Za-z0-9][A-Za-z0-9_.-]*`.
 fn check_name(name: &str) -> Result<(), String> {
     let mut chars = name.chars();
@@ -467,195 +418,6 @@ fn builtin_map() -> BTreeMap<String, Preset> {
         .into_iter()
         .map(|p| (p.name.clone(), p))
         .collect()
-}
-
-/// A size from the file: a string like `"16MiB"` or an integer of bytes.
-struct Size(usize);
-
-impl<'de> Deserialize<'de> for Size {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Size, D::Error> {
-        struct SizeVisitor;
-        impl Visitor<'_> for SizeVisitor {
-            type Value = Size;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a size like \"1MiB\" or a number of bytes")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Size, E> {
-                parse_size(v).map(Size).map_err(E::custom)
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Size, E> {
-                usize::try_from(v)
-                    .map(Size)
-                    .map_err(|_| E::custom(format!("bad size {v}: it is negative")))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Size, E> {
-                usize::try_from(v)
-                    .map(Size)
-                    .map_err(|_| E::custom(format!("size {v} is too large")))
-            }
-        }
-        d.deserialize_any(SizeVisitor)
-    }
-}
-
-/// An `auto_reply` table `{ "--More--" = " " }`, in the order written.
-struct AutoReplyTable(Vec<(Spanned<String>, String)>);
-
-impl<'de> Deserialize<'de> for AutoReplyTable {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<AutoReplyTable, D::Error> {
-        struct TableVisitor;
-        impl<'de> Visitor<'de> for TableVisitor {
-            type Value = AutoReplyTable;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a table of trigger = reply strings, e.g. { \"--More--\" = \" \" }")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AutoReplyTable, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry()? {
-                    entries.push(entry);
-                }
-                Ok(AutoReplyTable(entries))
-            }
-        }
-        d.deserialize_map(TableVisitor)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "the config file's top-level table")]
-struct RawFile {
-    #[serde(default)]
-    server: RawServer,
-    #[serde(default)]
-    tokens: Vec<RawToken>,
-    #[serde(default)]
-    presets: BTreeMap<Spanned<String>, RawPreset>,
-    #[serde(default)]
-    ports: BTreeMap<Spanned<String>, RawPort>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, expecting = "a [server] table")]
-struct RawServer {
-    listen: Option<Spanned<String>>,
-    auth: Option<Spanned<AuthMode>>,
-    retention: Option<Spanned<Size>>,
-    log_dir: Option<Spanned<PathBuf>>,
-    log_max: Option<Spanned<Size>>,
-    log_keep: Option<Spanned<i64>>,
-    allow_adhoc: Option<bool>,
-    adhoc_devices: Option<Vec<Spanned<String>>>,
-    adhoc_remotes: Option<Vec<Spanned<String>>>,
-    down_after: Option<Spanned<i64>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a [[tokens]] table")]
-struct RawToken {
-    name: Spanned<String>,
-    secret_file: Spanned<PathBuf>,
-    ports: Spanned<Vec<Spanned<String>>>,
-    #[serde(default = "read_access")]
-    access: TokenAccess,
-}
-
-fn read_access() -> TokenAccess {
-    TokenAccess::Read
-}
-
-/// The keys a preset and a port may both set.
-#[derive(Default)]
-struct Overrides {
-    baud: Option<Spanned<u32>>,
-    data_bits: Option<Spanned<u8>>,
-    parity: Option<Parity>,
-    stop_bits: Option<Spanned<u8>>,
-    flow_control: Option<FlowControl>,
-    line_ending: Option<LineEnding>,
-    prompt: Option<Spanned<String>>,
-    auto_reply: Option<AutoReplyTable>,
-    pagers: Option<Vec<Spanned<String>>>,
-    error_patterns: Option<Vec<Spanned<String>>>,
-    paging_off: Option<String>,
-}
-
-// `#[serde(flatten)]` would share the override keys between presets and
-// ports, but it defeats both `deny_unknown_fields` and `Spanned`, so the
-// keys are listed twice.
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a [presets.NAME] table")]
-struct RawPreset {
-    extends: Option<Spanned<String>>,
-    description: Option<String>,
-    baud: Option<Spanned<u32>>,
-    data_bits: Option<Spanned<u8>>,
-    parity: Option<Parity>,
-    stop_bits: Option<Spanned<u8>>,
-    flow_control: Option<FlowControl>,
-    line_ending: Option<LineEnding>,
-    prompt: Option<Spanned<String>>,
-    auto_reply: Option<AutoReplyTable>,
-    pagers: Option<Vec<Spanned<String>>>,
-    error_patterns: Option<Vec<Spanned<String>>>,
-    paging_off: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a [ports.NAME] table")]
-struct RawPort {
-    device: Spanned<String>,
-    preset: Option<Spanned<String>>,
-    baud: Option<Spanned<u32>>,
-    data_bits: Option<Spanned<u8>>,
-    parity: Option<Parity>,
-    stop_bits: Option<Spanned<u8>>,
-    flow_control: Option<FlowControl>,
-    line_ending: Option<LineEnding>,
-    prompt: Option<Spanned<String>>,
-    auto_reply: Option<AutoReplyTable>,
-    pagers: Option<Vec<Spanned<String>>>,
-    error_patterns: Option<Vec<Spanned<String>>>,
-    paging_off: Option<String>,
-    down_after: Option<Spanned<i64>>,
-}
-
-impl RawPreset {
-    fn split(self) -> (Option<Spanned<String>>, Option<String>, Overrides) {
-        let o = Overrides {
-            baud: self.baud,
-            data_bits: self.data_bits,
-            parity: self.parity,
-            stop_bits: self.stop_bits,
-            flow_control: self.flow_control,
-            line_ending: self.line_ending,
-            prompt: self.prompt,
-            auto_reply: self.auto_reply,
-            pagers: self.pagers,
-            error_patterns: self.error_patterns,
-            paging_off: self.paging_off,
-        };
-        (self.extends, self.description, o)
-    }
-}
-
-impl RawPort {
-    fn split(self) -> (Spanned<String>, Option<Spanned<String>>, Overrides) {
-        let o = Overrides {
-            baud: self.baud,
-            data_bits: self.data_bits,
-            parity: self.parity,
-            stop_bits: self.stop_bits,
-            flow_control: self.flow_control,
-            line_ending: self.line_ending,
-            prompt: self.prompt,
-            auto_reply: self.auto_reply,
-            pagers: self.pagers,
-            error_patterns: self.error_patterns,
-            paging_off: self.paging_off,
-        };
-        (self.device, self.preset, o)
-    }
 }
 
 impl Overrides {
@@ -1363,6 +1125,7 @@ fn resolve_ports(
 mod tests {
     use super::test_support::*;
     use super::*;
+    use crate::settings::Parity;
 
     const FULL: &str = r#"
 [server]
@@ -1541,111 +1304,6 @@ device = "/dev/ttyUSB2"
             "[server]\nlog_max = \"1KiB\"\n",
             "2:11",
             &["server.log_max: 1024 bytes is out of range"],
-        );
-    }
-
-    #[test]
-    fn retention_as_integer() {
-        assert_eq!(
-            parse("[server]\nretention = 65536\n").server.retention,
-            65536
-        );
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
-        assert_eq!(parse_size("16MiB"), Ok(16 << 20));
-        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("4096B"), Ok(4096));
-        assert_eq!(parse_size("1MB"), Ok(1_000_000));
-        assert_eq!(parse_size("64kb"), Ok(64_000));
-        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
-        assert_eq!(parse_size("1 GB"), Ok(1_000_000_000));
-        assert_eq!(parse_size("8K"), Ok(8192));
-        assert_eq!(parse_size("1.5MiB"), Ok(3 << 19));
-        assert_eq!(parse_size(" 2M "), Ok(2 << 20));
-        for junk in ["", "MiB", "1XB", "one", "1.2.3KiB", "-1", "1MiB2", "0.3B"] {
-            let e = parse_size(junk).expect_err(junk);
-            assert!(e.contains(&format!("{junk:?}")), "{e}");
-        }
-        assert!(
-            parse_size("1XB")
-                .unwrap_err()
-                .contains("unknown unit \"XB\"")
-        );
-        assert!(
-            parse_size("99999999999999GiB")
-                .unwrap_err()
-                .contains("too large")
-        );
-    }
-
-    #[test]
-    fn unknown_keys() {
-        assert_error(
-            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nbauds = 9600\n",
-            "3:1",
-            &["ports.a: unknown field `bauds`, expected one of", "`baud`"],
-        );
-        assert_error(
-            "[server]\nretention = 65536\nlog_maxx = 3\n",
-            "3:1",
-            &["server: unknown field `log_maxx`"],
-        );
-        assert_error("auth = 1\n", "1:1", &["unknown field `auth`"]);
-        assert_error(
-            "[presets.x]\nextend = \"linux\"\n",
-            "2:1",
-            &["presets.x: unknown field `extend`", "`extends`"],
-        );
-        assert_error(
-            "[[tokens]]\nname = \"a\"\nsecret_file = \"/s\"\nports = [\"*\"]\nrole = \"admin\"\n",
-            "5:1",
-            &["tokens[0]: unknown field `role`"],
-        );
-    }
-
-    #[test]
-    fn wrong_types() {
-        assert_error(
-            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nbaud = \"9600\"\n",
-            "3:8",
-            &["ports.a.baud: invalid type: string \"9600\", expected u32"],
-        );
-        assert_error(
-            "[server]\nallow_adhoc = \"yes\"\n",
-            "2:15",
-            &["server.allow_adhoc: invalid type"],
-        );
-        assert_error(
-            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nparity = \"Even\"\n",
-            "3:10",
-            &["ports.a.parity: unknown variant `Even`", "`even`"],
-        );
-        assert_error(
-            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nauto_reply = { \"--More--\" = 32 }\n",
-            "3:29",
-            &["ports.a.auto_reply: invalid type: integer `32`"],
-        );
-        assert_error(
-            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\ndata_bits = 300\n",
-            "3:13",
-            &["ports.a.data_bits: invalid value: integer `300`"],
-        );
-        assert_error(
-            "[ports.a]\nbaud = 9600\n",
-            "1:1",
-            &["ports.a: missing field `device`"],
-        );
-        assert_error(
-            "[[tokens]]\nname = \"a\"\nsecret_file = \"/s\"\nports = [\"*\"]\naccess = \"root\"\n",
-            "5:10",
-            &[
-                "tokens[0].access: unknown variant `root`",
-                "`read`, `write`",
-            ],
         );
     }
 
