@@ -1,34 +1,26 @@
-//! The config file (TOML): server settings, access tokens, user presets and
-//! configured ports, checked and resolved into plain values.
+//! The config file (TOML): read, checked and resolved into a [`Config`] of
+//! plain values. This file holds the resolved config and the reading of
+//! the file; each section and step has its own file:
 //!
-//! Parsing happens in two steps. serde reads the text into `Raw*` structs
-//! that mirror the file (unknown keys are errors, values the checks need to
-//! point at are [`toml::Spanned`]); then [`Config::parse`] checks values,
-//! resolves `extends` chains and applies port overrides. Every error is a
-//! [`ConfigError`] located at the offending key or value.
+//! - `raw`: the serde shapes the text is read into, mirroring the file
+//!   (unknown keys are errors, values a check must point at are
+//!   [`toml::Spanned`]);
+//! - `server`: the `[server]` section and the rules for serving HTTP;
+//! - `tokens`: the `[[tokens]]` and their secret files;
+//! - `resolve`: user presets (`extends` chains) and configured ports, into
+//!   [`PortConfig`]s;
+//! - `diagnostics`: every error a [`ConfigError`] at `file:line:col` of the
+//!   offending key or value, naming its key;
+//! - [`presets`]: the built-in presets that user presets extend.
 
 mod diagnostics;
 pub mod presets;
 mod raw;
 mod resolve;
 mod server;
-mod tokens;
 #[cfg(test)]
 mod test_support;
-
-pub use self::diagnostics::ConfigError;
-pub use self::raw::parse_size;
-pub use self::resolve::PortConfig;
-pub use self::server::{
-    AuthMode, DEFAULT_ADHOC_DEVICES, DEFAULT_DOWN_AFTER, DEFAULT_RETENTION, MAX_DOWN_AFTER,
-    MAX_RETENTION, MIN_RETENTION, ServerConfig, check_http_auth, check_listen,
-    listen_is_loopback,
-};
-pub use self::tokens::{TokenAccess, TokenConfig, TokenSecret};
-use self::diagnostics::{Source, syntax_hint, toml_key};
-use self::raw::RawFile;
-use self::resolve::{builtin_map, resolve_ports, resolve_presets};
-use self::tokens::resolve_tokens;
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,11 +29,25 @@ use std::sync::Arc;
 use serde::Serialize;
 use toml::Spanned;
 
+pub use self::diagnostics::ConfigError;
+pub use self::raw::parse_size;
+pub use self::resolve::PortConfig;
+pub use self::server::{
+    AuthMode, DEFAULT_ADHOC_DEVICES, DEFAULT_DOWN_AFTER, DEFAULT_RETENTION, MAX_DOWN_AFTER,
+    MAX_RETENTION, MIN_RETENTION, ServerConfig, check_http_auth, check_listen, listen_is_loopback,
+};
+pub use self::tokens::{TokenAccess, TokenConfig, TokenSecret};
+
+use self::diagnostics::{Source, syntax_hint};
 use self::presets::Preset;
+use self::raw::RawFile;
+use self::resolve::{builtin_map, resolve_ports, resolve_presets};
+use self::tokens::resolve_tokens;
 
 /// Largest config file read: a config is a few KiB, and a bigger file is
 /// refused before it is read whole (a wrong path, a log or a core dump).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// The whole configuration, checked and resolved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
@@ -136,36 +142,9 @@ impl Config {
     }
 }
 
-/// Why [`read_capped`] failed.
-enum ReadCapped {
-    /// The file is larger than the cap (its size, or at least the cap + 1).
-    TooBig(u64),
-    /// It could not be read.
-    Io(std::io::Error),
-}
-
-/// Reads a file of at most `cap` bytes without reading more than `cap + 1`
-/// of it, whatever its size (a FIFO or `/dev/zero` included).
-fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadCapped> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(ReadCapped::Io)?;
-    if let Ok(meta) = file.metadata()
-        && meta.is_file()
-        && meta.len() > cap
-    {
-        return Err(ReadCapped::TooBig(meta.len()));
-    }
-    let mut bytes = Vec::new();
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadCapped::Io)?;
-    if bytes.len() as u64 > cap {
-        return Err(ReadCapped::TooBig(bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
 impl RawFile {
+    /// Checks and resolves the sections, then the rule that joins two of
+    /// them: HTTP is only served unauthenticated when the file says so.
     fn resolve(self, src: &Source) -> Result<Config, ConfigError> {
         let listen_span = self.server.listen.as_ref().map(|l| l.span());
         let auth_span = self.server.auth.as_ref().map(|a| a.span());
@@ -194,6 +173,8 @@ impl RawFile {
     }
 }
 
+/// Checks a list of globs (`adhoc_devices`, a token's `ports`): each one
+/// valid and not empty.
 fn check_globs(
     globs: Vec<Spanned<String>>,
     key: &str,
@@ -223,6 +204,35 @@ fn next_to_config(path: &Path, src: &Source) -> PathBuf {
     }
 }
 
+/// Why [`read_capped`] failed.
+enum ReadCapped {
+    /// The file is larger than the cap (its size, or at least the cap + 1).
+    TooBig(u64),
+    /// It could not be read.
+    Io(std::io::Error),
+}
+
+/// Reads a file of at most `cap` bytes without reading more than `cap + 1`
+/// of it, whatever its size (a FIFO or `/dev/zero` included).
+fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadCapped> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(ReadCapped::Io)?;
+    if let Ok(meta) = file.metadata()
+        && meta.is_file()
+        && meta.len() > cap
+    {
+        return Err(ReadCapped::TooBig(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadCapped::Io)?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadCapped::TooBig(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
 /// Refuses a config file every user may change: whoever writes it may give
 /// themselves a token, an ad-hoc device or a log_dir.
 fn check_config_file(path: &Path) -> Result<(), String> {
@@ -244,8 +254,8 @@ fn check_config_file(path: &Path) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::*;
     use super::presets::AutoReply;
+    use super::test_support::*;
     use super::*;
     use crate::settings::{LineEnding, LineSettings, Parity};
 
@@ -524,5 +534,4 @@ device = "/dev/ttyUSB2"
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
         Config::load(&path).unwrap();
     }
-
 }

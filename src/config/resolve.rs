@@ -11,10 +11,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use toml::Spanned;
 
+use super::diagnostics::toml_key;
 use super::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
 use super::raw::{Overrides, RawPort, RawPreset};
 use super::server::check_down_after;
-use super::{Config, ConfigError, ServerConfig, Source, toml_key};
+use super::{Config, ConfigError, ServerConfig, Source};
 use crate::remote::RemoteAddr;
 use crate::settings::{LineEnding, LineSettings};
 

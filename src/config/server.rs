@@ -201,7 +201,11 @@ fn check_remote_entry(entry: &Spanned<String>, src: &Source) -> Result<RemoteRul
 }
 
 /// Checks a `down_after` value: 0 (never) to [`MAX_DOWN_AFTER`].
-pub(super) fn check_down_after(n: &Spanned<i64>, key: &str, src: &Source) -> Result<u32, ConfigError> {
+pub(super) fn check_down_after(
+    n: &Spanned<i64>,
+    key: &str,
+    src: &Source,
+) -> Result<u32, ConfigError> {
     let v = *n.get_ref();
     u32::try_from(v)
         .ok()

@@ -74,7 +74,10 @@ pub struct TokenConfig {
 }
 
 /// Checks the `[[tokens]]` entries and reads their secrets.
-pub(super) fn resolve_tokens(raw: Vec<RawToken>, src: &Source) -> Result<Vec<TokenConfig>, ConfigError> {
+pub(super) fn resolve_tokens(
+    raw: Vec<RawToken>,
+    src: &Source,
+) -> Result<Vec<TokenConfig>, ConfigError> {
     // Check every entry's keys first, then read the secret files: a typo is
     // reported as such even when a file is missing.
     let mut names = BTreeSet::new();
