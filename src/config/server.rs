@@ -250,8 +250,8 @@ pub fn listen_is_loopback(listen: &str) -> bool {
         .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost"))
 }
 
-/// The rule of DESIGN §6 for the HTTP transport: it never runs without
-/// authentication unless the operator says so explicitly, and only on
+/// The security rule of the HTTP transport: it never runs without
+/// authentication unless the operator says so explicitly, and then only on
 /// loopback. `no_tokens`: no `[[tokens]]` are configured. The error says
 /// what to change.
 pub fn check_http_auth(auth: AuthMode, no_tokens: bool, loopback: bool) -> Result<(), String> {
