@@ -11,6 +11,7 @@
 //!   [`PortConfig`]s;
 //! - `diagnostics`: every error a [`ConfigError`] at `file:line:col` of the
 //!   offending key or value, naming its key;
+//! - `summary`: what `check-config` shows of a config ([`Config::summary`]);
 //! - [`presets`]: the built-in presets that user presets extend.
 
 mod diagnostics;
@@ -18,6 +19,7 @@ pub mod presets;
 mod raw;
 mod resolve;
 mod server;
+mod summary;
 #[cfg(test)]
 mod test_support;
 mod tokens;
@@ -36,6 +38,7 @@ pub use self::server::{
     AuthMode, DEFAULT_ADHOC_DEVICES, DEFAULT_DOWN_AFTER, DEFAULT_RETENTION, MAX_DOWN_AFTER,
     MAX_RETENTION, MIN_RETENTION, ServerConfig, check_http_auth, check_listen, listen_is_loopback,
 };
+pub use self::summary::Summary;
 pub use self::tokens::{TokenAccess, TokenConfig, TokenSecret};
 
 use self::diagnostics::{Source, syntax_hint};
