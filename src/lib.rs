@@ -48,10 +48,12 @@ pub mod logfile;
 pub mod matcher;
 pub mod mcp;
 pub mod port;
-pub mod presets;
 pub mod remote;
 pub mod settings;
 pub mod sim;
 pub mod terminal;
 pub mod transcript;
 pub mod udev;
+
+/// The built-in device presets, beside the config that extends them.
+pub use config::presets;

@@ -5,9 +5,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
 
-/// Default number of bytes a port keeps (DESIGN §1).
-pub const DEFAULT_RETENTION: usize = 1024 * 1024;
-
 /// Everything a device sent, as bytes at absolute offsets that only grow.
 ///
 /// Shaped like ripgrep's `LineBuffer`: one contiguous `Vec<u8>` with a

@@ -119,50 +119,7 @@ fn main() -> ExitCode {
 fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
     let config = Config::load(file).map_err(|e| anyhow::anyhow!("{e}"))?;
     println!("{}: ok", file.display());
-    println!("ports:");
-    for (name, p) in &config.ports {
-        println!(
-            "  {name}: {} preset={} {} line_ending={:?}",
-            p.device, p.preset, p.line, p.line_ending
-        );
-    }
-    if config.ports.is_empty() {
-        println!("  (none)");
-    }
-    if let Some(listen) = &config.server.listen {
-        println!(
-            "http: http://{listen}/mcp, auth {}",
-            match config.server.auth {
-                serialgate::config::AuthMode::Token => "token",
-                serialgate::config::AuthMode::None => "none",
-            }
-        );
-    }
-    if !config.tokens.is_empty() {
-        println!("tokens:");
-        for t in &config.tokens {
-            println!(
-                "  {}: {} access, ports {} (secret from {})",
-                t.name,
-                match t.access {
-                    serialgate::config::TokenAccess::Read => "read",
-                    serialgate::config::TokenAccess::Write => "write",
-                    serialgate::config::TokenAccess::Admin => "admin",
-                },
-                t.ports.join(", "),
-                t.secret_file.display()
-            );
-        }
-    }
-    println!(
-        "presets: {}",
-        config
-            .presets
-            .keys()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    print!("{}", config.summary());
     Ok(())
 }
 

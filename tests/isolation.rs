@@ -440,7 +440,7 @@ async fn streaming_20_mb_keeps_memory_within_retention() {
     assert_eq!(page["head"], total, "{page}");
     let after = proc_status_kib(daemon.pid, "VmRSS").expect("VmRSS");
     let peak = proc_status_kib(daemon.pid, "VmHWM").expect("VmHWM");
-    let retention = serialgate::log::DEFAULT_RETENTION as u64;
+    let retention = serialgate::config::DEFAULT_RETENTION as u64;
     assert_eq!(
         page["oldest"],
         total - retention,

@@ -1,0 +1,162 @@
+//! What `serialgate check-config` shows of a config that parsed: its ports,
+//! HTTP, tokens and presets, every value spelled as the config file spells
+//! it (`line_ending=cr`, `access write`), so what is shown can be pasted
+//! back into the file.
+
+use std::fmt;
+
+use super::{AuthMode, Config, TokenAccess};
+use crate::settings::LineEnding;
+
+impl Config {
+    /// A summary of the config for the operator, one line per port and
+    /// token; displays as several lines, each ending in a newline.
+    pub fn summary(&self) -> Summary<'_> {
+        Summary(self)
+    }
+}
+
+/// The [`Config::summary`] of a config, to display.
+pub struct Summary<'a>(&'a Config);
+
+impl fmt::Display for Summary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let config = self.0;
+        writeln!(f, "ports:")?;
+        for (name, p) in &config.ports {
+            writeln!(
+                f,
+                "  {name}: {} preset={} {} line_ending={}",
+                p.device,
+                p.preset,
+                p.line,
+                line_ending_name(p.line_ending)
+            )?;
+        }
+        if config.ports.is_empty() {
+            writeln!(f, "  (none)")?;
+        }
+        if let Some(listen) = &config.server.listen {
+            writeln!(
+                f,
+                "http: http://{listen}/mcp, auth {}",
+                auth_name(config.server.auth)
+            )?;
+        }
+        if !config.tokens.is_empty() {
+            writeln!(f, "tokens:")?;
+            for t in &config.tokens {
+                writeln!(
+                    f,
+                    "  {}: {} access, ports {} (secret from {})",
+                    t.name,
+                    access_name(t.access),
+                    t.ports.join(", "),
+                    t.secret_file.display()
+                )?;
+            }
+        }
+        let presets: Vec<&str> = config.presets.keys().map(String::as_str).collect();
+        writeln!(f, "presets: {}", presets.join(", "))
+    }
+}
+
+/// `line_ending` as the config file writes it.
+fn line_ending_name(ending: LineEnding) -> &'static str {
+    match ending {
+        LineEnding::Cr => "cr",
+        LineEnding::Lf => "lf",
+        LineEnding::Crlf => "crlf",
+        LineEnding::None => "none",
+    }
+}
+
+/// `[server] auth` as the config file writes it.
+fn auth_name(auth: AuthMode) -> &'static str {
+    match auth {
+        AuthMode::Token => "token",
+        AuthMode::None => "none",
+    }
+}
+
+/// A token's `access` as the config file writes it.
+fn access_name(access: TokenAccess) -> &'static str {
+    match access {
+        TokenAccess::Read => "read",
+        TokenAccess::Write => "write",
+        TokenAccess::Admin => "admin",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn the_summary_spells_values_as_the_config_file_does() {
+        let (_dir, file) = secrets();
+        let text = format!(
+            "[server]\nlisten = \"127.0.0.1:7301\"\n\
+             [ports.sw1]\ndevice = \"/dev/ttyUSB0\"\npreset = \"cisco-ios\"\nbaud = 9600\n\
+             [ports.sw2]\ndevice = \"/dev/ttyUSB1\"\nline_ending = \"crlf\"\n{}\
+             access = \"write\"\n",
+            token_toml("agent", "a")
+        );
+        let c = parse_in(&file, &text).unwrap_or_else(|e| panic!("{e}"));
+        let shown = c.summary().to_string();
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines[0], "ports:");
+        assert_eq!(
+            lines[1],
+            format!(
+                "  sw1: /dev/ttyUSB0 preset=cisco-ios {} line_ending=cr",
+                c.ports["sw1"].line
+            )
+        );
+        assert!(lines[2].ends_with(" line_ending=crlf"), "{shown}");
+        assert_eq!(lines[3], "http: http://127.0.0.1:7301/mcp, auth token");
+        assert_eq!(lines[4], "tokens:");
+        assert_eq!(lines[5], "  agent: write access, ports * (secret from a)");
+        assert!(lines[6].starts_with("presets: ") && lines[6].contains("cisco-ios"));
+        assert_eq!(lines.len(), 7, "{shown}");
+        assert!(shown.ends_with('\n'));
+    }
+
+    #[test]
+    fn an_empty_config_summary_says_there_are_no_ports() {
+        let shown = parse("").summary().to_string();
+        assert!(shown.starts_with("ports:\n  (none)\npresets: "), "{shown}");
+    }
+
+    /// Every name shown is one the config file accepts for that value.
+    #[test]
+    fn the_names_shown_parse_back_to_the_same_values() {
+        for ending in [
+            LineEnding::Cr,
+            LineEnding::Lf,
+            LineEnding::Crlf,
+            LineEnding::None,
+        ] {
+            let text = format!(
+                "[ports.a]\ndevice = \"/dev/ttyUSB0\"\nline_ending = \"{}\"\n",
+                line_ending_name(ending)
+            );
+            assert_eq!(parse(&text).ports["a"].line_ending, ending);
+        }
+        for auth in [AuthMode::Token, AuthMode::None] {
+            let text = format!("[server]\nauth = \"{}\"\n", auth_name(auth));
+            assert_eq!(parse(&text).server.auth, auth);
+        }
+        let (_dir, file) = secrets();
+        for access in [TokenAccess::Read, TokenAccess::Write, TokenAccess::Admin] {
+            let text = format!(
+                "{}access = \"{}\"\n",
+                token_toml("a", "a"),
+                access_name(access)
+            );
+            let c = parse_in(&file, &text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(c.tokens[0].access, access);
+        }
+    }
+}
