@@ -57,7 +57,7 @@ pub struct Config {
     /// The `[server]` table.
     pub server: ServerConfig,
     /// HTTP access tokens (`[[tokens]]`), their secrets read from their
-    /// files (and kept only as digests); enforced by [`crate::http`].
+    /// files (and kept only as digests); enforced by [`crate::daemon::http`].
     pub tokens: Vec<TokenConfig>,
     /// Built-in presets plus the user's, all resolved.
     pub presets: BTreeMap<String, Preset>,
