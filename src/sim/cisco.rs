@@ -4,6 +4,8 @@
 use std::mem;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::cli::civil_from_days;
+
 /// The enable password of the simulated switch.
 pub const ENABLE_PASSWORD: &str = "cisco";
 /// The terminal length a console session starts with (`terminal length 24`).
@@ -807,21 +809,6 @@ fn clock_text(now: SystemTime) -> String {
         since_epoch.subsec_millis(),
         MONTHS[month - 1],
     )
-}
-
-/// Year, month (1–12) and day of `days` since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, for dates on or after the epoch).
-pub(super) fn civil_from_days(days: u64) -> (u64, usize, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month as usize, day)
 }
 
 #[cfg(test)]
