@@ -4,7 +4,9 @@
 use std::mem;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use super::cli::civil_from_days;
+use super::cli::{
+    CTRL_Z, Key, Keys, Miss, Pending, Word, civil_from_days, crlf_lines, is_abbreviation, split_words,
+};
 
 /// The enable password of the simulated switch.
 pub const ENABLE_PASSWORD: &str = "cisco";
@@ -21,9 +23,6 @@ pub const MORE_PROMPT: &[u8] = b" --More-- ";
 pub const MORE_ERASE: &[u8] =
     b"\x08\x08\x08\x08\x08\x08\x08\x08\x08         \x08\x08\x08\x08\x08\x08\x08\x08\x08";
 
-const BACKSPACE: u8 = 0x08;
-const DELETE: u8 = 0x7f;
-const CTRL_Z: u8 = 0x1a;
 const MAX_TERMINAL_LENGTH: usize = 512;
 
 /// The CLI mode of the switch, which decides the prompt and the commands.
@@ -54,13 +53,6 @@ enum Input {
     PressReturn,
 }
 
-/// Output held back by the pager: `text[pos..]` is still to be printed.
-#[derive(Debug)]
-struct Pending {
-    text: Vec<u8>,
-    pos: usize,
-}
-
 /// Why a command line was refused; rendered the way IOS prints it.
 #[derive(Debug, PartialEq, Eq)]
 enum Error {
@@ -70,13 +62,6 @@ enum Error {
     Incomplete,
     /// `% Ambiguous command:`, quoting the line up to this byte.
     Ambiguous(usize),
-}
-
-/// One word of a command line and where it starts in the line.
-#[derive(Clone, Copy, Debug)]
-struct Word<'a> {
-    at: usize,
-    text: &'a [u8],
 }
 
 /// A command: its words (the command's own word first) to its output.
@@ -164,9 +149,7 @@ pub struct CiscoSwitch {
     line: Vec<u8>,
     /// `terminal length`; 0 means no paging.
     length: usize,
-    /// The line-end byte just received, so that the other half of a `\r\n`
-    /// or `\n\r` pair is not taken for a second RETURN.
-    line_end: Option<u8>,
+    keys: Keys,
     booted: Instant,
 }
 
@@ -180,7 +163,7 @@ impl CiscoSwitch {
             input: Input::Line,
             line: Vec::new(),
             length: DEFAULT_TERMINAL_LENGTH,
-            line_end: None,
+            keys: Keys::default(),
             booted: Instant::now(),
         }
     }
@@ -210,23 +193,16 @@ impl CiscoSwitch {
     /// appends to `out` what the switch sends back in reply.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for &byte in input {
-            let is_line_end = byte == b'\r' || byte == b'\n';
-            if let Some(previous) = self.line_end.take()
-                && is_line_end
-                && byte != previous
-            {
-                continue; // the second half of "\r\n" or "\n\r"
-            }
-            if is_line_end {
-                self.line_end = Some(byte);
-            }
+            let Some(key) = self.keys.key(byte) else {
+                continue;
+            };
             match self.input {
-                Input::Line => self.edit(byte, out),
-                Input::Password => self.password_key(byte, out),
-                Input::More(_) => self.more_key(byte, out),
-                Input::ReloadConfirm => self.reload_key(byte, out),
+                Input::Line => self.edit(key, out),
+                Input::Password => self.password_key(key, out),
+                Input::More(_) => self.more_key(key, out),
+                Input::ReloadConfirm => self.reload_key(key, out),
                 Input::PressReturn => {
-                    if is_line_end {
+                    if key == Key::Return {
                         self.input = Input::Line;
                         out.extend_from_slice(b"\r\n");
                         self.print_prompt(out);
@@ -236,25 +212,25 @@ impl CiscoSwitch {
         }
     }
 
-    /// A byte at the command line: echo and edit, or run the line.
-    fn edit(&mut self, byte: u8, out: &mut Vec<u8>) {
-        match byte {
-            b'\r' | b'\n' => {
+    /// A key at the command line: echo and edit, or run the line.
+    fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
+        match key {
+            Key::Return => {
                 out.extend_from_slice(b"\r\n");
                 let line = mem::take(&mut self.line);
                 self.execute(&line, out);
             }
-            BACKSPACE | DELETE if !self.line.is_empty() => {
+            Key::Erase if !self.line.is_empty() => {
                 self.line.pop();
                 out.extend_from_slice(b"\x08 \x08");
             }
-            CTRL_Z if matches!(self.mode, Mode::Config | Mode::ConfigSub(_)) => {
+            Key::Control(CTRL_Z) if matches!(self.mode, Mode::Config | Mode::ConfigSub(_)) => {
                 self.line.clear();
                 self.mode = Mode::Privileged;
                 out.extend_from_slice(b"^Z\r\n");
                 self.print_prompt(out);
             }
-            b' '..=b'~' | 0x80.. => {
+            Key::Char(byte) => {
                 self.line.push(byte);
                 out.push(byte);
             }
@@ -262,10 +238,10 @@ impl CiscoSwitch {
         }
     }
 
-    /// A byte at `Password: `: nothing is echoed.
-    fn password_key(&mut self, byte: u8, out: &mut Vec<u8>) {
-        match byte {
-            b'\r' | b'\n' => {
+    /// A key at `Password: `: nothing is echoed.
+    fn password_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        match key {
+            Key::Return => {
                 self.input = Input::Line;
                 out.extend_from_slice(b"\r\n");
                 let password = mem::take(&mut self.line);
@@ -276,33 +252,33 @@ impl CiscoSwitch {
                 }
                 self.print_prompt(out);
             }
-            BACKSPACE | DELETE => {
+            Key::Erase => {
                 self.line.pop();
             }
-            b' '..=b'~' | 0x80.. => self.line.push(byte),
+            Key::Char(byte) => self.line.push(byte),
             _ => {}
         }
     }
 
     /// A key at ` --More-- `: space for a page, RETURN for a line, anything
     /// else to stop. The key is not echoed.
-    fn more_key(&mut self, byte: u8, out: &mut Vec<u8>) {
+    fn more_key(&mut self, key: Key, out: &mut Vec<u8>) {
         let Input::More(pending) = mem::replace(&mut self.input, Input::Line) else {
             unreachable!("more_key is called at the pager only");
         };
         out.extend_from_slice(MORE_ERASE);
-        match byte {
-            b' ' => self.page(pending, self.page_lines(), out),
-            b'\r' | b'\n' => self.page(pending, 1, out),
+        match key {
+            Key::Char(b' ') => self.page(pending, self.page_lines(), out),
+            Key::Return => self.page(pending, 1, out),
             _ => self.print_prompt(out),
         }
     }
 
     /// A key at `Proceed with reload? [confirm]`: RETURN or `y` reboots.
-    fn reload_key(&mut self, byte: u8, out: &mut Vec<u8>) {
+    fn reload_key(&mut self, key: Key, out: &mut Vec<u8>) {
         self.input = Input::Line;
         out.extend_from_slice(b"\r\n");
-        if matches!(byte, b'\r' | b'\n' | b'y' | b'Y') {
+        if matches!(key, Key::Return | Key::Char(b'y' | b'Y')) {
             out.extend_from_slice(boot_text(SystemTime::now()).as_bytes());
             self.mode = Mode::UserExec;
             self.length = DEFAULT_TERMINAL_LENGTH;
@@ -361,7 +337,7 @@ impl CiscoSwitch {
             out.extend_from_slice(&text);
             return self.print_prompt(out);
         }
-        self.page(Pending { text, pos: 0 }, self.page_lines(), out);
+        self.page(Pending::new(text), self.page_lines(), out);
     }
 
     /// Lines in a full page: the terminal length minus the `--More--` line.
@@ -372,16 +348,8 @@ impl CiscoSwitch {
     /// Prints up to `lines` lines of `pending`, then the prompt if it is all
     /// out, or ` --More-- ` and waits for a key.
     fn page(&mut self, mut pending: Pending, lines: usize, out: &mut Vec<u8>) {
-        for _ in 0..lines {
-            let rest = &pending.text[pending.pos..];
-            if rest.is_empty() {
-                break;
-            }
-            let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-            out.extend_from_slice(&rest[..end]);
-            pending.pos += end;
-        }
-        if pending.pos == pending.text.len() {
+        pending.print_lines(lines, out);
+        if pending.done() {
             self.print_prompt(out);
         } else {
             out.extend_from_slice(MORE_PROMPT);
@@ -528,47 +496,13 @@ impl CiscoSwitch {
     }
 }
 
-/// The words of a command line, split at spaces and tabs.
-fn split_words(line: &[u8]) -> Vec<Word<'_>> {
-    let mut words = Vec::new();
-    let mut start = None;
-    for (i, &byte) in line.iter().chain(b" ").enumerate() {
-        match (byte.is_ascii_whitespace(), start) {
-            (true, Some(at)) => {
-                words.push(Word {
-                    at,
-                    text: &line[at..i],
-                });
-                start = None;
-            }
-            (false, None) => start = Some(i),
-            _ => {}
-        }
-    }
-    words
-}
-
-/// Whether `word` is a (case-insensitive) abbreviation of `name`.
-fn is_abbreviation(word: &[u8], name: &str) -> bool {
-    word.len() <= name.len() && word.eq_ignore_ascii_case(&name.as_bytes()[..word.len()])
-}
-
-/// The entry of `table` that `word` names or uniquely abbreviates.
+/// The entry of `table` that `word` names or uniquely abbreviates, or the
+/// error IOS reports for it.
 fn lookup<'t, T>(table: &'t [(&'static str, T)], word: Word) -> Result<&'t T, Error> {
-    if let Some((_, value)) = table
-        .iter()
-        .find(|(name, _)| word.text.eq_ignore_ascii_case(name.as_bytes()))
-    {
-        return Ok(value);
-    }
-    let mut matches = table
-        .iter()
-        .filter(|(name, _)| is_abbreviation(word.text, name));
-    match (matches.next(), matches.next()) {
-        (Some((_, value)), None) => Ok(value),
-        (Some(_), Some(_)) => Err(Error::Ambiguous(word.at + word.text.len())),
-        (None, _) => Err(Error::Invalid(word.at)),
-    }
+    super::cli::lookup(word.text, table).map_err(|miss| match miss {
+        Miss::Ambiguous => Error::Ambiguous(word.end()),
+        Miss::Unknown => Error::Invalid(word.at),
+    })
 }
 
 /// Refuses words past the first `count`.
@@ -594,16 +528,6 @@ fn error_text(error: &Error, prompt_len: usize, line: &[u8], start: usize) -> St
             format!("% Ambiguous command:  \"{typed}\"\r\n")
         }
     }
-}
-
-/// `lines`, each ended by `\r\n`.
-fn crlf_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> Vec<u8> {
-    let mut text = Vec::new();
-    for line in lines {
-        text.extend_from_slice(line.as_ref().as_bytes());
-        text.extend_from_slice(b"\r\n");
-    }
-    text
 }
 
 /// The exact lines (without line ends) of `show running-config` on a switch

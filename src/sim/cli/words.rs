@@ -16,6 +16,11 @@ impl Word<'_> {
     pub fn str(&self) -> String {
         String::from_utf8_lossy(self.text).into_owned()
     }
+
+    /// Where the word ends in the line, for markers past it.
+    pub fn end(&self) -> usize {
+        self.at + self.text.len()
+    }
 }
 
 /// The words of a command line, split at spaces and tabs.
@@ -53,6 +58,13 @@ pub fn resolve<'n>(word: &[u8], names: &[&'n str]) -> Result<&'n str, Miss> {
     find(word, names, |name| *name).copied()
 }
 
+/// The value of the entry of `table` whose name `word` names or uniquely
+/// abbreviates (case-insensitive), for command tables that carry what to
+/// run.
+pub fn lookup<'t, T>(word: &[u8], table: &'t [(&str, T)]) -> Result<&'t T, Miss> {
+    find(word, table, |entry| entry.0).map(|(_, value)| value)
+}
+
 /// The entry whose `name` is `word`, or else the only one it abbreviates.
 fn find<'e, E>(word: &[u8], entries: &'e [E], name: impl Fn(&E) -> &str) -> Result<&'e E, Miss> {
     if let Some(entry) = entries
@@ -87,9 +99,19 @@ mod tests {
         let words = split_words(b" sh\tsys  up");
         let texts: Vec<(usize, &[u8])> = words.iter().map(|w| (w.at, w.text)).collect();
         assert_eq!(texts, [(1, &b"sh"[..]), (4, &b"sys"[..]), (9, &b"up"[..])]);
+        assert_eq!(words[1].end(), 7);
         assert_eq!(resolve(b"sh", &["set", "show"]), Ok("show"));
         assert_eq!(resolve(b"s", &["set", "show"]), Err(Miss::Ambiguous));
         assert_eq!(resolve(b"x", &["set", "show"]), Err(Miss::Unknown));
         assert_eq!(resolve(b"SET", &["set", "setup"]), Ok("set"));
+    }
+
+    #[test]
+    fn lookup_finds_what_a_table_entry_carries() {
+        let table = [("length", 1), ("width", 2), ("write", 3)];
+        assert_eq!(lookup(b"len", &table), Ok(&1));
+        assert_eq!(lookup(b"WI", &table), Ok(&2));
+        assert_eq!(lookup(b"w", &table), Err(Miss::Ambiguous));
+        assert_eq!(lookup(b"x", &table), Err(Miss::Unknown));
     }
 }
