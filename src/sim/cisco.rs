@@ -5,7 +5,8 @@ use std::mem;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::cli::{
-    CTRL_Z, Key, Keys, Miss, Pending, Word, civil_from_days, crlf_lines, is_abbreviation, split_words,
+    CTRL_Z, Edited, Key, Keys, LineEditor, Miss, Pending, Word, civil_from_days, crlf_lines,
+    is_abbreviation, split_words,
 };
 
 /// The enable password of the simulated switch.
@@ -146,7 +147,7 @@ pub struct CiscoSwitch {
     mode: Mode,
     input: Input,
     /// The command line (or password) typed so far.
-    line: Vec<u8>,
+    editor: LineEditor,
     /// `terminal length`; 0 means no paging.
     length: usize,
     keys: Keys,
@@ -161,7 +162,7 @@ impl CiscoSwitch {
             hostname: hostname.to_owned(),
             mode: Mode::UserExec,
             input: Input::Line,
-            line: Vec::new(),
+            editor: LineEditor::default(),
             length: DEFAULT_TERMINAL_LENGTH,
             keys: Keys::default(),
             booted: Instant::now(),
@@ -214,25 +215,13 @@ impl CiscoSwitch {
 
     /// A key at the command line: echo and edit, or run the line.
     fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
-        match key {
-            Key::Return => {
-                out.extend_from_slice(b"\r\n");
-                let line = mem::take(&mut self.line);
-                self.execute(&line, out);
-            }
-            Key::Erase if !self.line.is_empty() => {
-                self.line.pop();
-                out.extend_from_slice(b"\x08 \x08");
-            }
-            Key::Control(CTRL_Z) if matches!(self.mode, Mode::Config | Mode::ConfigSub(_)) => {
-                self.line.clear();
+        match self.editor.key(key, out) {
+            Edited::Line(line) => self.execute(&line, out),
+            Edited::Control(CTRL_Z) if matches!(self.mode, Mode::Config | Mode::ConfigSub(_)) => {
+                self.editor.clear();
                 self.mode = Mode::Privileged;
                 out.extend_from_slice(b"^Z\r\n");
                 self.print_prompt(out);
-            }
-            Key::Char(byte) => {
-                self.line.push(byte);
-                out.push(byte);
             }
             _ => {}
         }
@@ -240,23 +229,14 @@ impl CiscoSwitch {
 
     /// A key at `Password: `: nothing is echoed.
     fn password_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        match key {
-            Key::Return => {
-                self.input = Input::Line;
-                out.extend_from_slice(b"\r\n");
-                let password = mem::take(&mut self.line);
-                if password == ENABLE_PASSWORD.as_bytes() {
-                    self.mode = Mode::Privileged;
-                } else {
-                    out.extend_from_slice(b"% Bad secrets\r\n\r\n");
-                }
-                self.print_prompt(out);
+        if let Edited::Line(password) = self.editor.secret_key(key, out) {
+            self.input = Input::Line;
+            if password == ENABLE_PASSWORD.as_bytes() {
+                self.mode = Mode::Privileged;
+            } else {
+                out.extend_from_slice(b"% Bad secrets\r\n\r\n");
             }
-            Key::Erase => {
-                self.line.pop();
-            }
-            Key::Char(byte) => self.line.push(byte),
-            _ => {}
+            self.print_prompt(out);
         }
     }
 

@@ -1,15 +1,17 @@
 //! What the simulated command lines share, so that a vendor's simulator
 //! holds only its prompts, modes and commands: keys from received bytes,
-//! output held back by a pager, command words and their abbreviations,
-//! output text and dates. Nothing here knows a vendor.
+//! the line editor, output held back by a pager, command words and their
+//! abbreviations, output text and dates. Nothing here knows a vendor.
 
 mod clock;
+mod editor;
 mod keys;
 mod pager;
 mod text;
 mod words;
 
 pub(super) use clock::{civil_from_days, utc_text};
+pub(super) use editor::{Edited, LineEditor};
 pub(super) use keys::{CTRL_C, CTRL_L, CTRL_Z, Key, Keys, TAB};
 pub(super) use pager::Pending;
 pub(super) use text::{crlf_lines, spaces};

@@ -4,7 +4,8 @@
 use std::mem;
 
 use super::cli::{
-    CTRL_C, CTRL_Z, Key, Keys, Miss, Pending, Word, crlf_lines, resolve, spaces, split_words,
+    CTRL_C, CTRL_Z, Edited, Key, Keys, LineEditor, Miss, Pending, Word, crlf_lines, resolve,
+    spaces, split_words,
 };
 
 /// The system name a router starts with.
@@ -83,7 +84,7 @@ pub struct HuaweiRouter {
     input: Input,
     keys: Keys,
     /// The command line typed so far.
-    line: Vec<u8>,
+    editor: LineEditor,
     /// `screen-length`; 0: no paging.
     length: usize,
 }
@@ -103,7 +104,7 @@ impl HuaweiRouter {
             view: View::User,
             input: Input::Line,
             keys: Keys::default(),
-            line: Vec::new(),
+            editor: LineEditor::default(),
             length: DEFAULT_SCREEN_LENGTH,
         }
     }
@@ -139,22 +140,10 @@ impl HuaweiRouter {
 
     /// A key at the command line.
     fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
-        match key {
-            Key::Return => {
-                out.extend_from_slice(b"\r\n");
-                let line = mem::take(&mut self.line);
-                self.execute(&line, out);
-            }
-            Key::Erase if !self.line.is_empty() => {
-                self.line.pop();
-                out.extend_from_slice(b"\x08 \x08");
-            }
-            Key::Char(byte) => {
-                self.line.push(byte);
-                out.push(byte);
-            }
-            Key::Control(CTRL_Z) if self.view != View::User => {
-                self.line.clear();
+        match self.editor.key(key, out) {
+            Edited::Line(line) => self.execute(&line, out),
+            Edited::Control(CTRL_Z) if self.view != View::User => {
+                self.editor.clear();
                 self.view = View::User;
                 out.extend_from_slice(b"\r\n");
                 self.print_prompt(out);

@@ -3,7 +3,9 @@
 
 use std::mem;
 
-use super::cli::{CTRL_C, Key, Keys, Pending, Word, crlf_lines, resolve, split_words};
+use super::cli::{
+    CTRL_C, Edited, Key, Keys, LineEditor, Pending, Word, crlf_lines, resolve, split_words,
+};
 
 /// The hostname a switch starts with.
 pub const HOSTNAME: &str = "ProCurve";
@@ -62,7 +64,7 @@ pub struct ProCurveSwitch {
     input: Input,
     keys: Keys,
     /// The command line typed so far.
-    line: Vec<u8>,
+    editor: LineEditor,
     /// `no page` turns paging off.
     paging: bool,
 }
@@ -82,7 +84,7 @@ impl ProCurveSwitch {
             context: Context::Manager,
             input: Input::Line,
             keys: Keys::default(),
-            line: Vec::new(),
+            editor: LineEditor::default(),
             paging: true,
         }
     }
@@ -118,21 +120,8 @@ impl ProCurveSwitch {
 
     /// A key at the command line.
     fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
-        match key {
-            Key::Return => {
-                out.extend_from_slice(b"\r\n");
-                let line = mem::take(&mut self.line);
-                self.execute(&line, out);
-            }
-            Key::Erase if !self.line.is_empty() => {
-                self.line.pop();
-                out.extend_from_slice(b"\x08 \x08");
-            }
-            Key::Char(byte) => {
-                self.line.push(byte);
-                out.push(byte);
-            }
-            _ => {}
+        if let Edited::Line(line) = self.editor.key(key, out) {
+            self.execute(&line, out);
         }
     }
 
