@@ -5,8 +5,8 @@ use std::mem;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::cli::{
-    CTRL_Z, Edited, Key, Keys, LineEditor, Miss, Pending, Word, civil_from_days, crlf_lines,
-    is_abbreviation, split_words,
+    CTRL_Z, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit, Word,
+    civil_from_days, crlf_lines, is_abbreviation, page_lines, split_words,
 };
 
 /// The enable password of the simulated switch.
@@ -23,6 +23,14 @@ pub const MORE_PROMPT: &[u8] = b" --More-- ";
 /// spaces, 9 backspaces.
 pub const MORE_ERASE: &[u8] =
     b"\x08\x08\x08\x08\x08\x08\x08\x08\x08         \x08\x08\x08\x08\x08\x08\x08\x08\x08";
+/// IOS's pager: [`MORE_PROMPT`], erased by [`MORE_ERASE`]; space for a
+/// page, RETURN for a line, any other key stops.
+const PAGER: PagerStyle = PagerStyle {
+    prompt: |_| MORE_PROMPT.to_vec(),
+    erase: |_| MORE_ERASE.to_vec(),
+    quit: Quit::AnyOtherKey,
+    last_page: LastPage::Prompt,
+};
 
 const MAX_TERMINAL_LENGTH: usize = 512;
 
@@ -47,7 +55,7 @@ enum Input {
     /// The enable password, not echoed.
     Password,
     /// A key at ` --More-- `; the rest of the output waits.
-    More(Pending),
+    More(Pager),
     /// A key at `Proceed with reload? [confirm]`.
     ReloadConfirm,
     /// RETURN at `Press RETURN to get started`.
@@ -240,17 +248,14 @@ impl CiscoSwitch {
         }
     }
 
-    /// A key at ` --More-- `: space for a page, RETURN for a line, anything
-    /// else to stop. The key is not echoed.
+    /// A key at ` --More-- `; the prompt follows the end of the output.
+    /// The key is not echoed.
     fn more_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        let Input::More(pending) = mem::replace(&mut self.input, Input::Line) else {
-            unreachable!("more_key is called at the pager only");
-        };
-        out.extend_from_slice(MORE_ERASE);
-        match key {
-            Key::Char(b' ') => self.page(pending, self.page_lines(), out),
-            Key::Return => self.page(pending, 1, out),
-            _ => self.print_prompt(out),
+        if let Input::More(pager) = &mut self.input
+            && pager.key(key, out) == Paged::Done
+        {
+            self.input = Input::Line;
+            self.print_prompt(out);
         }
     }
 
@@ -311,29 +316,12 @@ impl CiscoSwitch {
         }
     }
 
-    /// Starts printing `text` through the pager.
+    /// Starts printing `text` through the pager (pages of the terminal
+    /// length, less the `--More--` line), then the prompt.
     fn print_output(&mut self, text: Vec<u8>, out: &mut Vec<u8>) {
-        if self.length == 0 {
-            out.extend_from_slice(&text);
-            return self.print_prompt(out);
-        }
-        self.page(Pending::new(text), self.page_lines(), out);
-    }
-
-    /// Lines in a full page: the terminal length minus the `--More--` line.
-    fn page_lines(&self) -> usize {
-        self.length.saturating_sub(1).max(1)
-    }
-
-    /// Prints up to `lines` lines of `pending`, then the prompt if it is all
-    /// out, or ` --More-- ` and waits for a key.
-    fn page(&mut self, mut pending: Pending, lines: usize, out: &mut Vec<u8>) {
-        pending.print_lines(lines, out);
-        if pending.done() {
-            self.print_prompt(out);
-        } else {
-            out.extend_from_slice(MORE_PROMPT);
-            self.input = Input::More(pending);
+        match Pager::start(PAGER, text, page_lines(self.length), out) {
+            Some(pager) => self.input = Input::More(pager),
+            None => self.print_prompt(out),
         }
     }
 

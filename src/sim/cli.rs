@@ -13,6 +13,6 @@ mod words;
 pub(super) use clock::{civil_from_days, utc_text};
 pub(super) use editor::{Edited, LineEditor};
 pub(super) use keys::{CTRL_C, CTRL_L, CTRL_Z, Key, Keys, TAB};
-pub(super) use pager::Pending;
+pub(super) use pager::{LastPage, Paged, Pager, PagerStyle, Quit, page_lines};
 pub(super) use text::{crlf_lines, spaces};
 pub(super) use words::{Miss, Word, is_abbreviation, lookup, resolve, split_words};

@@ -5,8 +5,8 @@ use std::mem;
 use std::time::SystemTime;
 
 use super::cli::{
-    CTRL_C, CTRL_L, Edited, Key, Keys, LineEditor, Miss, Pending, TAB, Word, crlf_lines, resolve,
-    spaces, split_words, utc_text,
+    CTRL_C, CTRL_L, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit,
+    TAB, Word, crlf_lines, page_lines, resolve, spaces, split_words, utc_text,
 };
 
 /// The CLI user.
@@ -37,6 +37,16 @@ pub fn more_erase(prompt_len: usize) -> Vec<u8> {
     erase
 }
 
+/// The Junos pager: [`more_prompt`] after every page, the last one too,
+/// erased by [`more_erase`]; space for a page, RETURN for a line, `q` or
+/// Ctrl-C to stop. Output that fits on one page is not paged.
+const PAGER: PagerStyle = PagerStyle {
+    prompt: |percent| more_prompt(percent).into_bytes(),
+    erase: more_erase,
+    quit: Quit::QOrCtrlC,
+    last_page: LastPage::Pager,
+};
+
 /// The CLI mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -52,7 +62,7 @@ enum Input {
     /// A command line, echoed and editable.
     Line,
     /// A key at the pager; the rest of the output waits.
-    More(Pending),
+    More(Pager),
     /// The user name at `login: `.
     Login,
     /// The password at `Password:`, not echoed.
@@ -112,8 +122,6 @@ pub struct JunosRouter {
     length: usize,
     /// `set cli screen-width`; 0: no wrapping.
     width: usize,
-    /// Width of the pager prompt on screen now, erased after the key.
-    more_len: usize,
     booted: SystemTime,
 }
 
@@ -134,7 +142,6 @@ impl JunosRouter {
             editor: LineEditor::default(),
             length: DEFAULT_SCREEN_LENGTH,
             width: DEFAULT_SCREEN_WIDTH,
-            more_len: 0,
             booted: SystemTime::now(),
         }
     }
@@ -267,52 +274,25 @@ impl JunosRouter {
         }
     }
 
-    /// A key at the pager: space for a page, RETURN for a line, `q` to
-    /// stop; other keys are ignored. The prompt is erased first.
+    /// A key at the pager; at the end of the output the CLI prompt is
+    /// drawn over the erased pager line.
     fn more_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        let lines = match key {
-            Key::Char(b' ') => self.page_lines(),
-            Key::Return => 1,
-            Key::Char(b'q' | b'Q') | Key::Control(CTRL_C) => 0,
-            _ => return,
-        };
-        let Input::More(mut pending) = mem::replace(&mut self.input, Input::Line) else {
-            unreachable!("more_key is called at the pager only");
-        };
-        out.extend(more_erase(self.more_len));
-        if pending.done() || lines == 0 {
-            // The CLI prompt is drawn over the erased pager line.
+        if let Input::More(pager) = &mut self.input
+            && pager.key(key, out) == Paged::Done
+        {
+            self.input = Input::Line;
             out.extend_from_slice(self.prompt_lines().as_bytes());
-            return;
         }
-        pending.print_lines(lines, out);
-        self.show_more(pending, out);
     }
 
-    /// Shows the pager after a page: with the share shown; after the last
-    /// page `---(more 100%)---`, which a key dismisses.
-    fn show_more(&mut self, pending: Pending, out: &mut Vec<u8>) {
-        let prompt = more_prompt(pending.percent());
-        self.more_len = prompt.len();
-        out.extend_from_slice(prompt.as_bytes());
-        self.input = Input::More(pending);
-    }
-
-    /// Lines in a full page: the screen length minus the pager's line.
-    fn page_lines(&self) -> usize {
-        self.length.saturating_sub(1).max(1)
-    }
-
-    /// Prints `text` through the pager (unless `paged` is false or it fits
-    /// on one page), then the prompt.
+    /// Prints `text` through the pager (unless `paged` is false), then the
+    /// prompt.
     fn print_output(&mut self, text: Vec<u8>, paged: bool, out: &mut Vec<u8>) {
-        let mut pending = Pending::new(text);
-        if !paged || self.length == 0 || pending.line_count() <= self.page_lines() {
-            pending.print_lines(usize::MAX, out);
-            return self.print_prompt(out);
+        let lines = page_lines(self.length).filter(|_| paged);
+        match Pager::start(PAGER, text, lines, out) {
+            Some(pager) => self.input = Input::More(pager),
+            None => self.print_prompt(out),
         }
-        pending.print_lines(self.page_lines(), out);
-        self.show_more(pending, out);
     }
 
     /// The prompt after a command's output: a blank line, then the prompt
