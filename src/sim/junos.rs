@@ -184,13 +184,12 @@ impl JunosRouter {
             _ => match self.editor.key(key, out) {
                 Edited::Line(line) => self.execute(&line, out),
                 // TAB completes; on a whole word it adds the space.
-                Edited::Control(TAB) => {
-                    if !self.complete(out) {
-                        let line = self.editor.line();
-                        if !line.is_empty() && !line.ends_with(b" ") {
-                            self.type_byte(b' ', out);
-                        }
-                    }
+                Edited::Control(TAB)
+                    if !self.complete(out)
+                        && !self.editor.line().is_empty()
+                        && !self.editor.line().ends_with(b" ") =>
+                {
+                    self.type_byte(b' ', out);
                 }
                 Edited::Control(CTRL_L) => {
                     let width = if self.width == 0 {

@@ -14,13 +14,13 @@ pub enum Key {
     Control(u8),
 }
 
-/// Tab: Junos completes the word.
+/// Tab, which completes a word.
 pub const TAB: u8 = b'\t';
-/// Ctrl-C: interrupts the line or the pager.
+/// Ctrl-C, which drops the line or ends the pager.
 pub const CTRL_C: u8 = 0x03;
-/// Ctrl-L: Junos redraws the line.
+/// Ctrl-L, which draws the line again.
 pub const CTRL_L: u8 = 0x0c;
-/// Ctrl-Z: leaves configuration (Cisco, Huawei).
+/// Ctrl-Z, which leaves a configuration mode.
 pub const CTRL_Z: u8 = 0x1a;
 
 /// Turns received bytes into [`Key`]s, so that the other half of a CR LF

@@ -250,8 +250,8 @@ mod tests {
             quit: Quit::AnyOtherKey,
             ..STYLE
         };
-        assert_eq!(page(any, 5, Some(2), &[Key::Char(b'x')]).1, false);
-        assert_eq!(page(STYLE, 5, Some(2), &[Key::Char(b'x')]).1, true);
+        assert!(!page(any, 5, Some(2), &[Key::Char(b'x')]).1);
+        assert!(page(STYLE, 5, Some(2), &[Key::Char(b'x')]).1);
     }
 
     #[test]
