@@ -4,6 +4,11 @@
 use std::mem;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::cli::{
+    CTRL_Z, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit, Word,
+    civil_from_days, crlf_lines, is_abbreviation, page_lines, split_words,
+};
+
 /// The enable password of the simulated switch.
 pub const ENABLE_PASSWORD: &str = "cisco";
 /// The terminal length a console session starts with (`terminal length 24`).
@@ -18,10 +23,15 @@ pub const MORE_PROMPT: &[u8] = b" --More-- ";
 /// spaces, 9 backspaces.
 pub const MORE_ERASE: &[u8] =
     b"\x08\x08\x08\x08\x08\x08\x08\x08\x08         \x08\x08\x08\x08\x08\x08\x08\x08\x08";
+/// IOS's pager: [`MORE_PROMPT`], erased by [`MORE_ERASE`]; space for a
+/// page, RETURN for a line, any other key stops.
+const PAGER: PagerStyle = PagerStyle {
+    prompt: |_| MORE_PROMPT.to_vec(),
+    erase: |_| MORE_ERASE.to_vec(),
+    quit: Quit::AnyOtherKey,
+    last_page: LastPage::Prompt,
+};
 
-const BACKSPACE: u8 = 0x08;
-const DELETE: u8 = 0x7f;
-const CTRL_Z: u8 = 0x1a;
 const MAX_TERMINAL_LENGTH: usize = 512;
 
 /// The CLI mode of the switch, which decides the prompt and the commands.
@@ -45,18 +55,11 @@ enum Input {
     /// The enable password, not echoed.
     Password,
     /// A key at ` --More-- `; the rest of the output waits.
-    More(Pending),
+    More(Pager),
     /// A key at `Proceed with reload? [confirm]`.
     ReloadConfirm,
     /// RETURN at `Press RETURN to get started`.
     PressReturn,
-}
-
-/// Output held back by the pager: `text[pos..]` is still to be printed.
-#[derive(Debug)]
-struct Pending {
-    text: Vec<u8>,
-    pos: usize,
 }
 
 /// Why a command line was refused; rendered the way IOS prints it.
@@ -68,13 +71,6 @@ enum Error {
     Incomplete,
     /// `% Ambiguous command:`, quoting the line up to this byte.
     Ambiguous(usize),
-}
-
-/// One word of a command line and where it starts in the line.
-#[derive(Clone, Copy, Debug)]
-struct Word<'a> {
-    at: usize,
-    text: &'a [u8],
 }
 
 /// A command: its words (the command's own word first) to its output.
@@ -159,12 +155,10 @@ pub struct CiscoSwitch {
     mode: Mode,
     input: Input,
     /// The command line (or password) typed so far.
-    line: Vec<u8>,
+    editor: LineEditor,
     /// `terminal length`; 0 means no paging.
     length: usize,
-    /// The line-end byte just received, so that the other half of a `\r\n`
-    /// or `\n\r` pair is not taken for a second RETURN.
-    line_end: Option<u8>,
+    keys: Keys,
     booted: Instant,
 }
 
@@ -176,9 +170,9 @@ impl CiscoSwitch {
             hostname: hostname.to_owned(),
             mode: Mode::UserExec,
             input: Input::Line,
-            line: Vec::new(),
+            editor: LineEditor::default(),
             length: DEFAULT_TERMINAL_LENGTH,
-            line_end: None,
+            keys: Keys::default(),
             booted: Instant::now(),
         }
     }
@@ -208,23 +202,16 @@ impl CiscoSwitch {
     /// appends to `out` what the switch sends back in reply.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for &byte in input {
-            let is_line_end = byte == b'\r' || byte == b'\n';
-            if let Some(previous) = self.line_end.take()
-                && is_line_end
-                && byte != previous
-            {
-                continue; // the second half of "\r\n" or "\n\r"
-            }
-            if is_line_end {
-                self.line_end = Some(byte);
-            }
+            let Some(key) = self.keys.key(byte) else {
+                continue;
+            };
             match self.input {
-                Input::Line => self.edit(byte, out),
-                Input::Password => self.password_key(byte, out),
-                Input::More(_) => self.more_key(byte, out),
-                Input::ReloadConfirm => self.reload_key(byte, out),
+                Input::Line => self.edit(key, out),
+                Input::Password => self.password_key(key, out),
+                Input::More(_) => self.more_key(key, out),
+                Input::ReloadConfirm => self.reload_key(key, out),
                 Input::PressReturn => {
-                    if is_line_end {
+                    if key == Key::Return {
                         self.input = Input::Line;
                         out.extend_from_slice(b"\r\n");
                         self.print_prompt(out);
@@ -234,73 +221,49 @@ impl CiscoSwitch {
         }
     }
 
-    /// A byte at the command line: echo and edit, or run the line.
-    fn edit(&mut self, byte: u8, out: &mut Vec<u8>) {
-        match byte {
-            b'\r' | b'\n' => {
-                out.extend_from_slice(b"\r\n");
-                let line = mem::take(&mut self.line);
-                self.execute(&line, out);
-            }
-            BACKSPACE | DELETE if !self.line.is_empty() => {
-                self.line.pop();
-                out.extend_from_slice(b"\x08 \x08");
-            }
-            CTRL_Z if matches!(self.mode, Mode::Config | Mode::ConfigSub(_)) => {
-                self.line.clear();
+    /// A key at the command line: echo and edit, or run the line.
+    fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
+        match self.editor.key(key, out) {
+            Edited::Line(line) => self.execute(&line, out),
+            Edited::Control(CTRL_Z) if matches!(self.mode, Mode::Config | Mode::ConfigSub(_)) => {
+                self.editor.clear();
                 self.mode = Mode::Privileged;
                 out.extend_from_slice(b"^Z\r\n");
                 self.print_prompt(out);
             }
-            b' '..=b'~' | 0x80.. => {
-                self.line.push(byte);
-                out.push(byte);
-            }
             _ => {}
         }
     }
 
-    /// A byte at `Password: `: nothing is echoed.
-    fn password_key(&mut self, byte: u8, out: &mut Vec<u8>) {
-        match byte {
-            b'\r' | b'\n' => {
-                self.input = Input::Line;
-                out.extend_from_slice(b"\r\n");
-                let password = mem::take(&mut self.line);
-                if password == ENABLE_PASSWORD.as_bytes() {
-                    self.mode = Mode::Privileged;
-                } else {
-                    out.extend_from_slice(b"% Bad secrets\r\n\r\n");
-                }
-                self.print_prompt(out);
+    /// A key at `Password: `: nothing is echoed.
+    fn password_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        if let Edited::Line(password) = self.editor.secret_key(key, out) {
+            self.input = Input::Line;
+            if password == ENABLE_PASSWORD.as_bytes() {
+                self.mode = Mode::Privileged;
+            } else {
+                out.extend_from_slice(b"% Bad secrets\r\n\r\n");
             }
-            BACKSPACE | DELETE => {
-                self.line.pop();
-            }
-            b' '..=b'~' | 0x80.. => self.line.push(byte),
-            _ => {}
+            self.print_prompt(out);
         }
     }
 
-    /// A key at ` --More-- `: space for a page, RETURN for a line, anything
-    /// else to stop. The key is not echoed.
-    fn more_key(&mut self, byte: u8, out: &mut Vec<u8>) {
-        let Input::More(pending) = mem::replace(&mut self.input, Input::Line) else {
-            unreachable!("more_key is called at the pager only");
-        };
-        out.extend_from_slice(MORE_ERASE);
-        match byte {
-            b' ' => self.page(pending, self.page_lines(), out),
-            b'\r' | b'\n' => self.page(pending, 1, out),
-            _ => self.print_prompt(out),
+    /// A key at ` --More-- `; the prompt follows the end of the output.
+    /// The key is not echoed.
+    fn more_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        if let Input::More(pager) = &mut self.input
+            && pager.key(key, out) == Paged::Done
+        {
+            self.input = Input::Line;
+            self.print_prompt(out);
         }
     }
 
     /// A key at `Proceed with reload? [confirm]`: RETURN or `y` reboots.
-    fn reload_key(&mut self, byte: u8, out: &mut Vec<u8>) {
+    fn reload_key(&mut self, key: Key, out: &mut Vec<u8>) {
         self.input = Input::Line;
         out.extend_from_slice(b"\r\n");
-        if matches!(byte, b'\r' | b'\n' | b'y' | b'Y') {
+        if matches!(key, Key::Return | Key::Char(b'y' | b'Y')) {
             out.extend_from_slice(boot_text(SystemTime::now()).as_bytes());
             self.mode = Mode::UserExec;
             self.length = DEFAULT_TERMINAL_LENGTH;
@@ -353,37 +316,12 @@ impl CiscoSwitch {
         }
     }
 
-    /// Starts printing `text` through the pager.
+    /// Starts printing `text` through the pager (pages of the terminal
+    /// length, less the `--More--` line), then the prompt.
     fn print_output(&mut self, text: Vec<u8>, out: &mut Vec<u8>) {
-        if self.length == 0 {
-            out.extend_from_slice(&text);
-            return self.print_prompt(out);
-        }
-        self.page(Pending { text, pos: 0 }, self.page_lines(), out);
-    }
-
-    /// Lines in a full page: the terminal length minus the `--More--` line.
-    fn page_lines(&self) -> usize {
-        self.length.saturating_sub(1).max(1)
-    }
-
-    /// Prints up to `lines` lines of `pending`, then the prompt if it is all
-    /// out, or ` --More-- ` and waits for a key.
-    fn page(&mut self, mut pending: Pending, lines: usize, out: &mut Vec<u8>) {
-        for _ in 0..lines {
-            let rest = &pending.text[pending.pos..];
-            if rest.is_empty() {
-                break;
-            }
-            let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-            out.extend_from_slice(&rest[..end]);
-            pending.pos += end;
-        }
-        if pending.pos == pending.text.len() {
-            self.print_prompt(out);
-        } else {
-            out.extend_from_slice(MORE_PROMPT);
-            self.input = Input::More(pending);
+        match Pager::start(PAGER, text, page_lines(self.length), out) {
+            Some(pager) => self.input = Input::More(pager),
+            None => self.print_prompt(out),
         }
     }
 
@@ -526,47 +464,13 @@ impl CiscoSwitch {
     }
 }
 
-/// The words of a command line, split at spaces and tabs.
-fn split_words(line: &[u8]) -> Vec<Word<'_>> {
-    let mut words = Vec::new();
-    let mut start = None;
-    for (i, &byte) in line.iter().chain(b" ").enumerate() {
-        match (byte.is_ascii_whitespace(), start) {
-            (true, Some(at)) => {
-                words.push(Word {
-                    at,
-                    text: &line[at..i],
-                });
-                start = None;
-            }
-            (false, None) => start = Some(i),
-            _ => {}
-        }
-    }
-    words
-}
-
-/// Whether `word` is a (case-insensitive) abbreviation of `name`.
-fn is_abbreviation(word: &[u8], name: &str) -> bool {
-    word.len() <= name.len() && word.eq_ignore_ascii_case(&name.as_bytes()[..word.len()])
-}
-
-/// The entry of `table` that `word` names or uniquely abbreviates.
+/// The entry of `table` that `word` names or uniquely abbreviates, or the
+/// error IOS reports for it.
 fn lookup<'t, T>(table: &'t [(&'static str, T)], word: Word) -> Result<&'t T, Error> {
-    if let Some((_, value)) = table
-        .iter()
-        .find(|(name, _)| word.text.eq_ignore_ascii_case(name.as_bytes()))
-    {
-        return Ok(value);
-    }
-    let mut matches = table
-        .iter()
-        .filter(|(name, _)| is_abbreviation(word.text, name));
-    match (matches.next(), matches.next()) {
-        (Some((_, value)), None) => Ok(value),
-        (Some(_), Some(_)) => Err(Error::Ambiguous(word.at + word.text.len())),
-        (None, _) => Err(Error::Invalid(word.at)),
-    }
+    super::cli::lookup(word.text, table).map_err(|miss| match miss {
+        Miss::Ambiguous => Error::Ambiguous(word.end()),
+        Miss::Unknown => Error::Invalid(word.at),
+    })
 }
 
 /// Refuses words past the first `count`.
@@ -592,16 +496,6 @@ fn error_text(error: &Error, prompt_len: usize, line: &[u8], start: usize) -> St
             format!("% Ambiguous command:  \"{typed}\"\r\n")
         }
     }
-}
-
-/// `lines`, each ended by `\r\n`.
-fn crlf_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> Vec<u8> {
-    let mut text = Vec::new();
-    for line in lines {
-        text.extend_from_slice(line.as_ref().as_bytes());
-        text.extend_from_slice(b"\r\n");
-    }
-    text
 }
 
 /// The exact lines (without line ends) of `show running-config` on a switch
@@ -807,21 +701,6 @@ fn clock_text(now: SystemTime) -> String {
         since_epoch.subsec_millis(),
         MONTHS[month - 1],
     )
-}
-
-/// Year, month (1–12) and day of `days` since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, for dates on or after the epoch).
-pub(super) fn civil_from_days(days: u64) -> (u64, usize, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month as usize, day)
 }
 
 #[cfg(test)]

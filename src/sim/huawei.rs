@@ -1,10 +1,9 @@
 //! A Huawei VRP router console (sysname `HUAWEI`) as a synchronous state
 //! machine: bytes in, bytes out, no I/O.
 
-use std::mem;
-
 use super::cli::{
-    CTRL_C, CTRL_Z, Key, Keys, Miss, Pending, Word, crlf_lines, resolve, spaces, split_words,
+    CTRL_Z, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit, Word,
+    crlf_lines, page_lines, resolve, spaces, split_words,
 };
 
 /// The system name a router starts with.
@@ -26,6 +25,15 @@ pub fn more_erase() -> Vec<u8> {
     erase
 }
 
+/// VRP's pager: [`MORE_PROMPT`], erased by [`more_erase`]; space for a
+/// page, RETURN for a line, `q` or Ctrl-C to stop.
+const PAGER: PagerStyle = PagerStyle {
+    prompt: |_| MORE_PROMPT.to_vec(),
+    erase: |_| more_erase(),
+    quit: Quit::QOrCtrlC,
+    last_page: LastPage::Prompt,
+};
+
 /// The view, which decides the prompt and the commands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum View {
@@ -43,7 +51,7 @@ enum Input {
     /// A command line, echoed and editable.
     Line,
     /// A key at the pager; the rest of the output waits.
-    More(Pending),
+    More(Pager),
 }
 
 /// Commands of every view.
@@ -83,7 +91,7 @@ pub struct HuaweiRouter {
     input: Input,
     keys: Keys,
     /// The command line typed so far.
-    line: Vec<u8>,
+    editor: LineEditor,
     /// `screen-length`; 0: no paging.
     length: usize,
 }
@@ -103,7 +111,7 @@ impl HuaweiRouter {
             view: View::User,
             input: Input::Line,
             keys: Keys::default(),
-            line: Vec::new(),
+            editor: LineEditor::default(),
             length: DEFAULT_SCREEN_LENGTH,
         }
     }
@@ -139,22 +147,10 @@ impl HuaweiRouter {
 
     /// A key at the command line.
     fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
-        match key {
-            Key::Return => {
-                out.extend_from_slice(b"\r\n");
-                let line = mem::take(&mut self.line);
-                self.execute(&line, out);
-            }
-            Key::Erase if !self.line.is_empty() => {
-                self.line.pop();
-                out.extend_from_slice(b"\x08 \x08");
-            }
-            Key::Char(byte) => {
-                self.line.push(byte);
-                out.push(byte);
-            }
-            Key::Control(CTRL_Z) if self.view != View::User => {
-                self.line.clear();
+        match self.editor.key(key, out) {
+            Edited::Line(line) => self.execute(&line, out),
+            Edited::Control(CTRL_Z) if self.view != View::User => {
+                self.editor.clear();
                 self.view = View::User;
                 out.extend_from_slice(b"\r\n");
                 self.print_prompt(out);
@@ -163,40 +159,14 @@ impl HuaweiRouter {
         }
     }
 
-    /// A key at the pager: space for a page, RETURN for a line, `q` or
-    /// Ctrl-C to stop; other keys are ignored. The pager is erased first.
+    /// A key at the pager; at the end of the output the prompt is drawn
+    /// over the erased pager.
     fn more_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        let lines = match key {
-            Key::Char(b' ') => self.page_lines(),
-            Key::Return => 1,
-            Key::Char(b'q' | b'Q') | Key::Control(CTRL_C) => 0,
-            _ => return,
-        };
-        let Input::More(pending) = mem::replace(&mut self.input, Input::Line) else {
-            unreachable!("more_key is called at the pager only");
-        };
-        out.extend(more_erase());
-        if lines == 0 {
-            // The prompt is drawn over the erased pager.
-            return self.print_prompt(out);
-        }
-        self.page(pending, lines, out);
-    }
-
-    /// Lines in a full page: the screen length minus the pager's line.
-    fn page_lines(&self) -> usize {
-        self.length.saturating_sub(1).max(1)
-    }
-
-    /// Prints up to `lines` lines of `pending`, then the prompt if it is all
-    /// out, or the pager.
-    fn page(&mut self, mut pending: Pending, lines: usize, out: &mut Vec<u8>) {
-        pending.print_lines(lines, out);
-        if pending.done() {
+        if let Input::More(pager) = &mut self.input
+            && pager.key(key, out) == Paged::Done
+        {
+            self.input = Input::Line;
             self.print_prompt(out);
-        } else {
-            out.extend_from_slice(MORE_PROMPT);
-            self.input = Input::More(pending);
         }
     }
 
@@ -212,11 +182,10 @@ impl HuaweiRouter {
         }
         let prompt_len = self.prompt().len();
         match self.command(&words) {
-            Ok(text) if self.length == 0 => {
-                out.extend_from_slice(&text);
-                self.print_prompt(out);
-            }
-            Ok(text) => self.page(Pending::new(text), self.page_lines(), out),
+            Ok(text) => match Pager::start(PAGER, text, page_lines(self.length), out) {
+                Some(pager) => self.input = Input::More(pager),
+                None => self.print_prompt(out),
+            },
             Err((column, error)) => {
                 let caret = prompt_len + column;
                 let message = match error {

@@ -5,8 +5,8 @@ use std::mem;
 use std::time::SystemTime;
 
 use super::cli::{
-    CTRL_C, CTRL_L, Key, Keys, Miss, Pending, TAB, Word, crlf_lines, resolve, spaces, split_words,
-    utc_text,
+    CTRL_C, CTRL_L, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit,
+    TAB, Word, crlf_lines, page_lines, resolve, spaces, split_words, utc_text,
 };
 
 /// The CLI user.
@@ -37,6 +37,16 @@ pub fn more_erase(prompt_len: usize) -> Vec<u8> {
     erase
 }
 
+/// The Junos pager: [`more_prompt`] after every page, the last one too,
+/// erased by [`more_erase`]; space for a page, RETURN for a line, `q` or
+/// Ctrl-C to stop. Output that fits on one page is not paged.
+const PAGER: PagerStyle = PagerStyle {
+    prompt: |percent| more_prompt(percent).into_bytes(),
+    erase: more_erase,
+    quit: Quit::QOrCtrlC,
+    last_page: LastPage::Pager,
+};
+
 /// The CLI mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -52,7 +62,7 @@ enum Input {
     /// A command line, echoed and editable.
     Line,
     /// A key at the pager; the rest of the output waits.
-    More(Pending),
+    More(Pager),
     /// The user name at `login: `.
     Login,
     /// The password at `Password:`, not echoed.
@@ -106,14 +116,12 @@ pub struct JunosRouter {
     mode: Mode,
     input: Input,
     keys: Keys,
-    /// The command line typed so far.
-    line: Vec<u8>,
+    /// The command line (or user name, or password) typed so far.
+    editor: LineEditor,
     /// `set cli screen-length`; 0: no paging.
     length: usize,
     /// `set cli screen-width`; 0: no wrapping.
     width: usize,
-    /// Width of the pager prompt on screen now, erased after the key.
-    more_len: usize,
     booted: SystemTime,
 }
 
@@ -131,10 +139,9 @@ impl JunosRouter {
             mode: Mode::Operational,
             input: Input::Line,
             keys: Keys::default(),
-            line: Vec::new(),
+            editor: LineEditor::default(),
             length: DEFAULT_SCREEN_LENGTH,
             width: DEFAULT_SCREEN_WIDTH,
-            more_len: 0,
             booted: SystemTime::now(),
         }
     }
@@ -172,63 +179,51 @@ impl JunosRouter {
     /// A key at the command line.
     fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
         match key {
-            Key::Return => {
-                out.extend_from_slice(b"\r\n");
-                let line = mem::take(&mut self.line);
-                self.execute(&line, out);
-            }
-            Key::Erase if !self.line.is_empty() => {
-                self.line.pop();
-                out.extend_from_slice(b"\x08 \x08");
-            }
             Key::Char(b' ') if self.complete(out) => {}
             Key::Char(byte) => self.type_byte(byte, out),
-            // TAB completes; on a whole word it adds the space.
-            Key::Control(TAB)
-                if !self.complete(out) && !self.line.is_empty() && !self.line.ends_with(b" ") =>
-            {
-                self.type_byte(b' ', out);
-            }
-            Key::Control(CTRL_L) => {
-                let width = if self.width == 0 {
-                    DEFAULT_SCREEN_WIDTH
-                } else {
-                    self.width
-                };
-                out.extend(more_erase(width - 1));
-                out.extend_from_slice(self.prompt().as_bytes());
-                out.extend_from_slice(&self.line);
-            }
-            Key::Control(CTRL_C) => {
-                self.line.clear();
-                out.extend_from_slice(b"^C\r\n");
-                self.print_prompt(out);
-            }
-            _ => {}
+            _ => match self.editor.key(key, out) {
+                Edited::Line(line) => self.execute(&line, out),
+                // TAB completes; on a whole word it adds the space.
+                Edited::Control(TAB)
+                    if !self.complete(out)
+                        && !self.editor.line().is_empty()
+                        && !self.editor.line().ends_with(b" ") =>
+                {
+                    self.type_byte(b' ', out);
+                }
+                Edited::Control(CTRL_L) => {
+                    let width = if self.width == 0 {
+                        DEFAULT_SCREEN_WIDTH
+                    } else {
+                        self.width
+                    };
+                    self.editor.redraw(self.prompt().as_bytes(), width - 1, out);
+                }
+                Edited::Control(CTRL_C) => {
+                    self.editor.interrupt(out);
+                    self.print_prompt(out);
+                }
+                _ => {}
+            },
         }
     }
 
-    /// Echoes one typed byte; at the last column of the screen, a space
-    /// and `\r` make the terminal wrap (the space lands on the next row,
-    /// where the next byte overwrites it).
+    /// Echoes one typed byte, wrapped at the screen width.
     fn type_byte(&mut self, byte: u8, out: &mut Vec<u8>) {
-        self.line.push(byte);
-        out.push(byte);
-        let column = self.prompt().len() + self.line.len();
-        if self.width > 0 && column.is_multiple_of(self.width) {
-            out.extend_from_slice(b" \r");
-        }
+        let margin = self.prompt().len();
+        self.editor.type_wrapping(byte, margin, self.width, out);
     }
 
     /// Completes the last word of the line when it uniquely abbreviates a
     /// keyword: the word is repainted whole over backspaces, with a space.
     /// Returns whether it did. (A word typed whole is left alone.)
     fn complete(&mut self, out: &mut Vec<u8>) -> bool {
-        let words = split_words(&self.line);
+        let line = self.editor.line();
+        let words = split_words(line);
         let Some((last, before)) = words.split_last() else {
             return false;
         };
-        if last.at + last.text.len() != self.line.len() {
+        if last.end() != line.len() {
             return false; // the line ends with a blank
         }
         let Some(names) = self.keywords(before) else {
@@ -240,10 +235,7 @@ impl JunosRouter {
         if last.text == name.as_bytes() {
             return false;
         }
-        let at = last.at;
-        let typed = self.line.len() - at;
-        out.extend(std::iter::repeat_n(0x08, typed));
-        self.line.truncate(at);
+        self.editor.back_to(last.at, out);
         for &byte in name.as_bytes().iter().chain(b" ") {
             self.type_byte(byte, out);
         }
@@ -281,52 +273,25 @@ impl JunosRouter {
         }
     }
 
-    /// A key at the pager: space for a page, RETURN for a line, `q` to
-    /// stop; other keys are ignored. The prompt is erased first.
+    /// A key at the pager; at the end of the output the CLI prompt is
+    /// drawn over the erased pager line.
     fn more_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        let lines = match key {
-            Key::Char(b' ') => self.page_lines(),
-            Key::Return => 1,
-            Key::Char(b'q' | b'Q') | Key::Control(CTRL_C) => 0,
-            _ => return,
-        };
-        let Input::More(mut pending) = mem::replace(&mut self.input, Input::Line) else {
-            unreachable!("more_key is called at the pager only");
-        };
-        out.extend(more_erase(self.more_len));
-        if pending.done() || lines == 0 {
-            // The CLI prompt is drawn over the erased pager line.
+        if let Input::More(pager) = &mut self.input
+            && pager.key(key, out) == Paged::Done
+        {
+            self.input = Input::Line;
             out.extend_from_slice(self.prompt_lines().as_bytes());
-            return;
         }
-        pending.print_lines(lines, out);
-        self.show_more(pending, out);
     }
 
-    /// Shows the pager after a page: with the share shown; after the last
-    /// page `---(more 100%)---`, which a key dismisses.
-    fn show_more(&mut self, pending: Pending, out: &mut Vec<u8>) {
-        let prompt = more_prompt(pending.percent());
-        self.more_len = prompt.len();
-        out.extend_from_slice(prompt.as_bytes());
-        self.input = Input::More(pending);
-    }
-
-    /// Lines in a full page: the screen length minus the pager's line.
-    fn page_lines(&self) -> usize {
-        self.length.saturating_sub(1).max(1)
-    }
-
-    /// Prints `text` through the pager (unless `paged` is false or it fits
-    /// on one page), then the prompt.
+    /// Prints `text` through the pager (unless `paged` is false), then the
+    /// prompt.
     fn print_output(&mut self, text: Vec<u8>, paged: bool, out: &mut Vec<u8>) {
-        let mut pending = Pending::new(text);
-        if !paged || self.length == 0 || pending.line_count() <= self.page_lines() {
-            pending.print_lines(usize::MAX, out);
-            return self.print_prompt(out);
+        let lines = page_lines(self.length).filter(|_| paged);
+        match Pager::start(PAGER, text, lines, out) {
+            Some(pager) => self.input = Input::More(pager),
+            None => self.print_prompt(out),
         }
-        pending.print_lines(self.page_lines(), out);
-        self.show_more(pending, out);
     }
 
     /// The prompt after a command's output: a blank line, then the prompt
@@ -346,20 +311,11 @@ impl JunosRouter {
 
     /// A key at `login: `.
     fn login_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        match key {
-            Key::Return if self.line.is_empty() => out.extend_from_slice(b"\r\nlogin: "),
-            Key::Return => {
-                self.line.clear();
+        match self.editor.key(key, out) {
+            Edited::Line(user) if user.is_empty() => out.extend_from_slice(b"login: "),
+            Edited::Line(_) => {
                 self.input = Input::Password;
-                out.extend_from_slice(b"\r\nPassword:");
-            }
-            Key::Erase if !self.line.is_empty() => {
-                self.line.pop();
-                out.extend_from_slice(b"\x08 \x08");
-            }
-            Key::Char(byte) => {
-                self.line.push(byte);
-                out.push(byte);
+                out.extend_from_slice(b"Password:");
             }
             _ => {}
         }
@@ -367,20 +323,12 @@ impl JunosRouter {
 
     /// A key at `Password:`: any password will do.
     fn password_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        match key {
-            Key::Return => {
-                self.line.clear();
-                self.input = Input::Line;
-                out.extend_from_slice(
-                    b"\r\n\r\n--- JUNOS 21.4R3.15 Kernel 64-bit  JNPR-12.1-20230303.e56d7d4_buil\r\n",
-                );
-                out.extend_from_slice(self.prompt().as_bytes());
-            }
-            Key::Erase => {
-                self.line.pop();
-            }
-            Key::Char(byte) => self.line.push(byte),
-            _ => {}
+        if let Edited::Line(_) = self.editor.secret_key(key, out) {
+            self.input = Input::Line;
+            out.extend_from_slice(
+                b"\r\n--- JUNOS 21.4R3.15 Kernel 64-bit  JNPR-12.1-20230303.e56d7d4_buil\r\n",
+            );
+            out.extend_from_slice(self.prompt().as_bytes());
         }
     }
 

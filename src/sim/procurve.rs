@@ -1,9 +1,10 @@
 //! An HP ProCurve switch console (hostname `ProCurve`) as a synchronous
 //! state machine: bytes in, bytes out, no I/O.
 
-use std::mem;
-
-use super::cli::{CTRL_C, Key, Keys, Pending, Word, crlf_lines, resolve, split_words};
+use super::cli::{
+    Edited, Key, Keys, LastPage, LineEditor, Paged, Pager, PagerStyle, Quit, Word, crlf_lines,
+    resolve, split_words,
+};
 
 /// The hostname a switch starts with.
 pub const HOSTNAME: &str = "ProCurve";
@@ -18,6 +19,15 @@ pub const MORE_POSITION: &[u8] = b"\x1b[24;1H";
 /// What the pager prints after a key: back to the start of the bottom line,
 /// erase it, show the cursor.
 pub const MORE_ERASE: &[u8] = b"\x1b[24;1H\x1b[2K\x1b[24;1H\x1b[?25h\x1b[24;1H";
+/// The ProCurve pager: [`MORE_POSITION`] and [`MORE_PROMPT`], erased by
+/// [`MORE_ERASE`]; space for a page, RETURN for a line, `q` or Ctrl-C to
+/// stop.
+const PAGER: PagerStyle = PagerStyle {
+    prompt: |_| [MORE_POSITION, MORE_PROMPT].concat(),
+    erase: |_| MORE_ERASE.to_vec(),
+    quit: Quit::QOrCtrlC,
+    last_page: LastPage::Prompt,
+};
 
 /// The CLI context, which decides the prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +46,7 @@ enum Input {
     /// A command line, echoed and editable.
     Line,
     /// A key at the pager; the rest of the output waits.
-    More(Pending),
+    More(Pager),
 }
 
 const MANAGER: &[&str] = &["configure", "exit", "no", "page", "show"];
@@ -62,7 +72,7 @@ pub struct ProCurveSwitch {
     input: Input,
     keys: Keys,
     /// The command line typed so far.
-    line: Vec<u8>,
+    editor: LineEditor,
     /// `no page` turns paging off.
     paging: bool,
 }
@@ -82,7 +92,7 @@ impl ProCurveSwitch {
             context: Context::Manager,
             input: Input::Line,
             keys: Keys::default(),
-            line: Vec::new(),
+            editor: LineEditor::default(),
             paging: true,
         }
     }
@@ -118,53 +128,18 @@ impl ProCurveSwitch {
 
     /// A key at the command line.
     fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
-        match key {
-            Key::Return => {
-                out.extend_from_slice(b"\r\n");
-                let line = mem::take(&mut self.line);
-                self.execute(&line, out);
-            }
-            Key::Erase if !self.line.is_empty() => {
-                self.line.pop();
-                out.extend_from_slice(b"\x08 \x08");
-            }
-            Key::Char(byte) => {
-                self.line.push(byte);
-                out.push(byte);
-            }
-            _ => {}
+        if let Edited::Line(line) = self.editor.key(key, out) {
+            self.execute(&line, out);
         }
     }
 
-    /// A key at the pager: space for a page, RETURN for a line, `q` or
-    /// Ctrl-C to stop; other keys are ignored.
+    /// A key at the pager; the prompt follows the end of the output.
     fn more_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        let lines = match key {
-            Key::Char(b' ') => PAGE_LINES,
-            Key::Return => 1,
-            Key::Char(b'q' | b'Q') | Key::Control(CTRL_C) => 0,
-            _ => return,
-        };
-        let Input::More(pending) = mem::replace(&mut self.input, Input::Line) else {
-            unreachable!("more_key is called at the pager only");
-        };
-        out.extend_from_slice(MORE_ERASE);
-        if lines == 0 {
-            return self.print_prompt(out);
-        }
-        self.page(pending, lines, out);
-    }
-
-    /// Prints up to `lines` lines of `pending`, then the prompt if it is all
-    /// out, or the pager.
-    fn page(&mut self, mut pending: Pending, lines: usize, out: &mut Vec<u8>) {
-        pending.print_lines(lines, out);
-        if pending.done() {
+        if let Input::More(pager) = &mut self.input
+            && pager.key(key, out) == Paged::Done
+        {
+            self.input = Input::Line;
             self.print_prompt(out);
-        } else {
-            out.extend_from_slice(MORE_POSITION);
-            out.extend_from_slice(MORE_PROMPT);
-            self.input = Input::More(pending);
         }
     }
 
@@ -179,11 +154,10 @@ impl ProCurveSwitch {
             return self.print_prompt(out);
         }
         match self.command(&words) {
-            Ok(text) if !self.paging => {
-                out.extend_from_slice(&text);
-                self.print_prompt(out);
-            }
-            Ok(text) => self.page(Pending::new(text), PAGE_LINES, out),
+            Ok(text) => match Pager::start(PAGER, text, self.paging.then_some(PAGE_LINES), out) {
+                Some(pager) => self.input = Input::More(pager),
+                None => self.print_prompt(out),
+            },
             Err(word) => {
                 out.extend_from_slice(format!("Invalid input: {}\r\n", word.str()).as_bytes());
                 self.print_prompt(out);

@@ -1,9 +1,7 @@
 //! A Linux shell on a serial console, with a coloured prompt and coloured
 //! `ls`, as a synchronous state machine: bytes in, bytes out, no I/O.
 
-use std::mem;
-
-use super::cli::{CTRL_C, Key, Keys};
+use super::cli::{CTRL_C, Edited, Keys, LineEditor};
 
 /// The prompt as bash prints it: bracketed paste on, then `user@host` in
 /// bold green, `:`, `~` in bold blue, `$ `.
@@ -12,6 +10,8 @@ pub const PROMPT: &str = "\x1b[?2004h\x1b[01;32muser@host\x1b[00m:\x1b[01;34m~\x
 pub const PLAIN_PROMPT: &str = "user@host:~$ ";
 /// What bash prints once a line is accepted: bracketed paste off.
 const ACCEPTED: &[u8] = b"\x1b[?2004l\r";
+/// What bash prints for backspace: back, then erase to the end of the line.
+const RUBOUT: &[u8] = b"\x08\x1b[K";
 
 /// A file in the home directory, and the colour `ls --color` gives it.
 struct Entry {
@@ -52,17 +52,26 @@ const COLUMN_WIDTH: usize = 26;
 /// `ESC[01;34m`…), `echo ...`, `grep --color ssh /etc/services` (matches in
 /// red with `ESC[K`), `pwd`, `uname -a`; anything else gets
 /// `-bash: X: command not found`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ColourShell {
     keys: Keys,
     /// The command line typed so far.
-    line: Vec<u8>,
+    editor: LineEditor,
+}
+
+impl Default for ColourShell {
+    fn default() -> Self {
+        ColourShell::new()
+    }
 }
 
 impl ColourShell {
     /// A shell printing nothing until it receives something.
     pub fn new() -> ColourShell {
-        ColourShell::default()
+        ColourShell {
+            keys: Keys::default(),
+            editor: LineEditor::with_rubout(RUBOUT),
+        }
     }
 
     /// Consumes `input`, bytes the shell received on its console, and
@@ -72,25 +81,14 @@ impl ColourShell {
             let Some(key) = self.keys.key(byte) else {
                 continue;
             };
-            match key {
-                Key::Return => {
-                    out.extend_from_slice(b"\r\n");
+            match self.editor.key(key, out) {
+                Edited::Line(line) => {
                     out.extend_from_slice(ACCEPTED);
-                    let line = mem::take(&mut self.line);
                     out.extend(run(&String::from_utf8_lossy(&line)));
                     out.extend_from_slice(PROMPT.as_bytes());
                 }
-                Key::Erase if !self.line.is_empty() => {
-                    self.line.pop();
-                    out.extend_from_slice(b"\x08\x1b[K");
-                }
-                Key::Char(byte) => {
-                    self.line.push(byte);
-                    out.push(byte);
-                }
-                Key::Control(CTRL_C) => {
-                    self.line.clear();
-                    out.extend_from_slice(b"^C\r\n");
+                Edited::Control(CTRL_C) => {
+                    self.editor.interrupt(out);
                     out.extend_from_slice(PROMPT.as_bytes());
                 }
                 _ => {}

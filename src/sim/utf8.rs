@@ -3,9 +3,7 @@
 //! byte per write ([`Profile::Utf8Slow`](super::Profile::Utf8Slow)), so every
 //! character arrives cut into pieces.
 
-use std::mem;
-
-use super::cli::{Key, Keys, crlf_lines, split_words};
+use super::cli::{Edited, Keys, LineEditor, crlf_lines, split_words};
 
 /// The hostname.
 pub const HOSTNAME: &str = "edge-1";
@@ -22,7 +20,7 @@ pub const HOSTNAME: &str = "edge-1";
 pub struct Utf8Router {
     keys: Keys,
     /// The command line typed so far.
-    line: Vec<u8>,
+    editor: LineEditor,
 }
 
 impl Utf8Router {
@@ -40,22 +38,12 @@ impl Utf8Router {
     /// appends to `out` what it sends back in reply.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for &byte in input {
-            match self.keys.key(byte) {
-                Some(Key::Return) => {
-                    out.extend_from_slice(b"\r\n");
-                    let line = mem::take(&mut self.line);
-                    out.extend(self.run(&line));
-                    out.extend_from_slice(self.prompt().as_bytes());
-                }
-                Some(Key::Erase) if !self.line.is_empty() => {
-                    self.line.pop();
-                    out.extend_from_slice(b"\x08 \x08");
-                }
-                Some(Key::Char(byte)) => {
-                    self.line.push(byte);
-                    out.push(byte);
-                }
-                _ => {}
+            let Some(key) = self.keys.key(byte) else {
+                continue;
+            };
+            if let Edited::Line(line) = self.editor.key(key, out) {
+                out.extend(self.run(&line));
+                out.extend_from_slice(self.prompt().as_bytes());
             }
         }
     }
