@@ -16,12 +16,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::args::{self, parse};
-use super::connect::compile_regex;
-use super::io::{
-    DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S, cut, max_output_arg, timeout_arg,
+use super::args::{
+    self, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S, max_output_arg, parse, timeout_arg,
     triggers_arg,
 };
+use super::connect::compile_regex;
+use super::encoding::cut;
 use super::session::Connection;
 use super::{GateServer, ToolError};
 use crate::audit::Actor;

@@ -12,16 +12,19 @@ use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::args::{self, parse};
+use super::args::{
+    self, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, max_output_arg, parse,
+    timeout_arg, triggers_arg,
+};
 use super::connect::{MAX_PROMPT_BYTES, compile_regex};
-use super::encoding::{self, Encoding};
+use super::encoding::{self, Encoding, cut};
 use super::resources::output_uri;
 use super::session::{Connection, RememberedOutput};
 use super::{GateServer, ToolError, structured_with_links};
 use crate::clean::{CleanOptions, clean_output, error_lines};
 use crate::error::{ErrorCode, GateError};
 use crate::log::{CursorError, lossy_text};
-use crate::matcher::{Prompt, PromptScanner, TriggerScanner};
+use crate::matcher::{Prompt, PromptScanner};
 use crate::port::PortState;
 use crate::port::wait::{
     DEFAULT_MAX_AUTO_REPLIES, PromptWait, PromptWanted, WaitEnd, WaitHooks, wait_for_output,
@@ -29,18 +32,6 @@ use crate::port::wait::{
 };
 use crate::settings::LineEnding;
 
-/// Default `timeout` of prompt waits, in seconds.
-pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
-/// Longest `timeout` of any wait, in seconds.
-pub const MAX_TIMEOUT_S: f64 = 600.0;
-/// Default inline output size (`max_output`).
-pub const DEFAULT_MAX_OUTPUT: u64 = 65536;
-/// Largest `max_output`.
-pub const MAX_MAX_OUTPUT: u64 = 16 * 1024 * 1024;
-/// Largest `text`/`command` one call may send.
-pub const MAX_SEND_BYTES: usize = 64 * 1024;
-/// Most auto-reply triggers one call may give.
-pub const MAX_TRIGGERS: usize = 64;
 /// How long `read_available` waits for more once output started.
 const SETTLE: Duration = Duration::from_millis(50);
 
@@ -298,34 +289,6 @@ pub struct ClearBufferResult {
     pub discarded_bytes: u64,
 }
 
-pub(super) fn timeout_arg(v: Option<f64>, default: f64) -> Result<Duration, GateError> {
-    let s = args::in_range("timeout", v, default, 0.0, MAX_TIMEOUT_S)?;
-    Ok(Duration::from_secs_f64(s))
-}
-
-pub(super) fn max_output_arg(v: Option<u64>) -> Result<usize, GateError> {
-    let m = v.unwrap_or(DEFAULT_MAX_OUTPUT);
-    if !(1..=MAX_MAX_OUTPUT).contains(&m) {
-        return Err(GateError::invalid(format!(
-            "max_output must be between 1 and {MAX_MAX_OUTPUT}, got {m}"
-        )));
-    }
-    Ok(m as usize)
-}
-
-/// Cuts `text` to at most `max` bytes at a character boundary.
-pub(super) fn cut(mut text: String, max: usize) -> (String, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut at = max;
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    text.truncate(at);
-    (text, true)
-}
-
 /// The prompt of a read: the argument, else the connection's default.
 fn prompt_arg(
     conn: &Connection,
@@ -344,33 +307,6 @@ fn prompt_arg(
         Some(p) if regex.unwrap_or(false) => compile_regex("prompt", p),
         Some(p) => Ok(Prompt::literal(p)),
     }
-}
-
-/// The triggers of a read: the argument, else the preset's.
-pub(super) fn triggers_arg(
-    conn: &Connection,
-    auto_reply: &Option<BTreeMap<String, String>>,
-    cursor: u64,
-) -> Result<TriggerScanner, GateError> {
-    let pairs: Vec<(String, String)> = match auto_reply {
-        None => conn.profile.auto_reply.clone(),
-        Some(map) => map.iter().map(|(t, r)| (t.clone(), r.clone())).collect(),
-    };
-    if pairs.len() > MAX_TRIGGERS {
-        return Err(GateError::invalid(format!(
-            "auto_reply has {} triggers; at most {MAX_TRIGGERS}",
-            pairs.len()
-        )));
-    }
-    if let Some((t, _)) = pairs
-        .iter()
-        .find(|(t, r)| t.is_empty() || t.len() > 256 || r.len() > 1024)
-    {
-        return Err(GateError::invalid(format!(
-            "auto_reply trigger {t:?}: triggers must be 1-256 bytes and replies at most 1024 bytes"
-        )));
-    }
-    TriggerScanner::new(&pairs, cursor).map_err(GateError::invalid)
 }
 
 /// The error of a wait the client cancelled (or left by going away).

@@ -9,9 +9,8 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::args::{self, parse};
+use super::args::{self, MAX_SEND_BYTES, parse};
 use super::encoding::hex;
-use super::io::MAX_SEND_BYTES;
 use super::{GateServer, ToolError};
 use crate::error::GateError;
 use crate::port::PortState;
