@@ -21,6 +21,7 @@ use super::args::{
     triggers_arg,
 };
 use super::connect::compile_regex;
+use super::dialogue::wait_hooks;
 use super::encoding::cut;
 use super::session::Connection;
 use super::{GateServer, ToolError};
@@ -483,7 +484,7 @@ impl GateServer {
                         prompt,
                         &a.auto_reply,
                         timeout,
-                        &super::io::wait_hooks(&context, &self.client_gone),
+                        &wait_hooks(&context, &self.client_gone),
                     )
                     .await
                 {

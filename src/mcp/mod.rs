@@ -6,6 +6,7 @@ pub mod access;
 mod args;
 mod connect;
 mod control;
+mod dialogue;
 mod encoding;
 mod expect;
 mod info;
