@@ -64,9 +64,9 @@ pub(super) fn wait_hooks(
 impl GateServer {
     /// Checks that the port can be written to now.
     pub(super) fn ensure_open(conn: &Connection) -> Result<(), GateError> {
-        match conn.port.port.state() {
+        match conn.port().state() {
             PortState::Open => Ok(()),
-            _ => Err(conn.port.port.not_open_error()),
+            _ => Err(conn.port().not_open_error()),
         }
     }
 
@@ -80,12 +80,11 @@ impl GateServer {
         clear_first: bool,
     ) -> Result<u64, GateError> {
         Self::ensure_open(conn)?;
-        let head = conn.port.port.log().head();
+        let head = conn.port().log().head();
         if clear_first {
             self.session.set_cursor(&conn.name, head);
         }
-        conn.port
-            .port
+        conn.port()
             .write_as(&self.session.actor(), kind, bytes, false)
             .await?;
         Ok(head)
@@ -111,7 +110,7 @@ impl GateServer {
             timeout,
             max_replies: DEFAULT_MAX_AUTO_REPLIES,
         };
-        let waited = wait_for_prompt(&conn.port.port, &self.session.actor(), want, hooks).await?;
+        let waited = wait_for_prompt(conn.port(), &self.session.actor(), want, hooks).await?;
         if waited.end == WaitEnd::Cancelled {
             // The client dropped the request: its output stays unread for
             // the session's next read.
@@ -120,12 +119,11 @@ impl GateServer {
         self.session.advance(&conn.name, waited.end_offset);
         if matches!(waited.end, WaitEnd::Lost | WaitEnd::Closed) {
             let partial = conn
-                .port
-                .port
+                .port()
                 .log()
                 .copy_range(waited.start, waited.end_offset);
             let (text, _) = cut(lossy_text(&partial), DEFAULT_MAX_OUTPUT as usize);
-            let e = conn.port.port.not_open_error();
+            let e = conn.port().not_open_error();
             return Err(GateError::new(
                 e.code,
                 format!(

@@ -434,7 +434,7 @@ impl GateServer {
         triggers_arg(&conn, &a.auto_reply, conn.cursor)?;
         let stop_on_timeout = a.stop_on_timeout.unwrap_or(true);
         let started = Instant::now();
-        let port = &conn.port.port;
+        let port = conn.port();
         let mut cursor = conn.cursor;
         let mut results: Vec<StepResult> = Vec::with_capacity(plans.len());
         let total = plans.len();

@@ -392,7 +392,7 @@ impl GateServer {
                 &wait_hooks(&context, &self.client_gone),
             )
             .await?;
-        let log = conn.port.port.log();
+        let log = conn.port().log();
         let raw = log.copy_range(waited.start, waited.end_offset);
         let prompt_text = match waited.end {
             WaitEnd::Matched(span) => lossy_text(&log.copy_range(span.start, span.end)),
@@ -464,7 +464,7 @@ impl GateServer {
                 &wait_hooks(&context, &self.client_gone),
             )
             .await?;
-        let log = conn.port.port.log();
+        let log = conn.port().log();
         let (body_end, prompt_text) = match waited.end {
             WaitEnd::Matched(span) => (
                 span.start,
@@ -535,9 +535,9 @@ impl GateServer {
         let conn = self.session.get(a.connection.as_deref())?;
         let timeout = timeout_arg(a.timeout, 1.0)?;
         let max_output = max_output_arg(a.max_output)?;
-        let log = conn.port.port.log();
+        let log = conn.port().log();
         let end = wait_for_output(
-            &conn.port.port,
+            conn.port(),
             conn.cursor,
             timeout,
             SETTLE,
@@ -598,7 +598,7 @@ impl GateServer {
             ))
             .into());
         }
-        let port = &conn.port.port;
+        let port = conn.port();
         let log = port.log();
         let cursor = a.cursor.unwrap_or_else(|| log.oldest());
         if wait_ms > 0 && cursor == log.head() {
@@ -650,7 +650,7 @@ impl GateServer {
     ) -> Result<Json<ClearBufferResult>, ToolError> {
         let a: ClearBufferArgs = parse("clear_buffer", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let head = conn.port.port.log().head();
+        let head = conn.port().log().head();
         let old = self.session.set_cursor(&conn.name, head).unwrap_or(head);
         Ok(Json(ClearBufferResult {
             cursor: head.max(old),

@@ -197,7 +197,7 @@ impl GateServer {
             ))
             .into());
         }
-        let log = conn.port.port.log();
+        let log = conn.port().log();
         let mode = match a.cursor_keys.unwrap_or_default() {
             CursorKeysArg::Normal => CursorKeys::Normal,
             CursorKeysArg::Application => CursorKeys::Application,
@@ -256,7 +256,7 @@ impl GateServer {
     ) -> Result<Json<ScreenResult>, ToolError> {
         let a: ScreenArgs = parse("screen", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let port = &conn.port.port;
+        let port = conn.port();
         let (snap, replay) = screen::screen_at(port.log(), port.log().head());
         let application_cursor = screen::application_cursor_at(port.log(), replay.end);
         Ok(Json(ScreenResult {
