@@ -16,9 +16,9 @@ use super::args::{self, parse};
 use super::{GateServer, ToolError};
 use crate::error::GateError;
 use crate::port::control::{
-    BaudScore, DEFAULT_CANDIDATES, MAX_BREAK, MAX_CANDIDATES, MAX_LISTEN, MAX_PULSE, ModemLine,
-    ModemStatus,
+    BaudScore, DEFAULT_CANDIDATES, MAX_BREAK, MAX_CANDIDATES, MAX_LISTEN, MAX_PULSE,
 };
+use crate::port::lines::{ModemLine, ModemStatus};
 use crate::settings::{FlowControl, LineSettings, Parity};
 
 /// Default BREAK length, in milliseconds.

@@ -18,8 +18,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::control::{ControlFuture, LineControl, ModemLine, ModemStatus};
 use super::device::TelnetLink;
+use super::lines::{ControlFuture, LineControl, ModemLine, ModemStatus};
 use crate::remote::rfc2217::{
     self, ComPort, Command, LINESTATE_MASK, MODEMSTATE_MASK, OPT_COM_PORT, RemoteLineState,
     RemoteModemState, Slot,

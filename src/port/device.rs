@@ -51,7 +51,7 @@ use tokio_serial::SerialStream;
 
 use super::WRITE_TIMEOUT;
 use super::comport::{ComPortControl, ComPortLink};
-use super::control::{ControlFuture, LineControl, ModemLine, ModemStatus};
+use super::lines::{ControlFuture, LineControl, ModemLine, ModemStatus};
 use crate::remote::rfc2217::OPT_COM_PORT;
 use crate::remote::telnet::Telnet;
 use crate::remote::{self, RemoteAddr, Scheme};

@@ -9,6 +9,7 @@ mod appear;
 mod comport;
 pub mod control;
 mod device;
+pub mod lines;
 mod reader;
 mod responder;
 mod sharing;
