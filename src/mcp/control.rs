@@ -15,9 +15,8 @@ use serde_json::Value;
 use super::args::{self, parse};
 use super::{GateServer, ToolError};
 use crate::error::GateError;
-use crate::port::control::{
-    BaudScore, DEFAULT_CANDIDATES, MAX_BREAK, MAX_CANDIDATES, MAX_LISTEN, MAX_PULSE,
-};
+use crate::port::baud_detect::{BaudScore, DEFAULT_CANDIDATES, MAX_CANDIDATES, MAX_LISTEN};
+use crate::port::control::{MAX_BREAK, MAX_PULSE};
 use crate::port::lines::{ModemLine, ModemStatus};
 use crate::settings::{FlowControl, LineSettings, Parity};
 

@@ -6,6 +6,7 @@
 //! channels that wake waiters when bytes arrive or the state changes.
 
 mod appear;
+pub mod baud_detect;
 mod comport;
 pub mod control;
 mod device;
