@@ -2,11 +2,11 @@
 //! server, set over telnet's COM-PORT-OPTION (RFC 2217, codec in
 //! [`crate::remote::rfc2217`]).
 //!
-//! Two halves share a connection's [`ComPortLink`]: the reader task feeds
-//! it what the server says (its answer to our WILL COM-PORT-OPTION, then
-//! its answers and notifications), and [`ComPortControl`], the port's
-//! control handle, sends commands and waits, with a deadline, until the
-//! server has answered each one. An answer that differs from what was
+//! Two halves share a connection's [`ComPortLink`] (`comport_link.rs`):
+//! the reader task feeds it what the server says (its answer to our WILL
+//! COM-PORT-OPTION, then its answers and notifications), and
+//! [`ComPortControl`], the port's control handle, sends commands and
+//! waits, with a deadline, until the server has answered each one. An answer that differs from what was
 //! asked (the server kept another rate, DTR stayed off) is an error that
 //! says so; no answer is a `timeout` (ser2net does not answer DTR/RTS
 //! commands for a device without modem lines, such as a pty).
@@ -15,132 +15,17 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::comport_link::{ComPortLink, Negotiation};
 use super::device::TelnetLink;
 use super::lines::{ControlFuture, LineControl, ModemLine, ModemStatus};
-use crate::remote::rfc2217::{
-    self, ComPort, Command, LINESTATE_MASK, MODEMSTATE_MASK, OPT_COM_PORT, RemoteLineState,
-    RemoteModemState, Slot,
-};
-use crate::remote::telnet::Telnet;
+use crate::remote::rfc2217::{self, Command, RemoteModemState, Slot};
 use crate::settings::LineSettings;
 
 /// How long the server may take to agree to COM-PORT-OPTION and to answer
 /// a command.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Where the COM-PORT-OPTION negotiation of a connection stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Negotiation {
-    /// WILL sent, no answer yet.
-    Pending,
-    /// The server said DO: commands may go.
-    Agreed,
-    /// The server said DONT: it has no RFC 2217 (a plain telnet port).
-    Refused,
-}
-
-impl Negotiation {
-    /// The state's name, as `status` shows it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Negotiation::Pending => "pending",
-            Negotiation::Agreed => "agreed",
-            Negotiation::Refused => "refused",
-        }
-    }
-}
-
-/// What one connection knows of the server's COM-PORT-OPTION side.
-#[derive(Debug, Clone)]
-pub struct ComPortView {
-    /// The option's negotiation.
-    pub negotiation: Negotiation,
-    /// Answers and notifications received.
-    pub com: ComPort,
-}
-
-/// A connection's COM-PORT-OPTION state, shared by its reader (which
-/// updates it) and its control handle and `status` (which read it). A
-/// `watch` channel, so a waiting command wakes on each answer.
-#[derive(Debug)]
-pub struct ComPortLink {
-    view: watch::Sender<ComPortView>,
-}
-
-impl Default for ComPortLink {
-    fn default() -> Self {
-        ComPortLink::new()
-    }
-}
-
-impl ComPortLink {
-    /// A connection whose WILL COM-PORT-OPTION was just sent.
-    pub fn new() -> ComPortLink {
-        let (view, _) = watch::channel(ComPortView {
-            negotiation: Negotiation::Pending,
-            com: ComPort::default(),
-        });
-        ComPortLink { view }
-    }
-
-    /// Takes in what the reader's telnet state received: the option's
-    /// negotiation and subnegotiations. When the server has just agreed,
-    /// appends the masks that ask for modem and line state notifications
-    /// to `replies` (sent by the reader with its negotiation replies).
-    pub(super) fn update(&self, telnet: &mut Telnet, replies: &mut Vec<u8>) {
-        let subs = telnet.take_subnegotiations();
-        let negotiation = if telnet.local_enabled(OPT_COM_PORT) {
-            Negotiation::Agreed
-        } else if telnet.local_pending(OPT_COM_PORT) {
-            Negotiation::Pending
-        } else {
-            Negotiation::Refused
-        };
-        let mut agreed_now = false;
-        self.view.send_if_modified(|v| {
-            let changed = v.negotiation != negotiation || !subs.is_empty();
-            agreed_now = v.negotiation != negotiation && negotiation == Negotiation::Agreed;
-            v.negotiation = negotiation;
-            v.com.receive_all(subs);
-            changed
-        });
-        if agreed_now {
-            for mask in [
-                Command::SetModemstateMask(MODEMSTATE_MASK),
-                Command::SetLinestateMask(LINESTATE_MASK),
-            ] {
-                // Masks never fail to encode (only a Cisco rate can).
-                let _ = mask.encode(false, replies);
-            }
-        }
-    }
-
-    /// A copy of what the connection knows now.
-    pub fn view(&self) -> ComPortView {
-        self.view.borrow().clone()
-    }
-
-    /// The modem lines the server last notified, if it did.
-    pub fn modem_state(&self) -> Option<RemoteModemState> {
-        self.view
-            .borrow()
-            .com
-            .modem_state
-            .map(RemoteModemState::from_bits)
-    }
-
-    /// The line conditions the server last notified, if it did.
-    pub fn line_state(&self) -> Option<RemoteLineState> {
-        self.view
-            .borrow()
-            .com
-            .line_state
-            .map(RemoteLineState::from_bits)
-    }
-}
 
 /// An answer value as an engineer reads it.
 fn describe(slot: Slot, value: u32) -> String {
@@ -188,7 +73,7 @@ impl ComPortControl {
     /// checks that each answer is what was asked.
     async fn run(&self, commands: &[Command]) -> io::Result<()> {
         let deadline = Instant::now() + ANSWER_TIMEOUT;
-        let mut rx = self.com.view.subscribe();
+        let mut rx = self.com.subscribe();
         let agreed = tokio::time::timeout_at(
             deadline,
             rx.wait_for(|v| v.negotiation != Negotiation::Pending),
@@ -228,7 +113,7 @@ impl ComPortControl {
         )
         .await
         .map(|r| r.is_ok());
-        let com = self.com.view.borrow().com.clone();
+        let com = self.com.view().com;
         if answered != Ok(true) {
             let missing: Vec<&str> = expected
                 .iter()
@@ -324,8 +209,8 @@ mod tests {
 
     use super::*;
     use crate::port::device;
-    use crate::remote::rfc2217::cisco_index;
-    use crate::remote::telnet::{DO, DONT, IAC};
+    use crate::remote::rfc2217::{LINESTATE_MASK, MODEMSTATE_MASK, OPT_COM_PORT, cisco_index};
+    use crate::remote::telnet::{DO, DONT, IAC, Telnet};
 
     /// How the played server behaves.
     #[derive(Clone, Copy)]

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::comport::ComPortLink;
+use super::comport_link::ComPortLink;
 use super::lines::{LineControl, ModemLine, ModemStatus};
 use super::{Port, device};
 use crate::error::{ErrorCode, GateError};

@@ -50,7 +50,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_serial::SerialStream;
 
 use super::WRITE_TIMEOUT;
-use super::comport::{ComPortControl, ComPortLink};
+use super::comport::ComPortControl;
+use super::comport_link::ComPortLink;
 use super::lines::{ControlFuture, LineControl, ModemLine, ModemStatus};
 use crate::remote::rfc2217::OPT_COM_PORT;
 use crate::remote::telnet::Telnet;

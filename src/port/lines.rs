@@ -17,7 +17,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::comport::ComPortLink;
+use super::comport_link::ComPortLink;
 use crate::settings::LineSettings;
 
 /// A modem control output line.

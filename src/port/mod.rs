@@ -8,6 +8,7 @@
 mod appear;
 pub mod baud_detect;
 mod comport;
+mod comport_link;
 pub mod control;
 mod device;
 pub mod lines;
@@ -32,7 +33,7 @@ use crate::log::OutputLog;
 use crate::settings::LineSettings;
 use crate::transcript::{Transcript, TranscriptConfig};
 
-pub use comport::{ComPortLink, ComPortView, Negotiation};
+pub use comport_link::{ComPortLink, ComPortView, Negotiation};
 pub use device::open_device;
 pub use reader::{BACKOFF_MAX, BACKOFF_START, DOWN_RETRY, QUICK_LOSS};
 pub use sharing::Holder;
