@@ -18,8 +18,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::comport_link::{ComPortLink, Negotiation};
-use super::device::TelnetLink;
 use super::lines::{ControlFuture, LineControl, ModemLine, ModemStatus};
+use super::telnet_link::TelnetLink;
 use crate::remote::rfc2217::{self, Command, RemoteModemState, Slot};
 use crate::settings::LineSettings;
 

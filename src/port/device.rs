@@ -29,19 +29,16 @@
 //!
 //! # Remote consoles
 //!
-//! A telnet connection's two halves share a [`TelnetLink`]: the protocol
-//! state (the writer escapes by it, the reader decodes by it) and the
-//! socket's write half, which the reader also uses to answer the server's
-//! option negotiation. Each write takes the socket's lock once, so a
-//! negotiation reply never lands inside a command's bytes. An
-//! `rfc2217://` connection's link also carries its COM-PORT-OPTION state
-//! ([`ComPortLink`]), which the reader feeds with the server's answers.
+//! A telnet connection's two halves share a [`TelnetLink`]
+//! (`telnet_link.rs`); the reader decodes by it and answers the server's
+//! option negotiation through it, and on an `rfc2217://` connection feeds
+//! the link's COM-PORT-OPTION state with the server's answers.
 
 use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::Poll;
 
 use serialport::{SerialPort, TTYPort};
@@ -49,10 +46,10 @@ use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_serial::SerialStream;
 
-use super::WRITE_TIMEOUT;
 use super::comport::ComPortControl;
 use super::comport_link::ComPortLink;
 use super::lines::{ControlFuture, LineControl, ModemLine, ModemStatus};
+use super::telnet_link::TelnetLink;
 use crate::remote::rfc2217::OPT_COM_PORT;
 use crate::remote::telnet::Telnet;
 use crate::remote::{self, RemoteAddr, Scheme};
@@ -76,37 +73,6 @@ pub enum DeviceWriter {
     Tcp(OwnedWriteHalf),
     /// A telnet connection.
     Telnet(Arc<TelnetLink>),
-}
-
-/// What the two halves of a telnet connection share (see the module docs).
-pub struct TelnetLink {
-    state: Mutex<Telnet>,
-    socket: tokio::sync::Mutex<OwnedWriteHalf>,
-    /// COM-PORT-OPTION state, on an `rfc2217://` connection.
-    com: Option<Arc<ComPortLink>>,
-}
-
-impl TelnetLink {
-    fn state(&self) -> std::sync::MutexGuard<'_, Telnet> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Writes bytes as they are (already encoded), within [`WRITE_TIMEOUT`].
-    pub(super) async fn send_raw(&self, bytes: &[u8]) -> io::Result<()> {
-        let send = async {
-            let mut socket = self.socket.lock().await;
-            socket.write_all(bytes).await?;
-            socket.flush().await
-        };
-        tokio::time::timeout(WRITE_TIMEOUT, send)
-            .await
-            .unwrap_or_else(|_| {
-                Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "the console server did not take our bytes in time",
-                ))
-            })
-    }
 }
 
 /// Size of one read from a device.
@@ -140,7 +106,7 @@ impl DeviceReader {
                         {
                             let mut state = link.state();
                             state.receive(bytes, data, &mut replies);
-                            if let Some(com) = &link.com {
+                            if let Some(com) = link.com() {
                                 com.update(&mut state, &mut replies);
                             }
                         }
@@ -249,17 +215,17 @@ async fn open_remote(addr: &RemoteAddr) -> io::Result<Opened> {
     if rfc2217 {
         telnet.offer(OPT_COM_PORT, &mut offer);
     }
-    let link = Arc::new(TelnetLink {
-        state: Mutex::new(telnet),
-        socket: tokio::sync::Mutex::new(write),
-        com: rfc2217.then(|| Arc::new(ComPortLink::new())),
-    });
+    let link = Arc::new(TelnetLink::new(
+        telnet,
+        write,
+        rfc2217.then(|| Arc::new(ComPortLink::new())),
+    ));
     if !offer.is_empty() {
         link.send_raw(&offer).await?;
     }
     let control = link
-        .com
-        .clone()
+        .com()
+        .cloned()
         .map(|com| Box::new(ComPortControl::new(link.clone(), com)) as Box<dyn LineControl>);
     Ok((
         DeviceReader::Telnet(read, link.clone()),

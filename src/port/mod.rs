@@ -15,6 +15,7 @@ pub mod lines;
 mod reader;
 mod responder;
 mod sharing;
+mod telnet_link;
 pub mod wait;
 
 use std::collections::VecDeque;
