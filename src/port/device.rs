@@ -415,3 +415,174 @@ impl DeviceControl {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! An `rfc2217://` port's control handle (`comport.rs`) against a
+    //! console server played on loopback: the variants ser2net does not
+    //! show (Cisco's one-byte rates, a refusal, a server that keeps another
+    //! rate), through the real open path and reader.
+
+    use std::sync::Mutex;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::port::comport_link::Negotiation;
+    use crate::remote::rfc2217::{LINESTATE_MASK, MODEMSTATE_MASK, OPT_COM_PORT, cisco_index};
+    use crate::remote::telnet::{DO, DONT, IAC, Telnet};
+
+    /// How the played server behaves.
+    #[derive(Clone, Copy)]
+    enum Server {
+        /// Agrees; answers rates with Cisco's one-byte index.
+        Cisco,
+        /// Refuses COM-PORT-OPTION.
+        Refuses,
+        /// Agrees; keeps 9600 whatever rate is asked.
+        Keeps9600,
+    }
+
+    /// Starts the server; returns its URL and the client's
+    /// subnegotiations as it received them.
+    async fn serve(kind: Server) -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("rfc2217://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut telnet = Telnet::new();
+            telnet.offer(OPT_COM_PORT, &mut Vec::new()); // to collect SBs
+            let verb = match kind {
+                Server::Refuses => DONT,
+                _ => DO,
+            };
+            stream.write_all(&[IAC, verb, OPT_COM_PORT]).await.unwrap();
+            let mut buf = [0u8; 1024];
+            loop {
+                let n = match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                telnet.receive(&buf[..n], &mut Vec::new(), &mut Vec::new());
+                let mut out = Vec::new();
+                for sub in telnet.take_subnegotiations() {
+                    record.lock().unwrap().push(sub.clone());
+                    let (code, value) = (sub[1], &sub[2..]);
+                    let answer: Vec<u8> = match (kind, code) {
+                        (_, 10 | 11) => continue, // masks: not answered
+                        (Server::Cisco, 1) => {
+                            let rate = match *value {
+                                [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
+                                [i] => crate::remote::rfc2217::cisco_rate(i).unwrap(),
+                                _ => panic!("bad rate {value:?}"),
+                            };
+                            vec![101, cisco_index(rate).unwrap()]
+                        }
+                        (Server::Keeps9600, 1) => vec![101, 0, 0, 0x25, 0x80],
+                        _ => [&[code + 100][..], value].concat(),
+                    };
+                    Telnet::subnegotiation(OPT_COM_PORT, &answer, &mut out);
+                }
+                if !out.is_empty() {
+                    stream.write_all(&out).await.unwrap();
+                }
+            }
+        });
+        (url, seen)
+    }
+
+    /// Opens `url` as a port would, with its reader running.
+    async fn open(url: &str) -> Box<dyn LineControl> {
+        let line = LineSettings::default();
+        let (mut reader, _writer, control) = super::open(url, &line).await.unwrap();
+        tokio::spawn(async move {
+            while let Ok(n) = reader.read_data(&mut |_: &[u8]| {}).await {
+                if n == 0 {
+                    return;
+                }
+            }
+        });
+        control.expect("an rfc2217:// port has a control handle")
+    }
+
+    fn at(baud: u32) -> LineSettings {
+        LineSettings {
+            baud,
+            ..LineSettings::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cisco_server_gets_rates_as_one_byte_once_it_answered_so() {
+        let (url, seen) = serve(Server::Cisco).await;
+        let mut ctl = open(&url).await;
+        ctl.apply_settings(at(9600)).await.unwrap();
+        ctl.apply_settings(at(115200)).await.unwrap();
+        let e = ctl.apply_settings(at(14400)).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("no 14400"), "{e}");
+        let com = ctl.com_port().unwrap().view();
+        assert_eq!(com.negotiation, Negotiation::Agreed);
+        assert!(com.com.cisco_baud);
+        let rates: Vec<Vec<u8>> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s[1] == 1)
+            .cloned()
+            .collect();
+        assert_eq!(rates, [vec![44, 1, 0, 0, 0x25, 0x80], vec![44, 1, 14]]);
+        let masks: Vec<Vec<u8>> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s[1] == 10 || s[1] == 11)
+            .cloned()
+            .collect();
+        assert_eq!(
+            masks,
+            [vec![44, 11, MODEMSTATE_MASK], vec![44, 10, LINESTATE_MASK]],
+            "asked once, at agreement"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_is_unsupported_and_says_so() {
+        let (url, seen) = serve(Server::Refuses).await;
+        let mut ctl = open(&url).await;
+        let e = ctl.apply_settings(at(9600)).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        assert!(e.to_string().contains("refused COM-PORT-OPTION"), "{e}");
+        let e = ctl.set_break(true).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        assert_eq!(
+            ctl.com_port().unwrap().view().negotiation,
+            Negotiation::Refused
+        );
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "no command after a refusal"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rate_the_server_did_not_take_is_an_error() {
+        let (url, _) = serve(Server::Keeps9600).await;
+        let mut ctl = open(&url).await;
+        ctl.apply_settings(at(9600)).await.unwrap();
+        let e = ctl.apply_settings(at(115200)).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(
+            e.to_string()
+                .contains("answered SET-BAUDRATE with 9600 baud instead of 115200 baud"),
+            "{e}"
+        );
+        // DTR: the server echoes the code, so it is acknowledged.
+        ctl.write_line(ModemLine::Dtr, true).await.unwrap();
+        let lines = ctl.modem_status().await.unwrap();
+        assert!(lines.dtr && !lines.rts, "{lines:?}");
+    }
+}
