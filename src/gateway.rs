@@ -81,7 +81,7 @@ struct Shared {
 }
 
 struct Entry {
-    port: GatewayPort,
+    gateway_port: GatewayPort,
     /// Sessions attached to an ad-hoc port; it closes when this drops to 0.
     users: usize,
 }
@@ -152,7 +152,7 @@ impl Gateway {
         };
         let port = Port::start(spec, Self::services(config, audit), shutdown);
         Entry {
-            port: GatewayPort {
+            gateway_port: GatewayPort {
                 port,
                 config: pc.clone(),
                 adhoc: false,
@@ -173,8 +173,8 @@ impl Gateway {
         let adhoc: Vec<(String, String)> = self
             .lock()
             .iter()
-            .filter(|(_, entry)| entry.port.adhoc)
-            .map(|(name, entry)| (name.clone(), entry.port.config.device.clone()))
+            .filter(|(_, entry)| entry.gateway_port.adhoc)
+            .map(|(name, entry)| (name.clone(), entry.gateway_port.config.device.clone()))
             .collect();
         for (name, device) in adhoc {
             let why = if config.ports.contains_key(&name) {
@@ -194,12 +194,12 @@ impl Gateway {
             let old = self.config();
             let retention_changed = old.server.retention != config.server.retention;
             for (name, entry) in ports.iter() {
-                if entry.port.adhoc {
+                if entry.gateway_port.adhoc {
                     continue;
                 }
                 match config.ports.get(name) {
                     None => removed.push(name.clone()),
-                    Some(pc) if *pc != entry.port.config || retention_changed => {
+                    Some(pc) if *pc != entry.gateway_port.config || retention_changed => {
                         changed.push(name.clone())
                     }
                     Some(_) => {}
@@ -207,7 +207,7 @@ impl Gateway {
             }
             for name in removed.iter().chain(&changed) {
                 if let Some(entry) = ports.remove(name) {
-                    closing.push(entry.port.port);
+                    closing.push(entry.gateway_port.port);
                 }
             }
         }
@@ -258,12 +258,15 @@ impl Gateway {
 
     /// Every running port, by name.
     pub fn ports(&self) -> Vec<GatewayPort> {
-        self.lock().values().map(|e| e.port.clone()).collect()
+        self.lock()
+            .values()
+            .map(|e| e.gateway_port.clone())
+            .collect()
     }
 
     /// A running port by name.
     pub fn port(&self, name: &str) -> Option<GatewayPort> {
-        self.lock().get(name).map(|e| e.port.clone())
+        self.lock().get(name).map(|e| e.gateway_port.clone())
     }
 
     /// Attaches a session to a configured port (by name) or, when ad-hoc
@@ -307,8 +310,8 @@ impl Gateway {
         } else {
             ports
                 .values()
-                .find(|e| e.port.config.device == target)?
-                .port
+                .find(|e| e.gateway_port.config.device == target)?
+                .gateway_port
                 .port
                 .name()
                 .to_owned()
@@ -318,7 +321,7 @@ impl Gateway {
         }
         let entry = ports.get_mut(&name)?;
         entry.users += 1;
-        Some(entry.port.clone())
+        Some(entry.gateway_port.clone())
     }
 
     /// Opens a port for `path`, a device path or a remote console URL,
@@ -425,7 +428,7 @@ impl Gateway {
                 ports.insert(
                     name.clone(),
                     Entry {
-                        port: gp.clone(),
+                        gateway_port: gp.clone(),
                         users: 1,
                     },
                 );
@@ -451,8 +454,8 @@ impl Gateway {
                 return;
             };
             entry.users = entry.users.saturating_sub(1);
-            if entry.port.adhoc && entry.users == 0 {
-                ports.remove(name).map(|e| e.port.port)
+            if entry.gateway_port.adhoc && entry.users == 0 {
+                ports.remove(name).map(|e| e.gateway_port.port)
             } else {
                 None
             }

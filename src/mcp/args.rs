@@ -1,14 +1,32 @@
-//! Tool arguments: parsing with errors agents can act on, and lenient
-//! scalars (clients such as the MCP Inspector CLI send every argument as a
-//! string, and agents often send `null` for "absent").
+//! Tool arguments: parsing with errors agents can act on, lenient scalars
+//! (clients such as the MCP Inspector CLI send every argument as a string,
+//! and agents often send `null` for "absent"), and the checks of the
+//! arguments several tool groups share (timeouts, `max_output`, what may
+//! be sent, auto-reply triggers).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer};
 use serde_json::Value;
 
+use super::session::Connection;
 use crate::error::GateError;
+use crate::matcher::TriggerScanner;
+
+/// Default `timeout` of prompt waits, in seconds.
+pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
+/// Longest `timeout` of any wait, in seconds.
+pub const MAX_TIMEOUT_S: f64 = 600.0;
+/// Default inline output size (`max_output`).
+pub const DEFAULT_MAX_OUTPUT: u64 = 65536;
+/// Largest `max_output`.
+pub const MAX_MAX_OUTPUT: u64 = 16 * 1024 * 1024;
+/// Largest `text`/`command` one call may send.
+pub const MAX_SEND_BYTES: usize = 64 * 1024;
+/// Most auto-reply triggers one call may give.
+pub const MAX_TRIGGERS: usize = 64;
 
 /// Parses a tool's arguments into `T`; a wrong name, type or missing key
 /// becomes `invalid_argument` naming it.
@@ -131,6 +149,52 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, GateError> {
             })
         })
         .collect()
+}
+
+/// The `timeout` argument of a wait: `default` when absent, at most
+/// [`MAX_TIMEOUT_S`].
+pub(super) fn timeout_arg(v: Option<f64>, default: f64) -> Result<Duration, GateError> {
+    let s = in_range("timeout", v, default, 0.0, MAX_TIMEOUT_S)?;
+    Ok(Duration::from_secs_f64(s))
+}
+
+/// The `max_output` argument: [`DEFAULT_MAX_OUTPUT`] when absent, 1 to
+/// [`MAX_MAX_OUTPUT`].
+pub(super) fn max_output_arg(v: Option<u64>) -> Result<usize, GateError> {
+    let m = v.unwrap_or(DEFAULT_MAX_OUTPUT);
+    if !(1..=MAX_MAX_OUTPUT).contains(&m) {
+        return Err(GateError::invalid(format!(
+            "max_output must be between 1 and {MAX_MAX_OUTPUT}, got {m}"
+        )));
+    }
+    Ok(m as usize)
+}
+
+/// The triggers of a read: the argument, else the preset's.
+pub(super) fn triggers_arg(
+    conn: &Connection,
+    auto_reply: &Option<BTreeMap<String, String>>,
+    cursor: u64,
+) -> Result<TriggerScanner, GateError> {
+    let pairs: Vec<(String, String)> = match auto_reply {
+        None => conn.profile.auto_reply.clone(),
+        Some(map) => map.iter().map(|(t, r)| (t.clone(), r.clone())).collect(),
+    };
+    if pairs.len() > MAX_TRIGGERS {
+        return Err(GateError::invalid(format!(
+            "auto_reply has {} triggers; at most {MAX_TRIGGERS}",
+            pairs.len()
+        )));
+    }
+    if let Some((t, _)) = pairs
+        .iter()
+        .find(|(t, r)| t.is_empty() || t.len() > 256 || r.len() > 1024)
+    {
+        return Err(GateError::invalid(format!(
+            "auto_reply trigger {t:?}: triggers must be 1-256 bytes and replies at most 1024 bytes"
+        )));
+    }
+    TriggerScanner::new(&pairs, cursor).map_err(GateError::invalid)
 }
 
 #[cfg(test)]

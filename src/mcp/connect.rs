@@ -355,7 +355,7 @@ impl GateServer {
         let port = gp.port.clone();
         let replaced = self.session.add(Connection {
             name: name.clone(),
-            port: gp,
+            gateway_port: gp,
             cursor: head,
             profile: Arc::new(profile),
         });

@@ -15,10 +15,9 @@ use serde_json::Value;
 use super::args::{self, parse};
 use super::{GateServer, ToolError};
 use crate::error::GateError;
-use crate::port::control::{
-    BaudScore, DEFAULT_CANDIDATES, MAX_BREAK, MAX_CANDIDATES, MAX_LISTEN, MAX_PULSE, ModemLine,
-    ModemStatus,
-};
+use crate::port::baud_detect::{BaudScore, DEFAULT_CANDIDATES, MAX_CANDIDATES, MAX_LISTEN};
+use crate::port::control::{MAX_BREAK, MAX_PULSE};
+use crate::port::lines::{ModemLine, ModemStatus};
 use crate::settings::{FlowControl, LineSettings, Parity};
 
 /// Default BREAK length, in milliseconds.
@@ -277,7 +276,7 @@ impl GateServer {
         let a: SendBreakArgs = parse("send_break", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let ms = ms_arg("duration_ms", a.duration_ms, DEFAULT_BREAK_MS, MAX_BREAK)?;
-        conn.port.port.send_break(Duration::from_millis(ms)).await?;
+        conn.port().send_break(Duration::from_millis(ms)).await?;
         Ok(Json(SendBreakResult { duration_ms: ms }))
     }
 
@@ -295,7 +294,7 @@ impl GateServer {
     ) -> Result<Json<SetLineSettingsResult>, ToolError> {
         let a: SetLineSettingsArgs = parse("set_line_settings", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let port = &conn.port.port;
+        let port = conn.port();
         let previous = port.line_settings();
         let line = a.apply_to(previous)?;
         let live = port.set_line_settings(line).await?;
@@ -318,7 +317,7 @@ impl GateServer {
     ) -> Result<Json<ModemStatus>, ToolError> {
         let a: SetLinesArgs = parse("set_lines", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let status = conn.port.port.set_lines(a.dtr, a.rts).await?;
+        let status = conn.port().set_lines(a.dtr, a.rts).await?;
         Ok(Json(status))
     }
 
@@ -339,8 +338,7 @@ impl GateServer {
         let ms = ms_arg("ms", a.ms, DEFAULT_PULSE_MS, MAX_PULSE)?;
         let level = a.level.unwrap_or(false);
         let lines = conn
-            .port
-            .port
+            .port()
             .pulse_line(a.line, level, Duration::from_millis(ms))
             .await?;
         Ok(Json(PulseLineResult {
@@ -397,7 +395,7 @@ impl GateServer {
             ))
             .into());
         }
-        let port = &conn.port.port;
+        let port = conn.port();
         let found = port
             .detect_baud(candidates, probe, Duration::from_millis(listen))
             .await?;

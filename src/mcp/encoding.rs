@@ -1,6 +1,6 @@
 //! How raw output is put in a JSON string: as text (UTF-8, invalid bytes
-//! as U+FFFD), or binary-safe as hex or base64. Cursors always count raw
-//! bytes, whatever the encoding.
+//! as U+FFFD), or binary-safe as hex or base64, and cut to `max_output`.
+//! Cursors always count raw bytes, whatever the encoding.
 
 use base64::Engine;
 use schemars::JsonSchema;
@@ -32,7 +32,7 @@ impl Encoding {
     /// `max` bytes of text, cut at a character boundary); true when cut.
     pub fn encode_cut(self, raw: &[u8], max: usize) -> (String, bool) {
         match self {
-            Encoding::Text => super::io::cut(lossy_text(raw), max),
+            Encoding::Text => cut(lossy_text(raw), max),
             _ => {
                 let cut = raw.len() > max;
                 (self.encode(&raw[..raw.len().min(max)]), cut)
@@ -48,6 +48,19 @@ impl Encoding {
             Encoding::Base64 => base64::engine::general_purpose::STANDARD.encode(raw),
         }
     }
+}
+
+/// Cuts `text` to at most `max` bytes at a character boundary.
+pub(super) fn cut(mut text: String, max: usize) -> (String, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut at = max;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    text.truncate(at);
+    (text, true)
 }
 
 /// Lowercase hex, two digits per byte, no separators.

@@ -16,12 +16,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::args::{self, parse};
-use super::connect::compile_regex;
-use super::io::{
-    DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S, cut, max_output_arg, timeout_arg,
+use super::args::{
+    self, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S, max_output_arg, parse, timeout_arg,
     triggers_arg,
 };
+use super::connect::compile_regex;
+use super::dialogue::wait_hooks;
+use super::encoding::cut;
 use super::session::Connection;
 use super::{GateServer, ToolError};
 use crate::audit::Actor;
@@ -433,7 +434,7 @@ impl GateServer {
         triggers_arg(&conn, &a.auto_reply, conn.cursor)?;
         let stop_on_timeout = a.stop_on_timeout.unwrap_or(true);
         let started = Instant::now();
-        let port = &conn.port.port;
+        let port = conn.port();
         let mut cursor = conn.cursor;
         let mut results: Vec<StepResult> = Vec::with_capacity(plans.len());
         let total = plans.len();
@@ -483,7 +484,7 @@ impl GateServer {
                         prompt,
                         &a.auto_reply,
                         timeout,
-                        &super::io::wait_hooks(&context, &self.client_gone),
+                        &wait_hooks(&context, &self.client_gone),
                     )
                     .await
                 {

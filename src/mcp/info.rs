@@ -253,14 +253,14 @@ impl GateServer {
     ) -> Result<Json<StatusResult>, ToolError> {
         let a: StatusArgs = parse("status", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let port = &conn.port.port;
+        let port = conn.port();
         let log = port.log();
         let (oldest, head) = (log.oldest(), log.head());
         let tail = log.copy_range(head.saturating_sub(256), head);
         let com = port.com_port();
         Ok(Json(StatusResult {
             connection: conn.name.clone(),
-            device: conn.port.config.device.clone(),
+            device: conn.gateway_port.config.device.clone(),
             state: port.state(),
             down_reason: port.down_reason(),
             settings: port.spec().line,
@@ -311,7 +311,7 @@ impl GateServer {
             ))
             .into());
         }
-        let port = &conn.port.port;
+        let port = conn.port();
         let Some(transcript) = port.transcript() else {
             let why = if self.gateway.config().server.log_dir.is_some() {
                 "its transcript file could not be opened (the daemon's log says why, at the port's start)"

@@ -1,46 +1,34 @@
 //! Tools that talk to the device: sending, waiting for prompts, commands
-//! with clean output, and cursor reads.
+//! with clean output, and cursor reads. The send-and-wait dialogue they
+//! share with `expect` and the terminal tools is in `dialogue.rs`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam};
+use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::args::{self, parse};
+use super::args::{
+    self, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, max_output_arg, parse, timeout_arg, triggers_arg,
+};
 use super::connect::{MAX_PROMPT_BYTES, compile_regex};
-use super::encoding::{self, Encoding};
+use super::dialogue::{cancelled, wait_hooks};
+use super::encoding::{self, Encoding, cut};
 use super::resources::output_uri;
 use super::session::{Connection, RememberedOutput};
 use super::{GateServer, ToolError, structured_with_links};
 use crate::clean::{CleanOptions, clean_output, error_lines};
 use crate::error::{ErrorCode, GateError};
 use crate::log::{CursorError, lossy_text};
-use crate::matcher::{Prompt, PromptScanner, TriggerScanner};
+use crate::matcher::Prompt;
 use crate::port::PortState;
-use crate::port::wait::{
-    DEFAULT_MAX_AUTO_REPLIES, PromptWait, PromptWanted, WaitEnd, WaitHooks, wait_for_output,
-    wait_for_prompt,
-};
+use crate::port::wait::{WaitEnd, wait_for_output};
 use crate::settings::LineEnding;
 
-/// Default `timeout` of prompt waits, in seconds.
-pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
-/// Longest `timeout` of any wait, in seconds.
-pub const MAX_TIMEOUT_S: f64 = 600.0;
-/// Default inline output size (`max_output`).
-pub const DEFAULT_MAX_OUTPUT: u64 = 65536;
-/// Largest `max_output`.
-pub const MAX_MAX_OUTPUT: u64 = 16 * 1024 * 1024;
-/// Largest `text`/`command` one call may send.
-pub const MAX_SEND_BYTES: usize = 64 * 1024;
-/// Most auto-reply triggers one call may give.
-pub const MAX_TRIGGERS: usize = 64;
 /// How long `read_available` waits for more once output started.
 const SETTLE: Duration = Duration::from_millis(50);
 
@@ -298,34 +286,6 @@ pub struct ClearBufferResult {
     pub discarded_bytes: u64,
 }
 
-pub(super) fn timeout_arg(v: Option<f64>, default: f64) -> Result<Duration, GateError> {
-    let s = args::in_range("timeout", v, default, 0.0, MAX_TIMEOUT_S)?;
-    Ok(Duration::from_secs_f64(s))
-}
-
-pub(super) fn max_output_arg(v: Option<u64>) -> Result<usize, GateError> {
-    let m = v.unwrap_or(DEFAULT_MAX_OUTPUT);
-    if !(1..=MAX_MAX_OUTPUT).contains(&m) {
-        return Err(GateError::invalid(format!(
-            "max_output must be between 1 and {MAX_MAX_OUTPUT}, got {m}"
-        )));
-    }
-    Ok(m as usize)
-}
-
-/// Cuts `text` to at most `max` bytes at a character boundary.
-pub(super) fn cut(mut text: String, max: usize) -> (String, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut at = max;
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    text.truncate(at);
-    (text, true)
-}
-
 /// The prompt of a read: the argument, else the connection's default.
 fn prompt_arg(
     conn: &Connection,
@@ -343,149 +303,6 @@ fn prompt_arg(
         ))),
         Some(p) if regex.unwrap_or(false) => compile_regex("prompt", p),
         Some(p) => Ok(Prompt::literal(p)),
-    }
-}
-
-/// The triggers of a read: the argument, else the preset's.
-pub(super) fn triggers_arg(
-    conn: &Connection,
-    auto_reply: &Option<BTreeMap<String, String>>,
-    cursor: u64,
-) -> Result<TriggerScanner, GateError> {
-    let pairs: Vec<(String, String)> = match auto_reply {
-        None => conn.profile.auto_reply.clone(),
-        Some(map) => map.iter().map(|(t, r)| (t.clone(), r.clone())).collect(),
-    };
-    if pairs.len() > MAX_TRIGGERS {
-        return Err(GateError::invalid(format!(
-            "auto_reply has {} triggers; at most {MAX_TRIGGERS}",
-            pairs.len()
-        )));
-    }
-    if let Some((t, _)) = pairs
-        .iter()
-        .find(|(t, r)| t.is_empty() || t.len() > 256 || r.len() > 1024)
-    {
-        return Err(GateError::invalid(format!(
-            "auto_reply trigger {t:?}: triggers must be 1-256 bytes and replies at most 1024 bytes"
-        )));
-    }
-    TriggerScanner::new(&pairs, cursor).map_err(GateError::invalid)
-}
-
-/// The error of a wait the client cancelled (or left by going away).
-fn cancelled() -> GateError {
-    GateError::new(
-        ErrorCode::Timeout,
-        "the client cancelled this wait; the output stays for the next read",
-    )
-}
-
-/// The hooks of a wait made for an MCP request: the request's
-/// cancellation, the client going away (`gone`), and progress
-/// notifications (bytes received, pages answered) when the client sent a
-/// progress token.
-pub(super) fn wait_hooks(
-    context: &RequestContext<RoleServer>,
-    gone: &tokio_util::sync::CancellationToken,
-) -> WaitHooks {
-    let progress = context.meta.get_progress_token().map(|token| {
-        let peer = context.peer.clone();
-        let report: crate::port::wait::ProgressFn = Arc::new(move |bytes: u64, pages: u64| {
-            let (peer, token) = (peer.clone(), token.clone());
-            // Never wait for the client: the notification goes on its own.
-            tokio::spawn(async move {
-                let note = ProgressNotificationParam::new(token, bytes as f64)
-                    .with_message(format!("{bytes} bytes received, {pages} pages answered"));
-                let _ = peer.notify_progress(note).await;
-            });
-        });
-        report
-    });
-    WaitHooks {
-        cancel: context.ct.clone(),
-        gone: gone.clone(),
-        progress,
-    }
-}
-
-impl GateServer {
-    /// Checks that the port can be written to now.
-    pub(super) fn ensure_open(conn: &Connection) -> Result<(), GateError> {
-        match conn.port.port.state() {
-            PortState::Open => Ok(()),
-            _ => Err(conn.port.port.not_open_error()),
-        }
-    }
-
-    /// Sends bytes, optionally after moving the cursor to the head; returns
-    /// the head at sending time.
-    pub(super) async fn send_bytes(
-        &self,
-        conn: &Connection,
-        kind: &'static str,
-        bytes: &[u8],
-        clear_first: bool,
-    ) -> Result<u64, GateError> {
-        Self::ensure_open(conn)?;
-        let head = conn.port.port.log().head();
-        if clear_first {
-            self.session.set_cursor(&conn.name, head);
-        }
-        conn.port
-            .port
-            .write_as(&self.session.actor(), kind, bytes, false)
-            .await?;
-        Ok(head)
-    }
-
-    /// Waits for a prompt from `cursor` and moves the cursor past what is
-    /// returned; a lost port becomes `port_lost` carrying the partial output.
-    pub(super) async fn wait_prompt(
-        &self,
-        conn: &Connection,
-        cursor: u64,
-        prompt: Prompt,
-        auto_reply: &Option<BTreeMap<String, String>>,
-        timeout: Duration,
-        hooks: &WaitHooks,
-    ) -> Result<PromptWait, GateError> {
-        let triggers = triggers_arg(conn, auto_reply, cursor)?;
-        let scanner = PromptScanner::new(prompt, cursor);
-        let want = PromptWanted {
-            cursor,
-            scanner,
-            triggers,
-            timeout,
-            max_replies: DEFAULT_MAX_AUTO_REPLIES,
-        };
-        let waited = wait_for_prompt(&conn.port.port, &self.session.actor(), want, hooks).await?;
-        if waited.end == WaitEnd::Cancelled {
-            // The client dropped the request: its output stays unread for
-            // the session's next read.
-            return Err(cancelled());
-        }
-        self.session.advance(&conn.name, waited.end_offset);
-        if matches!(waited.end, WaitEnd::Lost | WaitEnd::Closed) {
-            let partial = conn
-                .port
-                .port
-                .log()
-                .copy_range(waited.start, waited.end_offset);
-            let (text, _) = cut(lossy_text(&partial), DEFAULT_MAX_OUTPUT as usize);
-            let e = conn.port.port.not_open_error();
-            return Err(GateError::new(
-                e.code,
-                format!(
-                    "{}.\nPartial output ({} bytes, cursors {}-{}; whole with read_output):\n{text}",
-                    e.message,
-                    waited.end_offset - waited.start,
-                    waited.start,
-                    waited.end_offset
-                ),
-            ));
-        }
-        Ok(waited)
     }
 }
 
@@ -575,7 +392,7 @@ impl GateServer {
                 &wait_hooks(&context, &self.client_gone),
             )
             .await?;
-        let log = conn.port.port.log();
+        let log = conn.port().log();
         let raw = log.copy_range(waited.start, waited.end_offset);
         let prompt_text = match waited.end {
             WaitEnd::Matched(span) => lossy_text(&log.copy_range(span.start, span.end)),
@@ -647,7 +464,7 @@ impl GateServer {
                 &wait_hooks(&context, &self.client_gone),
             )
             .await?;
-        let log = conn.port.port.log();
+        let log = conn.port().log();
         let (body_end, prompt_text) = match waited.end {
             WaitEnd::Matched(span) => (
                 span.start,
@@ -718,9 +535,9 @@ impl GateServer {
         let conn = self.session.get(a.connection.as_deref())?;
         let timeout = timeout_arg(a.timeout, 1.0)?;
         let max_output = max_output_arg(a.max_output)?;
-        let log = conn.port.port.log();
+        let log = conn.port().log();
         let end = wait_for_output(
-            &conn.port.port,
+            conn.port(),
             conn.cursor,
             timeout,
             SETTLE,
@@ -781,7 +598,7 @@ impl GateServer {
             ))
             .into());
         }
-        let port = &conn.port.port;
+        let port = conn.port();
         let log = port.log();
         let cursor = a.cursor.unwrap_or_else(|| log.oldest());
         if wait_ms > 0 && cursor == log.head() {
@@ -833,7 +650,7 @@ impl GateServer {
     ) -> Result<Json<ClearBufferResult>, ToolError> {
         let a: ClearBufferArgs = parse("clear_buffer", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let head = conn.port.port.log().head();
+        let head = conn.port().log().head();
         let old = self.session.set_cursor(&conn.name, head).unwrap_or(head);
         Ok(Json(ClearBufferResult {
             cursor: head.max(old),

@@ -1,11 +1,16 @@
-//! The MCP server: tool definitions in groups (connect, io, info), each a
-//! thin layer that parses arguments, calls the port and shapes the result.
-//! Failures are tool results with `isError` and a stable code ([`crate::error`]).
+//! The MCP server: tool definitions in groups (connect, io, info, control,
+//! expect, terminal), each a thin layer that parses arguments, calls the
+//! port and shapes the result. What several groups share has a file of its
+//! own that imports no group: `args` (arguments and their limits),
+//! `encoding` (output in a JSON string) and `dialogue` (send and wait for
+//! a prompt). Failures are tool results with `isError` and a stable code
+//! ([`crate::error`]).
 
 pub mod access;
 mod args;
 mod connect;
 mod control;
+mod dialogue;
 mod encoding;
 mod expect;
 mod info;

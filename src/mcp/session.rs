@@ -10,6 +10,7 @@ use crate::audit::Actor;
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::GatewayPort;
 use crate::matcher::Prompt;
+use crate::port::Port;
 use crate::settings::LineEnding;
 
 /// How many `send_command` outputs a session remembers for its resources.
@@ -21,11 +22,19 @@ pub struct Connection {
     /// The connection's name (the port's name).
     pub name: String,
     /// The port and its config.
-    pub port: GatewayPort,
+    pub gateway_port: GatewayPort,
     /// This session's consume cursor on the port.
     pub cursor: u64,
     /// Prompt, triggers, pagers and errors that apply to this connection.
     pub profile: Arc<Profile>,
+}
+
+impl Connection {
+    /// The running port this connection reads and writes (its config is
+    /// in [`gateway_port`](Self::gateway_port)).
+    pub fn port(&self) -> &Port {
+        &self.gateway_port.port
+    }
 }
 
 /// What a connection's reads and commands use by default: the preset's
@@ -124,7 +133,7 @@ impl Session {
     /// an event of the port and of the audit trail.
     pub fn add(&self, conn: Connection) -> Option<Connection> {
         let actor = self.actor();
-        conn.port.port.record_session_event(&actor, "attach");
+        conn.port().record_session_event(&actor, "attach");
         let mut inner = self.lock();
         inner.current = Some(conn.name.clone());
         inner.connections.insert(conn.name.clone(), conn)
@@ -143,8 +152,8 @@ impl Session {
             removed
         };
         if let Some(conn) = &removed {
-            conn.port.port.release_writer(actor.session);
-            conn.port.port.record_session_event(&actor, "detach");
+            conn.port().release_writer(actor.session);
+            conn.port().record_session_event(&actor, "detach");
         }
         removed
     }

@@ -9,9 +9,8 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::args::{self, parse};
+use super::args::{self, MAX_SEND_BYTES, parse};
 use super::encoding::hex;
-use super::io::MAX_SEND_BYTES;
 use super::{GateServer, ToolError};
 use crate::error::GateError;
 use crate::port::PortState;
@@ -198,7 +197,7 @@ impl GateServer {
             ))
             .into());
         }
-        let log = conn.port.port.log();
+        let log = conn.port().log();
         let mode = match a.cursor_keys.unwrap_or_default() {
             CursorKeysArg::Normal => CursorKeys::Normal,
             CursorKeysArg::Application => CursorKeys::Application,
@@ -257,7 +256,7 @@ impl GateServer {
     ) -> Result<Json<ScreenResult>, ToolError> {
         let a: ScreenArgs = parse("screen", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let port = &conn.port.port;
+        let port = conn.port();
         let (snap, replay) = screen::screen_at(port.log(), port.log().head());
         let application_cursor = screen::application_cursor_at(port.log(), replay.end);
         Ok(Json(ScreenResult {

@@ -2,11 +2,11 @@
 //! server, set over telnet's COM-PORT-OPTION (RFC 2217, codec in
 //! [`crate::remote::rfc2217`]).
 //!
-//! Two halves share a connection's [`ComPortLink`]: the reader task feeds
-//! it what the server says (its answer to our WILL COM-PORT-OPTION, then
-//! its answers and notifications), and [`ComPortControl`], the port's
-//! control handle, sends commands and waits, with a deadline, until the
-//! server has answered each one. An answer that differs from what was
+//! Two halves share a connection's [`ComPortLink`] (`comport_link.rs`):
+//! the reader task feeds it what the server says (its answer to our WILL
+//! COM-PORT-OPTION, then its answers and notifications), and
+//! [`ComPortControl`], the port's control handle, sends commands and
+//! waits, with a deadline, until the server has answered each one. An answer that differs from what was
 //! asked (the server kept another rate, DTR stayed off) is an error that
 //! says so; no answer is a `timeout` (ser2net does not answer DTR/RTS
 //! commands for a device without modem lines, such as a pty).
@@ -15,132 +15,17 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::control::{ControlFuture, LineControl, ModemLine, ModemStatus};
-use super::device::TelnetLink;
-use crate::remote::rfc2217::{
-    self, ComPort, Command, LINESTATE_MASK, MODEMSTATE_MASK, OPT_COM_PORT, RemoteLineState,
-    RemoteModemState, Slot,
-};
-use crate::remote::telnet::Telnet;
+use super::comport_link::{ComPortLink, Negotiation};
+use super::lines::{ControlFuture, LineControl, ModemLine, ModemStatus};
+use super::telnet_link::TelnetLink;
+use crate::remote::rfc2217::{self, Command, RemoteModemState, Slot};
 use crate::settings::LineSettings;
 
 /// How long the server may take to agree to COM-PORT-OPTION and to answer
 /// a command.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Where the COM-PORT-OPTION negotiation of a connection stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Negotiation {
-    /// WILL sent, no answer yet.
-    Pending,
-    /// The server said DO: commands may go.
-    Agreed,
-    /// The server said DONT: it has no RFC 2217 (a plain telnet port).
-    Refused,
-}
-
-impl Negotiation {
-    /// The state's name, as `status` shows it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Negotiation::Pending => "pending",
-            Negotiation::Agreed => "agreed",
-            Negotiation::Refused => "refused",
-        }
-    }
-}
-
-/// What one connection knows of the server's COM-PORT-OPTION side.
-#[derive(Debug, Clone)]
-pub struct ComPortView {
-    /// The option's negotiation.
-    pub negotiation: Negotiation,
-    /// Answers and notifications received.
-    pub com: ComPort,
-}
-
-/// A connection's COM-PORT-OPTION state, shared by its reader (which
-/// updates it) and its control handle and `status` (which read it). A
-/// `watch` channel, so a waiting command wakes on each answer.
-#[derive(Debug)]
-pub struct ComPortLink {
-    view: watch::Sender<ComPortView>,
-}
-
-impl Default for ComPortLink {
-    fn default() -> Self {
-        ComPortLink::new()
-    }
-}
-
-impl ComPortLink {
-    /// A connection whose WILL COM-PORT-OPTION was just sent.
-    pub fn new() -> ComPortLink {
-        let (view, _) = watch::channel(ComPortView {
-            negotiation: Negotiation::Pending,
-            com: ComPort::default(),
-        });
-        ComPortLink { view }
-    }
-
-    /// Takes in what the reader's telnet state received: the option's
-    /// negotiation and subnegotiations. When the server has just agreed,
-    /// appends the masks that ask for modem and line state notifications
-    /// to `replies` (sent by the reader with its negotiation replies).
-    pub(super) fn update(&self, telnet: &mut Telnet, replies: &mut Vec<u8>) {
-        let subs = telnet.take_subnegotiations();
-        let negotiation = if telnet.local_enabled(OPT_COM_PORT) {
-            Negotiation::Agreed
-        } else if telnet.local_pending(OPT_COM_PORT) {
-            Negotiation::Pending
-        } else {
-            Negotiation::Refused
-        };
-        let mut agreed_now = false;
-        self.view.send_if_modified(|v| {
-            let changed = v.negotiation != negotiation || !subs.is_empty();
-            agreed_now = v.negotiation != negotiation && negotiation == Negotiation::Agreed;
-            v.negotiation = negotiation;
-            v.com.receive_all(subs);
-            changed
-        });
-        if agreed_now {
-            for mask in [
-                Command::SetModemstateMask(MODEMSTATE_MASK),
-                Command::SetLinestateMask(LINESTATE_MASK),
-            ] {
-                // Masks never fail to encode (only a Cisco rate can).
-                let _ = mask.encode(false, replies);
-            }
-        }
-    }
-
-    /// A copy of what the connection knows now.
-    pub fn view(&self) -> ComPortView {
-        self.view.borrow().clone()
-    }
-
-    /// The modem lines the server last notified, if it did.
-    pub fn modem_state(&self) -> Option<RemoteModemState> {
-        self.view
-            .borrow()
-            .com
-            .modem_state
-            .map(RemoteModemState::from_bits)
-    }
-
-    /// The line conditions the server last notified, if it did.
-    pub fn line_state(&self) -> Option<RemoteLineState> {
-        self.view
-            .borrow()
-            .com
-            .line_state
-            .map(RemoteLineState::from_bits)
-    }
-}
 
 /// An answer value as an engineer reads it.
 fn describe(slot: Slot, value: u32) -> String {
@@ -188,7 +73,7 @@ impl ComPortControl {
     /// checks that each answer is what was asked.
     async fn run(&self, commands: &[Command]) -> io::Result<()> {
         let deadline = Instant::now() + ANSWER_TIMEOUT;
-        let mut rx = self.com.view.subscribe();
+        let mut rx = self.com.subscribe();
         let agreed = tokio::time::timeout_at(
             deadline,
             rx.wait_for(|v| v.negotiation != Negotiation::Pending),
@@ -228,7 +113,7 @@ impl ComPortControl {
         )
         .await
         .map(|r| r.is_ok());
-        let com = self.com.view.borrow().com.clone();
+        let com = self.com.view().com;
         if answered != Ok(true) {
             let missing: Vec<&str> = expected
                 .iter()
@@ -308,175 +193,5 @@ impl LineControl for ComPortControl {
 
     fn com_port(&self) -> Option<Arc<ComPortLink>> {
         Some(self.com.clone())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    //! Against a console server played on loopback: the variants ser2net
-    //! does not show (Cisco's one-byte rates, a refusal, a server that
-    //! keeps another rate), through the real open path and reader.
-
-    use std::sync::Mutex;
-
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpListener;
-
-    use super::*;
-    use crate::port::device;
-    use crate::remote::rfc2217::cisco_index;
-    use crate::remote::telnet::{DO, DONT, IAC};
-
-    /// How the played server behaves.
-    #[derive(Clone, Copy)]
-    enum Server {
-        /// Agrees; answers rates with Cisco's one-byte index.
-        Cisco,
-        /// Refuses COM-PORT-OPTION.
-        Refuses,
-        /// Agrees; keeps 9600 whatever rate is asked.
-        Keeps9600,
-    }
-
-    /// Starts the server; returns its URL and the client's
-    /// subnegotiations as it received them.
-    async fn serve(kind: Server) -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("rfc2217://{}", listener.local_addr().unwrap());
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let record = seen.clone();
-        tokio::spawn(async move {
-            let (mut stream, _) = listener.accept().await.unwrap();
-            let mut telnet = Telnet::new();
-            telnet.offer(OPT_COM_PORT, &mut Vec::new()); // to collect SBs
-            let verb = match kind {
-                Server::Refuses => DONT,
-                _ => DO,
-            };
-            stream.write_all(&[IAC, verb, OPT_COM_PORT]).await.unwrap();
-            let mut buf = [0u8; 1024];
-            loop {
-                let n = match stream.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                telnet.receive(&buf[..n], &mut Vec::new(), &mut Vec::new());
-                let mut out = Vec::new();
-                for sub in telnet.take_subnegotiations() {
-                    record.lock().unwrap().push(sub.clone());
-                    let (code, value) = (sub[1], &sub[2..]);
-                    let answer: Vec<u8> = match (kind, code) {
-                        (_, 10 | 11) => continue, // masks: not answered
-                        (Server::Cisco, 1) => {
-                            let rate = match *value {
-                                [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
-                                [i] => crate::remote::rfc2217::cisco_rate(i).unwrap(),
-                                _ => panic!("bad rate {value:?}"),
-                            };
-                            vec![101, cisco_index(rate).unwrap()]
-                        }
-                        (Server::Keeps9600, 1) => vec![101, 0, 0, 0x25, 0x80],
-                        _ => [&[code + 100][..], value].concat(),
-                    };
-                    Telnet::subnegotiation(OPT_COM_PORT, &answer, &mut out);
-                }
-                if !out.is_empty() {
-                    stream.write_all(&out).await.unwrap();
-                }
-            }
-        });
-        (url, seen)
-    }
-
-    /// Opens `url` as a port would, with its reader running.
-    async fn open(url: &str) -> Box<dyn LineControl> {
-        let line = LineSettings::default();
-        let (mut reader, _writer, control) = device::open(url, &line).await.unwrap();
-        tokio::spawn(async move {
-            while let Ok(n) = reader.read_data(&mut |_: &[u8]| {}).await {
-                if n == 0 {
-                    return;
-                }
-            }
-        });
-        control.expect("an rfc2217:// port has a control handle")
-    }
-
-    fn at(baud: u32) -> LineSettings {
-        LineSettings {
-            baud,
-            ..LineSettings::default()
-        }
-    }
-
-    #[tokio::test]
-    async fn a_cisco_server_gets_rates_as_one_byte_once_it_answered_so() {
-        let (url, seen) = serve(Server::Cisco).await;
-        let mut ctl = open(&url).await;
-        ctl.apply_settings(at(9600)).await.unwrap();
-        ctl.apply_settings(at(115200)).await.unwrap();
-        let e = ctl.apply_settings(at(14400)).await.unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
-        assert!(e.to_string().contains("no 14400"), "{e}");
-        let com = ctl.com_port().unwrap().view();
-        assert_eq!(com.negotiation, Negotiation::Agreed);
-        assert!(com.com.cisco_baud);
-        let rates: Vec<Vec<u8>> = seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|s| s[1] == 1)
-            .cloned()
-            .collect();
-        assert_eq!(rates, [vec![44, 1, 0, 0, 0x25, 0x80], vec![44, 1, 14]]);
-        let masks: Vec<Vec<u8>> = seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|s| s[1] == 10 || s[1] == 11)
-            .cloned()
-            .collect();
-        assert_eq!(
-            masks,
-            [vec![44, 11, MODEMSTATE_MASK], vec![44, 10, LINESTATE_MASK]],
-            "asked once, at agreement"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_refusal_is_unsupported_and_says_so() {
-        let (url, seen) = serve(Server::Refuses).await;
-        let mut ctl = open(&url).await;
-        let e = ctl.apply_settings(at(9600)).await.unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
-        assert!(e.to_string().contains("refused COM-PORT-OPTION"), "{e}");
-        let e = ctl.set_break(true).await.unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
-        assert_eq!(
-            ctl.com_port().unwrap().view().negotiation,
-            Negotiation::Refused
-        );
-        assert!(
-            seen.lock().unwrap().is_empty(),
-            "no command after a refusal"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_rate_the_server_did_not_take_is_an_error() {
-        let (url, _) = serve(Server::Keeps9600).await;
-        let mut ctl = open(&url).await;
-        ctl.apply_settings(at(9600)).await.unwrap();
-        let e = ctl.apply_settings(at(115200)).await.unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
-        assert!(
-            e.to_string()
-                .contains("answered SET-BAUDRATE with 9600 baud instead of 115200 baud"),
-            "{e}"
-        );
-        // DTR: the server echoes the code, so it is acknowledged.
-        ctl.write_line(ModemLine::Dtr, true).await.unwrap();
-        let lines = ctl.modem_status().await.unwrap();
-        assert!(lines.dtr && !lines.rts, "{lines:?}");
     }
 }

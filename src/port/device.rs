@@ -29,19 +29,16 @@
 //!
 //! # Remote consoles
 //!
-//! A telnet connection's two halves share a [`TelnetLink`]: the protocol
-//! state (the writer escapes by it, the reader decodes by it) and the
-//! socket's write half, which the reader also uses to answer the server's
-//! option negotiation. Each write takes the socket's lock once, so a
-//! negotiation reply never lands inside a command's bytes. An
-//! `rfc2217://` connection's link also carries its COM-PORT-OPTION state
-//! ([`ComPortLink`]), which the reader feeds with the server's answers.
+//! A telnet connection's two halves share a [`TelnetLink`]
+//! (`telnet_link.rs`); the reader decodes by it and answers the server's
+//! option negotiation through it, and on an `rfc2217://` connection feeds
+//! the link's COM-PORT-OPTION state with the server's answers.
 
 use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::Poll;
 
 use serialport::{SerialPort, TTYPort};
@@ -49,9 +46,10 @@ use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_serial::SerialStream;
 
-use super::WRITE_TIMEOUT;
-use super::comport::{ComPortControl, ComPortLink};
-use super::control::{ControlFuture, LineControl, ModemLine, ModemStatus};
+use super::comport::ComPortControl;
+use super::comport_link::ComPortLink;
+use super::lines::{ControlFuture, LineControl, ModemLine, ModemStatus};
+use super::telnet_link::TelnetLink;
 use crate::remote::rfc2217::OPT_COM_PORT;
 use crate::remote::telnet::Telnet;
 use crate::remote::{self, RemoteAddr, Scheme};
@@ -75,37 +73,6 @@ pub enum DeviceWriter {
     Tcp(OwnedWriteHalf),
     /// A telnet connection.
     Telnet(Arc<TelnetLink>),
-}
-
-/// What the two halves of a telnet connection share (see the module docs).
-pub struct TelnetLink {
-    state: Mutex<Telnet>,
-    socket: tokio::sync::Mutex<OwnedWriteHalf>,
-    /// COM-PORT-OPTION state, on an `rfc2217://` connection.
-    com: Option<Arc<ComPortLink>>,
-}
-
-impl TelnetLink {
-    fn state(&self) -> std::sync::MutexGuard<'_, Telnet> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Writes bytes as they are (already encoded), within [`WRITE_TIMEOUT`].
-    pub(super) async fn send_raw(&self, bytes: &[u8]) -> io::Result<()> {
-        let send = async {
-            let mut socket = self.socket.lock().await;
-            socket.write_all(bytes).await?;
-            socket.flush().await
-        };
-        tokio::time::timeout(WRITE_TIMEOUT, send)
-            .await
-            .unwrap_or_else(|_| {
-                Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "the console server did not take our bytes in time",
-                ))
-            })
-    }
 }
 
 /// Size of one read from a device.
@@ -139,7 +106,7 @@ impl DeviceReader {
                         {
                             let mut state = link.state();
                             state.receive(bytes, data, &mut replies);
-                            if let Some(com) = &link.com {
+                            if let Some(com) = link.com() {
                                 com.update(&mut state, &mut replies);
                             }
                         }
@@ -248,17 +215,17 @@ async fn open_remote(addr: &RemoteAddr) -> io::Result<Opened> {
     if rfc2217 {
         telnet.offer(OPT_COM_PORT, &mut offer);
     }
-    let link = Arc::new(TelnetLink {
-        state: Mutex::new(telnet),
-        socket: tokio::sync::Mutex::new(write),
-        com: rfc2217.then(|| Arc::new(ComPortLink::new())),
-    });
+    let link = Arc::new(TelnetLink::new(
+        telnet,
+        write,
+        rfc2217.then(|| Arc::new(ComPortLink::new())),
+    ));
     if !offer.is_empty() {
         link.send_raw(&offer).await?;
     }
     let control = link
-        .com
-        .clone()
+        .com()
+        .cloned()
         .map(|com| Box::new(ComPortControl::new(link.clone(), com)) as Box<dyn LineControl>);
     Ok((
         DeviceReader::Telnet(read, link.clone()),
@@ -446,5 +413,176 @@ impl DeviceControl {
         tty.set_flow_control(flow_control(line.flow_control))?;
         tty.set_baud_rate(line.baud)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! An `rfc2217://` port's control handle (`comport.rs`) against a
+    //! console server played on loopback: the variants ser2net does not
+    //! show (Cisco's one-byte rates, a refusal, a server that keeps another
+    //! rate), through the real open path and reader.
+
+    use std::sync::Mutex;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::port::comport_link::Negotiation;
+    use crate::remote::rfc2217::{LINESTATE_MASK, MODEMSTATE_MASK, OPT_COM_PORT, cisco_index};
+    use crate::remote::telnet::{DO, DONT, IAC, Telnet};
+
+    /// How the played server behaves.
+    #[derive(Clone, Copy)]
+    enum Server {
+        /// Agrees; answers rates with Cisco's one-byte index.
+        Cisco,
+        /// Refuses COM-PORT-OPTION.
+        Refuses,
+        /// Agrees; keeps 9600 whatever rate is asked.
+        Keeps9600,
+    }
+
+    /// Starts the server; returns its URL and the client's
+    /// subnegotiations as it received them.
+    async fn serve(kind: Server) -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("rfc2217://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut telnet = Telnet::new();
+            telnet.offer(OPT_COM_PORT, &mut Vec::new()); // to collect SBs
+            let verb = match kind {
+                Server::Refuses => DONT,
+                _ => DO,
+            };
+            stream.write_all(&[IAC, verb, OPT_COM_PORT]).await.unwrap();
+            let mut buf = [0u8; 1024];
+            loop {
+                let n = match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                telnet.receive(&buf[..n], &mut Vec::new(), &mut Vec::new());
+                let mut out = Vec::new();
+                for sub in telnet.take_subnegotiations() {
+                    record.lock().unwrap().push(sub.clone());
+                    let (code, value) = (sub[1], &sub[2..]);
+                    let answer: Vec<u8> = match (kind, code) {
+                        (_, 10 | 11) => continue, // masks: not answered
+                        (Server::Cisco, 1) => {
+                            let rate = match *value {
+                                [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
+                                [i] => crate::remote::rfc2217::cisco_rate(i).unwrap(),
+                                _ => panic!("bad rate {value:?}"),
+                            };
+                            vec![101, cisco_index(rate).unwrap()]
+                        }
+                        (Server::Keeps9600, 1) => vec![101, 0, 0, 0x25, 0x80],
+                        _ => [&[code + 100][..], value].concat(),
+                    };
+                    Telnet::subnegotiation(OPT_COM_PORT, &answer, &mut out);
+                }
+                if !out.is_empty() {
+                    stream.write_all(&out).await.unwrap();
+                }
+            }
+        });
+        (url, seen)
+    }
+
+    /// Opens `url` as a port would, with its reader running.
+    async fn open(url: &str) -> Box<dyn LineControl> {
+        let line = LineSettings::default();
+        let (mut reader, _writer, control) = super::open(url, &line).await.unwrap();
+        tokio::spawn(async move {
+            while let Ok(n) = reader.read_data(&mut |_: &[u8]| {}).await {
+                if n == 0 {
+                    return;
+                }
+            }
+        });
+        control.expect("an rfc2217:// port has a control handle")
+    }
+
+    fn at(baud: u32) -> LineSettings {
+        LineSettings {
+            baud,
+            ..LineSettings::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cisco_server_gets_rates_as_one_byte_once_it_answered_so() {
+        let (url, seen) = serve(Server::Cisco).await;
+        let mut ctl = open(&url).await;
+        ctl.apply_settings(at(9600)).await.unwrap();
+        ctl.apply_settings(at(115200)).await.unwrap();
+        let e = ctl.apply_settings(at(14400)).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("no 14400"), "{e}");
+        let com = ctl.com_port().unwrap().view();
+        assert_eq!(com.negotiation, Negotiation::Agreed);
+        assert!(com.com.cisco_baud);
+        let rates: Vec<Vec<u8>> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s[1] == 1)
+            .cloned()
+            .collect();
+        assert_eq!(rates, [vec![44, 1, 0, 0, 0x25, 0x80], vec![44, 1, 14]]);
+        let masks: Vec<Vec<u8>> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s[1] == 10 || s[1] == 11)
+            .cloned()
+            .collect();
+        assert_eq!(
+            masks,
+            [vec![44, 11, MODEMSTATE_MASK], vec![44, 10, LINESTATE_MASK]],
+            "asked once, at agreement"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_is_unsupported_and_says_so() {
+        let (url, seen) = serve(Server::Refuses).await;
+        let mut ctl = open(&url).await;
+        let e = ctl.apply_settings(at(9600)).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        assert!(e.to_string().contains("refused COM-PORT-OPTION"), "{e}");
+        let e = ctl.set_break(true).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+        assert_eq!(
+            ctl.com_port().unwrap().view().negotiation,
+            Negotiation::Refused
+        );
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "no command after a refusal"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rate_the_server_did_not_take_is_an_error() {
+        let (url, _) = serve(Server::Keeps9600).await;
+        let mut ctl = open(&url).await;
+        ctl.apply_settings(at(9600)).await.unwrap();
+        let e = ctl.apply_settings(at(115200)).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(
+            e.to_string()
+                .contains("answered SET-BAUDRATE with 9600 baud instead of 115200 baud"),
+            "{e}"
+        );
+        // DTR: the server echoes the code, so it is acknowledged.
+        ctl.write_line(ModemLine::Dtr, true).await.unwrap();
+        let lines = ctl.modem_status().await.unwrap();
+        assert!(lines.dtr && !lines.rts, "{lines:?}");
     }
 }

@@ -6,12 +6,16 @@
 //! channels that wake waiters when bytes arrive or the state changes.
 
 mod appear;
+pub mod baud_detect;
 mod comport;
+mod comport_link;
 pub mod control;
 mod device;
+pub mod lines;
 mod reader;
 mod responder;
 mod sharing;
+mod telnet_link;
 pub mod wait;
 
 use std::collections::VecDeque;
@@ -30,7 +34,7 @@ use crate::log::OutputLog;
 use crate::settings::LineSettings;
 use crate::transcript::{Transcript, TranscriptConfig};
 
-pub use comport::{ComPortLink, ComPortView, Negotiation};
+pub use comport_link::{ComPortLink, ComPortView, Negotiation};
 pub use device::open_device;
 pub use reader::{BACKOFF_MAX, BACKOFF_START, DOWN_RETRY, QUICK_LOSS};
 pub use sharing::Holder;

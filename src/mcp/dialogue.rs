@@ -1,0 +1,140 @@
+//! The send-and-wait dialogue with a device that `send_command`, `expect`
+//! and the terminal tools share: checking the port is open, sending bytes
+//! (optionally skipping unread output first), and waiting for a prompt
+//! while answering auto-reply triggers, with the hooks that end a wait when
+//! the MCP request is cancelled or the client goes away, and report
+//! progress.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::RequestContext;
+
+use super::GateServer;
+use super::args::{DEFAULT_MAX_OUTPUT, triggers_arg};
+use super::encoding::cut;
+use super::session::Connection;
+use crate::error::{ErrorCode, GateError};
+use crate::log::lossy_text;
+use crate::matcher::{Prompt, PromptScanner};
+use crate::port::PortState;
+use crate::port::wait::{
+    DEFAULT_MAX_AUTO_REPLIES, PromptWait, PromptWanted, WaitEnd, WaitHooks, wait_for_prompt,
+};
+
+/// The error of a wait the client cancelled (or left by going away).
+pub(super) fn cancelled() -> GateError {
+    GateError::new(
+        ErrorCode::Timeout,
+        "the client cancelled this wait; the output stays for the next read",
+    )
+}
+
+/// The hooks of a wait made for an MCP request: the request's
+/// cancellation, the client going away (`gone`), and progress
+/// notifications (bytes received, pages answered) when the client sent a
+/// progress token.
+pub(super) fn wait_hooks(
+    context: &RequestContext<RoleServer>,
+    gone: &tokio_util::sync::CancellationToken,
+) -> WaitHooks {
+    let progress = context.meta.get_progress_token().map(|token| {
+        let peer = context.peer.clone();
+        let report: crate::port::wait::ProgressFn = Arc::new(move |bytes: u64, pages: u64| {
+            let (peer, token) = (peer.clone(), token.clone());
+            // Never wait for the client: the notification goes on its own.
+            tokio::spawn(async move {
+                let note = ProgressNotificationParam::new(token, bytes as f64)
+                    .with_message(format!("{bytes} bytes received, {pages} pages answered"));
+                let _ = peer.notify_progress(note).await;
+            });
+        });
+        report
+    });
+    WaitHooks {
+        cancel: context.ct.clone(),
+        gone: gone.clone(),
+        progress,
+    }
+}
+
+impl GateServer {
+    /// Checks that the port can be written to now.
+    pub(super) fn ensure_open(conn: &Connection) -> Result<(), GateError> {
+        match conn.port().state() {
+            PortState::Open => Ok(()),
+            _ => Err(conn.port().not_open_error()),
+        }
+    }
+
+    /// Sends bytes, optionally after moving the cursor to the head; returns
+    /// the head at sending time.
+    pub(super) async fn send_bytes(
+        &self,
+        conn: &Connection,
+        kind: &'static str,
+        bytes: &[u8],
+        clear_first: bool,
+    ) -> Result<u64, GateError> {
+        Self::ensure_open(conn)?;
+        let head = conn.port().log().head();
+        if clear_first {
+            self.session.set_cursor(&conn.name, head);
+        }
+        conn.port()
+            .write_as(&self.session.actor(), kind, bytes, false)
+            .await?;
+        Ok(head)
+    }
+
+    /// Waits for a prompt from `cursor` and moves the cursor past what is
+    /// returned; a lost port becomes `port_lost` carrying the partial output.
+    pub(super) async fn wait_prompt(
+        &self,
+        conn: &Connection,
+        cursor: u64,
+        prompt: Prompt,
+        auto_reply: &Option<BTreeMap<String, String>>,
+        timeout: Duration,
+        hooks: &WaitHooks,
+    ) -> Result<PromptWait, GateError> {
+        let triggers = triggers_arg(conn, auto_reply, cursor)?;
+        let scanner = PromptScanner::new(prompt, cursor);
+        let want = PromptWanted {
+            cursor,
+            scanner,
+            triggers,
+            timeout,
+            max_replies: DEFAULT_MAX_AUTO_REPLIES,
+        };
+        let waited = wait_for_prompt(conn.port(), &self.session.actor(), want, hooks).await?;
+        if waited.end == WaitEnd::Cancelled {
+            // The client dropped the request: its output stays unread for
+            // the session's next read.
+            return Err(cancelled());
+        }
+        self.session.advance(&conn.name, waited.end_offset);
+        if matches!(waited.end, WaitEnd::Lost | WaitEnd::Closed) {
+            let partial = conn
+                .port()
+                .log()
+                .copy_range(waited.start, waited.end_offset);
+            let (text, _) = cut(lossy_text(&partial), DEFAULT_MAX_OUTPUT as usize);
+            let e = conn.port().not_open_error();
+            return Err(GateError::new(
+                e.code,
+                format!(
+                    "{}.\nPartial output ({} bytes, cursors {}-{}; whole with read_output):\n{text}",
+                    e.message,
+                    waited.end_offset - waited.start,
+                    waited.start,
+                    waited.end_offset
+                ),
+            ));
+        }
+        Ok(waited)
+    }
+}
