@@ -39,12 +39,9 @@
 //! [`Caller::may_use_port`] to the gateway), and the device path of a port
 //! outside its globs is refused without naming the port.
 
-use std::sync::Arc;
-
-use rmcp::model::{CallToolRequestParams, Extensions};
+use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
-use super::GateServer;
 use super::session::Session;
 use crate::config::{TokenAccess, TokenConfig};
 use crate::error::{ErrorCode, GateError, shown};
@@ -330,29 +327,6 @@ pub fn may_take_hold(
             ),
         )),
     }
-}
-
-/// The caller of a tool call, for a tool that decides at the moment it
-/// acts (the `connect` tool's take-over, the ports its errors may name):
-/// the local operator over stdio, else the HTTP request's token. A call
-/// without one is refused (the server checked it before the tool ran).
-pub(super) fn tool_caller(
-    server: &GateServer,
-    extensions: &Extensions,
-) -> Result<Arc<Caller>, GateError> {
-    if matches!(server.mode, super::scope::Mode::Local) {
-        return Ok(Arc::new(Caller::operator()));
-    }
-    extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
-        .cloned()
-        .ok_or_else(|| {
-            GateError::new(
-                ErrorCode::Forbidden,
-                "the request carries no authenticated caller; send Authorization: Bearer <token>",
-            )
-        })
 }
 
 /// Checks that `caller` may make this call, before the tool runs; may

@@ -242,7 +242,7 @@ impl GateServer {
         Parameters(raw): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<ConnectResult>, ToolError> {
-        let caller = access::tool_caller(self, &context.extensions)?;
+        let caller = super::scope::tool_caller(self, &context.extensions)?;
         let a: ConnectArgs = parse("connect", raw)?;
         if a.port.trim().is_empty() {
             return Err(

@@ -313,3 +313,26 @@ impl GateServer {
         }
     }
 }
+
+/// The caller of a tool call, for a tool that decides at the moment it
+/// acts (the `connect` tool's take-over, the ports its errors may name):
+/// the local operator over stdio, else the HTTP request's token. A call
+/// without one is refused (the server checked it before the tool ran).
+pub(super) fn tool_caller(
+    server: &GateServer,
+    extensions: &Extensions,
+) -> Result<Arc<Caller>, GateError> {
+    if matches!(server.mode, Mode::Local) {
+        return Ok(Arc::new(Caller::operator()));
+    }
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+        .cloned()
+        .ok_or_else(|| {
+            GateError::new(
+                ErrorCode::Forbidden,
+                "the request carries no authenticated caller; send Authorization: Bearer <token>",
+            )
+        })
+}
