@@ -264,18 +264,14 @@ impl Reloader {
 
 /// `RELOADING=1` with the `MONOTONIC_USEC` systemd asks to come with it.
 fn reloading() -> String {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec we own.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } == 0;
-    if !ok {
+    use nix::time::{ClockId, clock_gettime};
+    let Ok(now) = clock_gettime(ClockId::CLOCK_MONOTONIC) else {
         return "RELOADING=1".to_owned();
-    }
-    let usec = (now.tv_sec as u64)
+    };
+    let usec = u64::try_from(now.tv_sec())
+        .unwrap_or(0)
         .saturating_mul(1_000_000)
-        .saturating_add(now.tv_nsec as u64 / 1_000);
+        .saturating_add(u64::try_from(now.tv_nsec()).unwrap_or(0) / 1_000);
     format!("RELOADING=1\nMONOTONIC_USEC={usec}")
 }
 
