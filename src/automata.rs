@@ -70,7 +70,7 @@ fn cached<P: AsRef<[u8]>>(semantics: Semantics, patterns: &[P]) -> Result<AhoCor
 /// The cache, also after a panic elsewhere while it was held (its contents
 /// are whole automata or nothing, never half-written).
 fn lock() -> std::sync::MutexGuard<'static, HashMap<Key, AhoCorasick>> {
-    CACHE.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(&CACHE)
 }
 
 #[cfg(test)]

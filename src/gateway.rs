@@ -234,26 +234,18 @@ impl Gateway {
                     );
                 }
             }
-            *self
-                .shared
-                .config
-                .write()
-                .unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
+            *crate::sync::write(&self.shared.config) = Arc::new(config);
         }
         (added, removed, changed)
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
-        self.shared.ports.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.shared.ports)
     }
 
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
-        self.shared
-            .config
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        crate::sync::read(&self.shared.config).clone()
     }
 
     /// Every running port, by name.

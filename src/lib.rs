@@ -51,6 +51,7 @@ pub mod port;
 pub mod remote;
 pub mod settings;
 pub mod sim;
+pub mod sync;
 pub mod terminal;
 pub mod transcript;
 pub mod udev;

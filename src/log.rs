@@ -124,7 +124,7 @@ impl OutputLog {
     fn lock(&self) -> MutexGuard<'_, Retained> {
         // A panic while holding this lock cannot leave the buffer
         // inconsistent in a way a reader would misread, so poison is ignored.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Appends bytes the device sent and wakes every waiter; returns the

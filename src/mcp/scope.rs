@@ -105,7 +105,7 @@ struct KeptServer {
 
 impl Stateless {
     fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), KeptServer>> {
-        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.kept)
     }
 
     /// The server kept for `(token, client)`, made by `make` if there is

@@ -110,7 +110,7 @@ struct Inner {
 
 impl Session {
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Who this session is.

@@ -134,19 +134,11 @@ impl Port {
     /// [`set_line_settings`](Self::set_line_settings) changes them; a
     /// reopen after a loss uses these.
     pub fn line_settings(&self) -> LineSettings {
-        *self
-            .control()
-            .settings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        *crate::sync::lock(&self.control().settings)
     }
 
     fn store_settings(&self, line: LineSettings) {
-        *self
-            .control()
-            .settings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = line;
+        *crate::sync::lock(&self.control().settings) = line;
     }
 
     /// Opens the device with the current settings and installs its control
@@ -168,10 +160,7 @@ impl Port {
     }
 
     fn lock_com_port(&self) -> std::sync::MutexGuard<'_, Option<Arc<ComPortLink>>> {
-        self.control()
-            .com_port
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.control().com_port)
     }
 
     /// The RFC 2217 state of the open connection (rfc2217:// ports while

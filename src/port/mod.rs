@@ -32,6 +32,7 @@ use crate::audit::Audit;
 use crate::error::{ErrorCode, GateError};
 use crate::log::OutputLog;
 use crate::settings::LineSettings;
+use crate::sync::lock;
 use crate::transcript::{Transcript, TranscriptConfig};
 
 pub use comport_link::{ComPortLink, ComPortView, Negotiation};
@@ -111,12 +112,6 @@ impl Default for PortServices {
             audit: Audit::log_only(),
         }
     }
-}
-
-/// Locks a std mutex, taking the value of a poisoned one (nothing here
-/// leaves a value half-changed).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Counts one waiting call on a port; dropping it (however the wait ends,
@@ -272,7 +267,7 @@ impl Port {
     }
 
     fn lock_events(&self) -> std::sync::MutexGuard<'_, VecDeque<PortEvent>> {
-        self.shared.events.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.shared.events)
     }
 
     pub(crate) fn record(&self, what: impl Into<String>) {

@@ -42,7 +42,7 @@ impl Holder {
 
 impl Port {
     fn lock_holder(&self) -> std::sync::MutexGuard<'_, Option<Holder>> {
-        self.shared.holder.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.shared.holder)
     }
 
     /// Who holds the port for writing now.

@@ -44,7 +44,7 @@ impl TelnetLink {
     /// The protocol state, which the writer encodes by and the reader
     /// decodes by.
     pub(super) fn state(&self) -> std::sync::MutexGuard<'_, Telnet> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// The COM-PORT-OPTION state, on an `rfc2217://` connection.

@@ -162,7 +162,7 @@ struct Counts {
 
 impl Book {
     fn lock(&self) -> MutexGuard<'_, Counts> {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.counts)
     }
 
     /// A slot for a new connection, making room by closing the oldest

@@ -47,7 +47,7 @@ pub(super) struct SessionOwners {
 
 impl SessionOwners {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, (String, Instant)>> {
-        self.owners.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.owners)
     }
 
     /// Whether `caller` may use session `id` (an unknown id: rmcp decides).
