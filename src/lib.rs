@@ -26,7 +26,8 @@
 //! - [`remote`]: remote consoles (telnet, RFC 2217, raw TCP) behind device
 //!   URLs, and which of them ad-hoc connects may reach (`remote::allow`,
 //!   by resolved address).
-//! - [`error`]: the stable error codes of tool results.
+//! - [`error`]: the stable error codes of tool results; [`sync`]: locks
+//!   that outlive a panic.
 //! - [`sim`]: simulated devices on pseudo-terminals (tests, demo, benches).
 //! - [`client`] and [`demo`]: an MCP client of the binary, and the demo.
 //!
