@@ -31,6 +31,36 @@ pub struct SerialDevice {
     pub by_id: Option<String>,
 }
 
+/// What `serialgate list-ports` prints for `devices`: a line per device
+/// (path, kind, USB ids, manufacturer, product, serial number), its by-id
+/// name indented under it.
+pub fn listing(devices: &[SerialDevice]) -> String {
+    if devices.is_empty() {
+        return "no serial devices found\n".to_owned();
+    }
+    let mut out = String::new();
+    for d in devices {
+        let usb = match (&d.vid, &d.pid) {
+            (Some(v), Some(p)) => format!(" usb {v}:{p}"),
+            _ => String::new(),
+        };
+        let text = [
+            d.manufacturer.as_deref(),
+            d.product.as_deref(),
+            d.serial_number.as_deref().map(str::trim),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+        out.push_str(&format!("{} [{}]{usb} {text}\n", d.path, d.kind));
+        if let Some(by_id) = &d.by_id {
+            out.push_str(&format!("    {by_id}\n"));
+        }
+    }
+    out
+}
+
 /// Lists serial devices; an unreadable sysfs yields an empty list.
 pub fn list() -> Vec<SerialDevice> {
     let by_id = by_id_links(Path::new(BY_ID_DIR));
@@ -82,4 +112,38 @@ fn by_id_links(dir: &Path) -> HashMap<PathBuf, String> {
             Some((target, link.to_string_lossy().into_owned()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_per_device_and_its_stable_name_under_it() {
+        assert_eq!(listing(&[]), "no serial devices found\n");
+        let ftdi = SerialDevice {
+            path: "/dev/ttyUSB0".into(),
+            kind: "usb".into(),
+            vid: Some("0403".into()),
+            pid: Some("6001".into()),
+            manufacturer: Some("FTDI".into()),
+            product: Some("FT232R USB UART".into()),
+            serial_number: Some(" A50285BI ".into()),
+            by_id: Some("/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0".into()),
+        };
+        let console = SerialDevice {
+            path: "/dev/ttyS0".into(),
+            kind: "pci".into(),
+            vid: None,
+            pid: None,
+            manufacturer: None,
+            product: None,
+            serial_number: None,
+            by_id: None,
+        };
+        assert_eq!(
+            listing(&[ftdi, console]),
+            "/dev/ttyUSB0 [usb] usb 0403:6001 FTDI FT232R USB UART A50285BI\n    /dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0\n/dev/ttyS0 [pci] \n"
+        );
+    }
 }

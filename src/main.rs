@@ -136,29 +136,10 @@ fn udev_rules(config: Option<&std::path::Path>) -> anyhow::Result<()> {
 }
 
 fn list_ports() {
-    let devices = serialgate::devices::list();
-    if devices.is_empty() {
-        println!("no serial devices found");
-    }
-    for d in devices {
-        let usb = match (&d.vid, &d.pid) {
-            (Some(v), Some(p)) => format!(" usb {v}:{p}"),
-            _ => String::new(),
-        };
-        let text = [
-            d.manufacturer.as_deref(),
-            d.product.as_deref(),
-            d.serial_number.as_deref().map(|s| s.trim()),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ");
-        println!("{} [{}]{usb} {text}", d.path, d.kind);
-        if let Some(by_id) = d.by_id {
-            println!("    {by_id}");
-        }
-    }
+    print!(
+        "{}",
+        serialgate::devices::listing(&serialgate::devices::list())
+    );
 }
 
 async fn simulate(profile: &str, link: Option<PathBuf>) -> anyhow::Result<()> {
