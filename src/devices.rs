@@ -114,6 +114,22 @@ fn by_id_links(dir: &Path) -> HashMap<PathBuf, String> {
         .collect()
 }
 
+/// An FTDI USB-serial adapter at /dev/ttyUSB0 with `serial` and `by_id`,
+/// for the tests of what is made from the device list.
+#[cfg(test)]
+pub(crate) fn test_adapter(serial: &str, by_id: &str) -> SerialDevice {
+    SerialDevice {
+        path: "/dev/ttyUSB0".into(),
+        kind: "usb".into(),
+        vid: Some("0403".into()),
+        pid: Some("6001".into()),
+        manufacturer: Some("FTDI".into()),
+        product: Some("FT232R USB UART".into()),
+        serial_number: Some(serial.into()),
+        by_id: Some(by_id.into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,16 +137,10 @@ mod tests {
     #[test]
     fn a_line_per_device_and_its_stable_name_under_it() {
         assert_eq!(listing(&[]), "no serial devices found\n");
-        let ftdi = SerialDevice {
-            path: "/dev/ttyUSB0".into(),
-            kind: "usb".into(),
-            vid: Some("0403".into()),
-            pid: Some("6001".into()),
-            manufacturer: Some("FTDI".into()),
-            product: Some("FT232R USB UART".into()),
-            serial_number: Some(" A50285BI ".into()),
-            by_id: Some("/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0".into()),
-        };
+        let ftdi = test_adapter(
+            " A50285BI ",
+            "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0",
+        );
         let console = SerialDevice {
             path: "/dev/ttyS0".into(),
             kind: "pci".into(),

@@ -69,16 +69,7 @@ mod tests {
     use super::*;
 
     fn ftdi(serial: &str, by_id: &str) -> SerialDevice {
-        SerialDevice {
-            path: "/dev/ttyUSB0".into(),
-            kind: "usb".into(),
-            vid: Some("0403".into()),
-            pid: Some("6001".into()),
-            manufacturer: Some("FTDI".into()),
-            product: Some("FT232R USB UART".into()),
-            serial_number: Some(serial.into()),
-            by_id: Some(by_id.into()),
-        }
+        crate::devices::test_adapter(serial, by_id)
     }
 
     #[test]

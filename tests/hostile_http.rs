@@ -245,7 +245,7 @@ impl RawSession {
             .and_then(|v| v.to_str().ok())
             .expect("a session id")
             .to_owned();
-        let mut session = RawSession {
+        let session = RawSession {
             http,
             url: url.to_owned(),
             token: token.to_owned(),
@@ -255,7 +255,6 @@ impl RawSession {
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let r = post(&session.http, url, token, Some(&session.id), &note).await;
         assert!(r.status().is_success(), "initialized: {}", r.status());
-        session.next = 1;
         session
     }
 

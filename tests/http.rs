@@ -2,6 +2,8 @@
 //! `--http 127.0.0.1:0`, rmcp's HTTP client (MCP sessions and sessionless
 //! `2026-07-28` clients), and raw HTTP for the status codes.
 
+mod daemon;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
@@ -19,7 +21,7 @@ fn binary() -> &'static Path {
 }
 
 /// Tokens of the test config: name, secret, ports, access.
-const TOKENS: &[(&str, &str, &str, &str)] = &[
+const TOKENS: &[daemon::TestToken<'static>] = &[
     ("ro", "read-only-secret-0123456789", r#"["sw*"]"#, "read"),
     ("rw", "read-write-secret-0123456789", r#"["*"]"#, "write"),
     ("lab", "lab-only-secret-0123456789", r#"["lab-*"]"#, "write"),
@@ -36,16 +38,7 @@ fn secret(name: &str) -> &'static str {
 /// `[[tokens]]` entries for [`TOKENS`], their secret files written into
 /// `dir` (mode 600, relative to the config file).
 fn tokens_toml(dir: &Path) -> String {
-    let mut toml = String::new();
-    for (name, secret, ports, access) in TOKENS {
-        let file = dir.join(format!("{name}.token"));
-        std::fs::write(&file, format!("{secret}\n")).expect("write a token file");
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-        toml.push_str(&format!(
-            "[[tokens]]\nname = \"{name}\"\nsecret_file = \"{name}.token\"\nports = {ports}\naccess = \"{access}\"\n"
-        ));
-    }
-    toml
+    daemon::tokens_toml(dir, TOKENS)
 }
 
 /// A `serialgate serve --http` child, killed when dropped.
