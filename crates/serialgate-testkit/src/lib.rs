@@ -1,0 +1,24 @@
+//! The end-to-end rig of serialgate's tests and benches: the real
+//! `serialgate` binary as a child process, simulated devices on real
+//! pseudo-terminals (`serialgate-sim`), and rmcp's MCP client in between,
+//! over stdio or streamable HTTP.
+//!
+//! - `binary`: which `serialgate` binary runs.
+//! - [`client`]: an MCP session with the binary ([`GateClient`]) and the
+//!   outcome of a tool call as an agent sees it ([`Outcome`]).
+//! - [`daemon`]: the daemon as a child process the test owns (signals,
+//!   exit status, stderr, readiness, `[[tokens]]`).
+//! - [`rig`]: a simulated device, the gateway and a session ([`rig::Rig`],
+//!   [`rig::Gate`]), and the helpers the tests share.
+//! - [`load`]: many talking devices and many HTTP sessions, nothing lost
+//!   (the load test and its bench).
+#![deny(missing_docs)]
+
+pub mod binary;
+pub mod client;
+pub mod daemon;
+pub mod load;
+pub mod rig;
+
+pub use binary::binary;
+pub use client::{GateClient, Outcome};

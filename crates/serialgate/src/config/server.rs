@@ -1,0 +1,589 @@
+//! The `[server]` section: where and how HTTP is served (and the rule that
+//! it is never served unauthenticated beyond loopback), retention, the log
+//! directory and what ad-hoc connects may open.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::raw::RawServer;
+use super::{ConfigError, Source, check_globs, next_to_config};
+use crate::remote::allow::RemoteRule;
+
+/// Retention per port when the config does not say: 1 MiB.
+pub const DEFAULT_RETENTION: usize = 1 << 20;
+/// Smallest retention the config accepts: 4 KiB.
+pub const MIN_RETENTION: usize = 4 << 10;
+/// Largest retention the config accepts: 1 GiB.
+pub const MAX_RETENTION: usize = 1 << 30;
+/// Quick losses in a row (a device lost within
+/// `port::reader::QUICK_LOSS` of opening) after which a port is marked
+/// `down` and retried slowly, when the config does not say (`down_after`).
+pub const DEFAULT_DOWN_AFTER: u32 = 5;
+/// Largest `down_after` the config accepts.
+pub const MAX_DOWN_AFTER: u32 = 1000;
+/// Device globs ad-hoc connects may open when the config does not say.
+pub const DEFAULT_ADHOC_DEVICES: [&str; 3] =
+    ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*"];
+
+/// The `[server]` table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerConfig {
+    /// Address (`host:port`) for streamable HTTP at `/mcp`; none: stdio only.
+    pub listen: Option<String>,
+    /// How HTTP callers authenticate (`auth`, default bearer tokens).
+    pub auth: AuthMode,
+    /// Output bytes kept per port ([`DEFAULT_RETENTION`] unless set).
+    pub retention: usize,
+    /// Directory for per-port transcripts (`transcripts/<port>.log`) and
+    /// the audit log (`audit.log`); none: neither. A relative path is
+    /// relative to the config file's directory.
+    pub log_dir: Option<PathBuf>,
+    /// Size at which a transcript or the audit log is rotated (`log_max`,
+    /// on a line boundary).
+    pub log_max: u64,
+    /// Rotated files kept per transcript and of the audit log (`log_keep`).
+    pub log_keep: usize,
+    /// Whether `connect` may open devices that are not configured ports.
+    pub allow_adhoc: bool,
+    /// Globs of the device paths ad-hoc connects may open.
+    pub adhoc_devices: Vec<String>,
+    /// The remote consoles ad-hoc connects may reach by `telnet://`,
+    /// `rfc2217://` or `tcp://` URL: `host:ports` entries (addresses, CIDR
+    /// ranges or names; see `crate::remote::allow`); empty (the
+    /// default): none.
+    pub adhoc_remotes: Vec<RemoteRule>,
+    /// Quick losses in a row before a port is `down` (`down_after`, default
+    /// [`DEFAULT_DOWN_AFTER`]; 0: never); a port may override it.
+    pub down_after: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: None,
+            auth: AuthMode::Token,
+            retention: DEFAULT_RETENTION,
+            log_dir: None,
+            log_max: crate::transcript::DEFAULT_LOG_MAX,
+            log_keep: crate::transcript::DEFAULT_LOG_KEEP,
+            allow_adhoc: false,
+            adhoc_devices: DEFAULT_ADHOC_DEVICES.map(String::from).to_vec(),
+            adhoc_remotes: Vec::new(),
+            down_after: DEFAULT_DOWN_AFTER,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Whether an ad-hoc connect may open `path`: ad-hoc connects are on and
+    /// the path matches one of `adhoc_devices`. `*` does not cross a `/`,
+    /// and a path with `.` or `..` components or a relative path never
+    /// matches. Symlinks are not followed: `/dev/serial/by-id/*` is
+    /// udev-managed.
+    pub fn adhoc_allowed(&self, path: &str) -> bool {
+        if !self.allow_adhoc
+            || !path.starts_with('/')
+            || path.split('/').any(|part| part == "." || part == "..")
+        {
+            return false;
+        }
+        let options = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: true,
+        };
+        self.adhoc_devices
+            .iter()
+            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches_with(path, options)))
+    }
+}
+
+/// How HTTP callers authenticate (`[server] auth`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// `Authorization: Bearer <secret>` of one of the `[[tokens]]` (default).
+    #[default]
+    Token,
+    /// No authentication: every caller has full access. Only allowed on a
+    /// loopback listen address, and only when said explicitly.
+    None,
+}
+
+impl RawServer {
+    /// Checks the `[server]` values over the defaults.
+    pub(super) fn resolve(self, src: &Source) -> Result<ServerConfig, ConfigError> {
+        let mut s = ServerConfig::default();
+        if let Some(listen) = self.listen {
+            check_listen(listen.get_ref())
+                .map_err(|e| src.error(listen.span(), format!("server.listen: {e}")))?;
+            s.listen = Some(listen.into_inner());
+        }
+        if let Some(auth) = self.auth {
+            s.auth = auth.into_inner();
+        }
+        if let Some(r) = self.retention {
+            let bytes = r.get_ref().0;
+            if !(MIN_RETENTION..=MAX_RETENTION).contains(&bytes) {
+                return Err(src.error(
+                    r.span(),
+                    format!("server.retention: {bytes} bytes is out of range: use 4KiB to 1GiB, e.g. \"1MiB\""),
+                ));
+            }
+            s.retention = bytes;
+        }
+        if let Some(dir) = self.log_dir {
+            if dir.get_ref().as_os_str().is_empty() {
+                return Err(src.error(
+                    dir.span(),
+                    "server.log_dir: it is empty; give a directory or leave log_dir out",
+                ));
+            }
+            let span = dir.span();
+            let dir = next_to_config(dir.get_ref(), src);
+            check_log_dir(&dir).map_err(|e| src.error(span, format!("server.log_dir: {e}")))?;
+            s.log_dir = Some(dir);
+        }
+        if let Some(m) = self.log_max {
+            let bytes = m.get_ref().0;
+            if !(4096..=MAX_RETENTION * 4).contains(&bytes) {
+                return Err(src.error(
+                    m.span(),
+                    format!("server.log_max: {bytes} bytes is out of range: use 4KiB to 4GiB, e.g. \"16MiB\""),
+                ));
+            }
+            s.log_max = bytes as u64;
+        }
+        if let Some(k) = self.log_keep {
+            let keep = *k.get_ref();
+            if !(0..=1000).contains(&keep) {
+                return Err(src.error(
+                    k.span(),
+                    format!("server.log_keep: {keep} is out of range: keep 0 to 1000 rotated files, e.g. 5"),
+                ));
+            }
+            s.log_keep = keep as usize;
+        }
+        if let Some(v) = self.allow_adhoc {
+            s.allow_adhoc = v;
+        }
+        if let Some(globs) = self.adhoc_devices {
+            s.adhoc_devices = check_globs(globs, "server.adhoc_devices", src)?;
+        }
+        if let Some(entries) = self.adhoc_remotes {
+            s.adhoc_remotes = entries
+                .iter()
+                .map(|entry| check_remote_entry(entry, src))
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(n) = self.down_after {
+            s.down_after = check_down_after(&n, "server.down_after", src)?;
+        }
+        Ok(s)
+    }
+}
+
+/// Parses one `adhoc_remotes` entry; the error points at the part of it
+/// that is wrong (at its opening quote when the string has escapes).
+fn check_remote_entry(entry: &Spanned<String>, src: &Source) -> Result<RemoteRule, ConfigError> {
+    RemoteRule::parse(entry.get_ref()).map_err(|e| {
+        let span = entry.span();
+        let inside = src.text.get(span.start + 1..span.end.saturating_sub(1));
+        let at = if inside == Some(entry.get_ref().as_str()) {
+            span.start + 1 + e.at
+        } else {
+            span.start
+        };
+        src.error(at..at, format!("server.adhoc_remotes: {}", e.message))
+    })
+}
+
+/// Checks a `down_after` value: 0 (never) to [`MAX_DOWN_AFTER`].
+pub(super) fn check_down_after(
+    n: &Spanned<i64>,
+    key: &str,
+    src: &Source,
+) -> Result<u32, ConfigError> {
+    let v = *n.get_ref();
+    u32::try_from(v)
+        .ok()
+        .filter(|v| *v <= MAX_DOWN_AFTER)
+        .ok_or_else(|| {
+            src.error(
+                n.span(),
+                format!("{key}: {v} is out of range: give 0 (never mark the port down) to {MAX_DOWN_AFTER} quick losses in a row, e.g. 5"),
+            )
+        })
+}
+
+/// Checks a listen address: `host:port`, with an IPv6 host in brackets.
+pub fn check_listen(s: &str) -> Result<(), String> {
+    if s.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(());
+    }
+    let ok = match s.rsplit_once(':') {
+        Some((host, port)) => {
+            !host.is_empty() && !host.contains(':') && port.parse::<u16>().is_ok()
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{s:?} is not host:port; use e.g. \"127.0.0.1:7301\""
+        ))
+    }
+}
+
+/// Whether a `host:port` listen address is on the loopback interface, as
+/// far as the text says: a loopback IP, or `localhost`. Any other name
+/// counts as not loopback (the serving code checks the address it bound).
+pub fn listen_is_loopback(listen: &str) -> bool {
+    if let Ok(addr) = listen.parse::<std::net::SocketAddr>() {
+        return addr.ip().to_canonical().is_loopback();
+    }
+    listen
+        .rsplit_once(':')
+        .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+}
+
+/// The security rule of the HTTP transport: it never runs without
+/// authentication unless the operator says so explicitly, and then only on
+/// loopback. `no_tokens`: no `[[tokens]]` are configured. The error says
+/// what to change.
+pub fn check_http_auth(auth: AuthMode, no_tokens: bool, loopback: bool) -> Result<(), String> {
+    match (auth, no_tokens, loopback) {
+        (AuthMode::None, _, false) => Err(
+            "auth = \"none\" is only allowed on a loopback listen address (127.0.0.1, ::1, localhost); \
+             add [[tokens]] and remove auth = \"none\" to serve other hosts"
+                .into(),
+        ),
+        (AuthMode::None, false, true) => Err(
+            "auth = \"none\" but [[tokens]] are configured; remove auth = \"none\" to require the tokens, \
+             or remove the [[tokens]]"
+                .into(),
+        ),
+        (AuthMode::None, true, true) => Ok(()),
+        (AuthMode::Token, true, false) => Err(
+            "HTTP on a non-loopback address needs authentication, and no [[tokens]] are configured; \
+             add a [[tokens]] entry (name, secret_file, ports, access)"
+                .into(),
+        ),
+        (AuthMode::Token, true, true) => Err(
+            "no [[tokens]] are configured; add a [[tokens]] entry, or set auth = \"none\" in [server] \
+             to serve this loopback address without authentication"
+                .into(),
+        ),
+        (AuthMode::Token, false, _) => Ok(()),
+    }
+}
+
+/// Checks an existing `log_dir`: a directory nobody but its owner (the
+/// daemon's user, or root) may write to, or others could plant files and
+/// links there or remove the audit trail. A missing one is created by the
+/// daemon (mode 750).
+fn check_log_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot check {}: {e}", dir.display())),
+        Ok(meta) if !meta.is_dir() => Err(format!(
+            "{} is not a directory; give a directory for transcripts and the audit log",
+            dir.display()
+        )),
+        Ok(meta) => crate::logfile::check_private_dir(dir, meta.mode(), meta.uid()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn transcript_rotation_keys() {
+        let c = parse(
+            "[server]\nlog_dir = \"/var/log/serialgate\"\nlog_max = \"1MiB\"\nlog_keep = 3\n",
+        );
+        assert_eq!((c.server.log_max, c.server.log_keep), (1 << 20, 3));
+        assert_error(
+            "[server]\nlog_keep = -1\n",
+            "2:12",
+            &["server.log_keep: -1 is out of range"],
+        );
+        assert_error(
+            "[server]\nlog_max = \"1KiB\"\n",
+            "2:11",
+            &["server.log_max: 1024 bytes is out of range"],
+        );
+    }
+
+    #[test]
+    fn http_needs_auth() {
+        let (_dir, file) = secrets();
+        let with_token = token_toml("a", "a");
+        let ok = |text: &str| parse_in(&file, text).unwrap_or_else(|e| panic!("{e}"));
+        let err = |text: &str| parse_in(&file, text).unwrap_err();
+
+        let c = ok(&format!(
+            "[server]\nlisten = \"0.0.0.0:7301\"\n{with_token}"
+        ));
+        assert_eq!(c.server.auth, AuthMode::Token);
+        ok("[server]\nlisten = \"127.0.0.1:7301\"\nauth = \"none\"\n");
+        ok("[server]\nlisten = \"localhost:7301\"\nauth = \"none\"\n");
+        ok("[server]\nlisten = \"[::1]:7301\"\nauth = \"none\"\n");
+        // without listen, nothing is served over HTTP: nothing to check
+        ok("[server]\nauth = \"none\"\n");
+
+        let e = err("[server]\nlisten = \"0.0.0.0:7301\"\n");
+        assert_eq!((e.line, e.col), (2, 10));
+        assert!(
+            e.message
+                .starts_with("server.listen: HTTP on a non-loopback address needs authentication"),
+            "{e}"
+        );
+        let e = err("[server]\nlisten = \"127.0.0.1:7301\"\n");
+        assert!(
+            e.message.contains("no [[tokens]] are configured")
+                && e.message.contains("set auth = \"none\""),
+            "{e}"
+        );
+        let e = err("[server]\nlisten = \"10.1.2.3:7301\"\nauth = \"none\"\n");
+        assert_eq!((e.line, e.col), (3, 8));
+        assert!(
+            e.message
+                .starts_with("server.auth: auth = \"none\" is only allowed on a loopback"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "[server]\nlisten = \"console-host:7301\"\nauth = \"none\"\n{with_token}"
+        ));
+        assert!(e.message.contains("only allowed on a loopback"), "{e}");
+        let e = err(&format!(
+            "[server]\nlisten = \"127.0.0.1:7301\"\nauth = \"none\"\n{with_token}"
+        ));
+        assert!(e.message.contains("but [[tokens]] are configured"), "{e}");
+        let e = err("[server]\nauth = \"basic\"\n");
+        assert!(
+            e.message.contains("server.auth: unknown variant `basic`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn loopback_listen_addresses() {
+        for yes in [
+            "127.0.0.1:7301",
+            "127.1.2.3:1",
+            "[::1]:7301",
+            "localhost:7301",
+            "[::ffff:127.0.0.1]:80",
+        ] {
+            assert!(listen_is_loopback(yes), "{yes}");
+        }
+        for no in [
+            "0.0.0.0:7301",
+            "[::]:7301",
+            "10.0.0.1:7301",
+            "console-host:7301",
+            "localhost.evil:1",
+        ] {
+            assert!(!listen_is_loopback(no), "{no}");
+        }
+    }
+    #[test]
+    fn adhoc_globbing() {
+        let mut s = ServerConfig::default();
+        assert!(!s.adhoc_allowed("/dev/ttyUSB0"), "off by default");
+        s.allow_adhoc = true;
+        for ok in [
+            "/dev/ttyUSB0",
+            "/dev/ttyUSB12",
+            "/dev/ttyACM0",
+            "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0",
+        ] {
+            assert!(s.adhoc_allowed(ok), "{ok}");
+        }
+        for no in [
+            "/dev/ttyS0",
+            "/dev/sda",
+            "ttyUSB0",
+            "/dev/ttyUSB0/../sda",
+            "/dev/serial/by-id/../../sda",
+            "/dev/serial/by-id/./x",
+            "/dev/serial/by-id/a/b",
+            "/dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0",
+            "",
+        ] {
+            assert!(!s.adhoc_allowed(no), "{no}");
+        }
+        s.adhoc_devices = vec!["/dev/tty[SU]*".into()];
+        assert!(s.adhoc_allowed("/dev/ttyS1"));
+        assert!(!s.adhoc_allowed("/dev/ttyACM0"));
+    }
+
+    #[test]
+    fn log_dir_is_next_to_the_config_and_refused_when_others_may_write_to_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, file) = secrets();
+        let c = parse_in(&file, "[server]\nlog_dir = \"logs\"\n").unwrap();
+        assert_eq!(c.server.log_dir, Some(dir.path().join("logs")));
+        let logs = dir.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        for mode in [0o777, 0o1777, 0o775, 0o757] {
+            std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = parse_in(&file, "[server]\nlog_dir = \"logs\"\n").unwrap_err();
+            assert!(
+                e.message.starts_with("server.log_dir: ")
+                    && e.message
+                        .contains(&format!("chmod go-w {}", logs.display())),
+                "{e}"
+            );
+        }
+        std::fs::set_permissions(&logs, std::fs::Permissions::from_mode(0o755)).unwrap();
+        parse_in(&file, "[server]\nlog_dir = \"logs\"\n").unwrap();
+        let e = parse_in(&file, "[server]\nlog_dir = \"a\"\n").unwrap_err();
+        assert!(e.message.contains("is not a directory"), "{e}");
+    }
+
+    #[test]
+    fn adhoc_remotes_errors_point_into_the_entry() {
+        // Each at `line:col` of the wrong part of the entry.
+        for (entries, at, parts) in [
+            (
+                r#"["10.0.0.*:20*"]"#,
+                "3:26",
+                &[
+                    "server.adhoc_remotes: \"10.0.0.*:20*\": entries are not globs",
+                    "CIDR range (e.g. 10.0.0.0/24",
+                ][..],
+            ),
+            (
+                r#"["10.0.0.0/24:2000-2099", "10.0.0.5"]"#,
+                "3:52",
+                &["\"10.0.0.5\": no port after the host", "\"10.0.0.5:*\""],
+            ),
+            (r#"["telnet://h:*"]"#, "3:19", &["without a scheme"]),
+            (
+                r#"["127.1:7000"]"#,
+                "3:19",
+                &[
+                    "\"127.1\" is 127.0.0.1 in a spelling",
+                    "four decimal numbers: 127.0.0.1",
+                ],
+            ),
+            (
+                r#"["[2001:db8::5]/32:*"]"#,
+                "3:20",
+                &["the range is [2001:db8::]/32"],
+            ),
+            (
+                r#"["h:20*"]"#,
+                "3:21",
+                &["\"20*\" is not a port", "a range (2000-2099)"],
+            ),
+            (r#"["localhost:*"]"#, "3:19", &["write 127.0.0.1:PORT"]),
+            // An escape in the string: the error points at the string.
+            (r#"["h\u003a20*"]"#, "3:18", &["\"20*\" is not a port"]),
+        ] {
+            assert_error(
+                &format!("[server]\nallow_adhoc = true\nadhoc_remotes = {entries}\n"),
+                at,
+                parts,
+            );
+        }
+    }
+
+    #[test]
+    fn down_after_is_global_with_a_per_port_override() {
+        let c = parse(
+            "[server]\ndown_after = 2\n[ports.a]\ndevice = \"/dev/ttyUSB0\"\n[ports.b]\ndevice = \"/dev/ttyUSB1\"\ndown_after = 0\n",
+        );
+        assert_eq!(c.server.down_after, 2);
+        assert_eq!(c.ports["a"].down_after, 2);
+        assert_eq!(c.ports["b"].down_after, 0);
+        assert_eq!(
+            parse("[ports.a]\ndevice = \"/dev/ttyUSB0\"\n").ports["a"].down_after,
+            DEFAULT_DOWN_AFTER
+        );
+        let adhoc = c.resolve_port("x", "/dev/ttyUSB9", None).unwrap();
+        assert_eq!(adhoc.down_after, 2);
+        assert_error(
+            "[server]\ndown_after = -1\n",
+            "2:14",
+            &["server.down_after: -1 is out of range", "0 (never"],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\ndown_after = 5000\n",
+            "3:14",
+            &["ports.a.down_after: 5000 is out of range"],
+        );
+    }
+
+    #[test]
+    fn remote_devices_and_adhoc_remotes() {
+        let c = parse(
+            "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.0/24:2000-2099\", \"ts1.lab:*\", \"[2001:db8::5]:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n\n[ports.c]\ndevice = \"rfc2217://10.0.0.5:7001\"\nbaud = 115200\n",
+        );
+        assert_eq!(c.ports["a"].device, "telnet://10.0.0.5:2001");
+        assert_eq!(c.ports["c"].device, "rfc2217://10.0.0.5:7001");
+        assert_eq!(c.ports["c"].line.baud, 115200, "the line the server sets");
+        let entries: Vec<&str> = c.server.adhoc_remotes.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            entries,
+            ["10.0.0.0/24:2000-2099", "ts1.lab:*", "[2001:db8::5]:*"]
+        );
+        assert!(c.server.adhoc_remotes[0].may_admit("10.0.0.7", 2003));
+        assert!(!c.server.adhoc_remotes[0].may_admit("10.0.0.7", 23));
+        assert!(c.server.adhoc_remotes[1].may_admit("TS1.lab.", 4001));
+        assert!(
+            ServerConfig::default().adhoc_remotes.is_empty(),
+            "no remotes by default"
+        );
+        for (text, want) in [
+            (
+                "[ports.a]\ndevice = \"ssh://h:22\"\n",
+                "ports.a.device: unknown scheme",
+            ),
+            (
+                "[ports.a]\ndevice = \"telnet://h\"\n",
+                "ports.a.device: \"telnet://h\" needs host:port",
+            ),
+        ] {
+            let e = Config::parse(text, FILE).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_documented_adhoc_remotes_parse_and_mean_what_they_say() {
+        let readme = include_str!("../../../../README.md");
+        let example = include_str!("../../../../config/example.toml");
+        let lines: Vec<&str> = readme
+            .lines()
+            .chain(example.lines().map(|l| l.trim_start_matches("# ")))
+            .filter(|l| l.starts_with("adhoc_remotes = "))
+            .collect();
+        assert_eq!(lines.len(), 2, "one in the README, one in the example");
+        for line in lines {
+            let c = parse(&format!("[server]\nallow_adhoc = true\n{line}\n"));
+            let v6 = c
+                .server
+                .adhoc_remotes
+                .iter()
+                .find(|r| r.as_str() == "[2001:db8::5]:*")
+                .unwrap_or_else(|| panic!("{line}"));
+            let dest = |ip: &str| crate::remote::allow::Destination {
+                ip: ip.parse().unwrap(),
+                this_host: false,
+            };
+            assert!(v6.admits("2001:db8::5", 2001, dest("2001:db8::5")));
+            assert!(!v6.admits("0", 2001, dest("0.0.0.0")));
+            assert!(!v6.admits("2001:db8::6", 2001, dest("2001:db8::6")));
+        }
+    }
+}

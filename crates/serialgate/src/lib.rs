@@ -1,0 +1,67 @@
+//! serialgate: the serial consoles of routers, switches and other equipment,
+//! in reach of AI agents over MCP.
+//!
+//! The public surface is what the library offers beside the binary: the
+//! config and presets, [`daemon::serve`], the device listing and udev
+//! rules, the demo, and the sans-I/O core (settings, log, matcher, clean)
+//! that fuzz targets and benches drive directly. Everything else is
+//! `pub(crate)`.
+//!
+//! # Layout
+//!
+//! - [`settings`]: serial line settings and line endings, plain values.
+//! - [`config`] and [`presets`]: the TOML config and the device presets.
+//! - [`log`]: the OutputLog, every byte a device sent at absolute offsets.
+//! - [`matcher`]: incremental prompt and auto-reply trigger matching;
+//!   `automata` keeps their Aho-Corasick automata between calls.
+//! - [`clean`]: what an engineer would read, from raw console bytes.
+//! - `terminal`: key names, the VT100 screen, terminal query answers.
+//! - `port`: one serial line: device, reader task, writer, state, waits.
+//! - `gateway`: every port of the daemon, configured or ad-hoc.
+//! - `mcp`: the MCP tools, thin over the ports; [`daemon`] serves them
+//!   over stdio or over streamable HTTP with bearer tokens
+//!   (`daemon::http`, whose `listener` holds the connection limits
+//!   against hostile networks), and runs the daemon's life: signals,
+//!   reload, readiness, shutdown.
+//! - `audit`, `transcript` and `logfile`: the audit trail and the
+//!   per-port transcripts, appended and rotated without following links.
+//! - [`daemon::logging`]: the daemon's own log (one line per event, rmcp
+//!   held at `warn`); `daemon::fd_limit`: the open-files limit raised at
+//!   start.
+//! - [`devices`]: serial devices present on the machine.
+//! - `remote`: remote consoles (telnet, RFC 2217, raw TCP) behind device
+//!   URLs, and which of them ad-hoc connects may reach (`remote::allow`,
+//!   by resolved address).
+//! - `error`: the stable error codes of tool results; `sync`: locks
+//!   that outlive a panic.
+//! - [`demo`]: `serialgate demo`, a scripted agent session with a simulated
+//!   switch (the `serialgate-sim` crate) through the real binary.
+//!
+//! Dependencies point inwards: `mcp` → `gateway` → `port` → `log`/`matcher`.
+#![deny(missing_docs)]
+
+pub(crate) mod audit;
+pub(crate) mod automata;
+pub mod clean;
+pub mod config;
+pub mod daemon;
+pub mod demo;
+pub mod devices;
+pub(crate) mod error;
+pub(crate) mod gateway;
+pub mod log;
+pub(crate) mod logfile;
+pub mod matcher;
+pub(crate) mod mcp;
+pub(crate) mod port;
+pub(crate) mod remote;
+pub mod settings;
+pub(crate) mod sync;
+pub(crate) mod terminal;
+pub(crate) mod transcript;
+pub mod udev;
+
+/// The built-in device presets, beside the config that extends them.
+pub use config::presets;
+/// How many auto-replies one wait sends at most unless told otherwise.
+pub use port::wait::DEFAULT_MAX_AUTO_REPLIES;

@@ -1,0 +1,154 @@
+//! The `serialgate` command line: parses arguments and calls the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serialgate::config::Config;
+
+/// Serial consoles of routers, switches and other equipment, in reach of AI
+/// agents over MCP.
+#[derive(Parser)]
+#[command(name = "serialgate", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway: open the configured ports and serve MCP over stdio,
+    /// or over streamable HTTP at http://ADDR/mcp with --http ADDR or
+    /// [server] listen (then stdio is not served).
+    Serve {
+        /// Config file (TOML). Without it: no configured ports, built-in presets.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
+        /// 127.0.0.1:7301 (port 0: any free port; the address is printed).
+        /// Overrides [server] listen.
+        #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+        http: Option<String>,
+        /// Serve stdio even when the config sets [server] listen.
+        #[arg(long)]
+        stdio: bool,
+    },
+    /// Validate a config file and print the ports and presets it defines.
+    CheckConfig {
+        /// Config file (TOML).
+        file: PathBuf,
+    },
+    /// List serial devices on this machine with USB ids and by-id paths.
+    ListPorts,
+    /// Print udev rules giving each USB-serial adapter found a stable
+    /// /dev/serialgate/NAME link (named after its port in the config) and
+    /// keeping ModemManager away from it.
+    UdevRules {
+        /// Config file (TOML): name the links after its ports.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// Run a simulated device on a pseudo-terminal until interrupted.
+    Simulate {
+        /// Device profile: cisco-ios, juniper-junos, huawei-vrp, hp-procurve,
+        /// ansi-colour, menu, utf8-slow or silent.
+        profile: String,
+        /// Symlink to create pointing at the pseudo-terminal.
+        #[arg(long)]
+        link: Option<PathBuf>,
+    },
+    /// Start a simulated switch and the gateway, and drive a short agent
+    /// session through the real MCP path.
+    Demo,
+}
+
+/// How long exiting waits for the runtime's leftover tasks.
+const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(200);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    serialgate::daemon::logging::init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("serialgate: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve {
+                config,
+                http,
+                stdio,
+            } => {
+                let loaded = match &config {
+                    Some(path) => Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?,
+                    None => Config::default_with_builtins(),
+                };
+                let transport = serialgate::daemon::Transport::choose(&loaded, http, stdio);
+                serialgate::daemon::serve(loaded, config, transport).await
+            }
+            Command::CheckConfig { file } => check_config(&file),
+            Command::ListPorts => {
+                list_ports();
+                Ok(())
+            }
+            Command::UdevRules { config } => udev_rules(config.as_deref()),
+            Command::Simulate { profile, link } => simulate(&profile, link).await,
+            Command::Demo => serialgate::demo::run().await,
+        }
+    });
+    // Everything that must finish (ports closed, responses sent) was
+    // awaited above. What may be left is a blocking read of stdin that only
+    // the client can end (stdio serving stopped by SIGTERM): do not wait
+    // for it beyond a moment.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("serialgate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
+    let config = Config::load(file).map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!("{}: ok", file.display());
+    print!("{}", config.summary());
+    Ok(())
+}
+
+fn udev_rules(config: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let config = match config {
+        Some(path) => Some(Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?),
+        None => None,
+    };
+    print!(
+        "{}",
+        serialgate::udev::rules(&serialgate::devices::list(), config.as_ref())
+    );
+    Ok(())
+}
+
+fn list_ports() {
+    print!(
+        "{}",
+        serialgate::devices::listing(&serialgate::devices::list())
+    );
+}
+
+async fn simulate(profile: &str, link: Option<PathBuf>) -> anyhow::Result<()> {
+    let profile: serialgate_sim::Profile = profile.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let device = serialgate_sim::spawn(profile, link).await?;
+    eprintln!(
+        "simulated device on {} (Ctrl-C to stop)",
+        device.path().display()
+    );
+    serialgate::daemon::lifecycle::terminated().await;
+    Ok(())
+}
