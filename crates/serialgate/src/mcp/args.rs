@@ -27,6 +27,10 @@ pub const MAX_MAX_OUTPUT: u64 = 16 * 1024 * 1024;
 pub const MAX_SEND_BYTES: usize = 64 * 1024;
 /// Most auto-reply triggers one call may give.
 pub const MAX_TRIGGERS: usize = 64;
+/// Longest auto-reply trigger, in bytes.
+pub const MAX_TRIGGER_BYTES: usize = 256;
+/// Longest auto-reply reply, in bytes.
+pub const MAX_REPLY_BYTES: usize = 1024;
 
 /// Parses a tool's arguments into `T`; a wrong name, type or missing key
 /// becomes `invalid_argument` naming it.
@@ -188,10 +192,10 @@ pub(super) fn triggers_arg(
     }
     if let Some((t, _)) = pairs
         .iter()
-        .find(|(t, r)| t.is_empty() || t.len() > 256 || r.len() > 1024)
+        .find(|(t, r)| t.is_empty() || t.len() > MAX_TRIGGER_BYTES || r.len() > MAX_REPLY_BYTES)
     {
         return Err(GateError::invalid(format!(
-            "auto_reply trigger {t:?}: triggers must be 1-256 bytes and replies at most 1024 bytes"
+            "auto_reply trigger {t:?}: triggers must be 1-{MAX_TRIGGER_BYTES} bytes and replies at most {MAX_REPLY_BYTES} bytes"
         )));
     }
     TriggerScanner::new(&pairs, cursor).map_err(GateError::invalid)

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::access::{self, Caller};
 use super::args::{self, parse};
+use super::describe::size;
 use super::session::{Connection, Profile};
 use super::{GateServer, ToolError};
 use crate::config::PortConfig;
@@ -37,7 +38,12 @@ pub struct ConnectArgs {
     /// reverse-telnet port), rfc2217://host:port (telnet with serial line
     /// control) or tcp://host:port (raw bytes), within adhoc_remotes.
     pub port: String,
-    /// Name for an ad-hoc connection (default: the device's file name; at most 64 bytes).
+    /// Name for an ad-hoc connection (default: the device's file name), at
+    /// most [`MAX_NAME_BYTES`].
+    #[schemars(description = format!(
+        "Name for an ad-hoc connection (default: the device's file name; at most {}).",
+        size(MAX_NAME_BYTES as u64)
+    ))]
     pub name: Option<String>,
     /// Device preset (see list_presets): prompt, pager replies, error patterns.
     pub preset: Option<String>,
@@ -59,7 +65,12 @@ pub struct ConnectArgs {
     /// What send_text appends by default: cr (default for consoles), lf, crlf, none.
     #[serde(default, deserialize_with = "args::opt_enum")]
     pub line_ending: Option<LineEnding>,
-    /// Default prompt of this connection (default: the preset's regex; at most 4096 bytes).
+    /// Default prompt of this connection (default: the preset's regex), at
+    /// most [`MAX_PROMPT_BYTES`].
+    #[schemars(description = format!(
+        "Default prompt of this connection (default: the preset's regex; at most {}).",
+        size(MAX_PROMPT_BYTES as u64)
+    ))]
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex (default false: literal).
     #[serde(default, deserialize_with = "args::opt_bool")]

@@ -13,13 +13,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::args::{self, parse};
+use super::describe::{list, millis};
 use super::{GateServer, ToolError};
 use crate::error::GateError;
-use crate::port::baud_detect::{BaudScore, DEFAULT_CANDIDATES, MAX_CANDIDATES, MAX_LISTEN};
+use crate::port::baud_detect::{
+    BaudScore, DEFAULT_CANDIDATES, MAX_CANDIDATES, MAX_LISTEN, MIN_SCORE,
+};
 use crate::port::control::{MAX_BREAK, MAX_PULSE};
 use crate::port::lines::{ModemLine, ModemStatus};
 use crate::settings::{FlowControl, LineSettings, Parity};
 
+/// Shortest BREAK, pulse or listening time, in milliseconds.
+pub const MIN_DURATION_MS: u64 = 1;
 /// Default BREAK length, in milliseconds.
 pub const DEFAULT_BREAK_MS: u64 = 250;
 /// Default pulse length, in milliseconds.
@@ -28,12 +33,19 @@ pub const DEFAULT_PULSE_MS: u64 = 100;
 pub const DEFAULT_LISTEN_MS: u64 = 500;
 /// Longest `probe` of `detect_baud`, in bytes.
 pub const MAX_PROBE_BYTES: usize = 256;
+/// Default `probe` of `detect_baud`: a console answers a CR with its prompt.
+pub const DEFAULT_PROBE: &str = "\r";
 
 /// Arguments of `send_break`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendBreakArgs {
-    /// How long the BREAK lasts, in milliseconds (default 250, 1-10000).
+    /// How long the BREAK lasts, in milliseconds (default
+    /// [`DEFAULT_BREAK_MS`], at most [`MAX_BREAK`]).
+    #[schemars(description = format!(
+        "How long the BREAK lasts, in milliseconds (default {DEFAULT_BREAK_MS}, {MIN_DURATION_MS}-{}).",
+        millis(MAX_BREAK)
+    ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub duration_ms: Option<u64>,
     /// The connection (default: the current one).
@@ -103,7 +115,12 @@ pub struct PulseLineArgs {
     /// The line to pulse: dtr or rts.
     #[serde(deserialize_with = "modem_line")]
     pub line: ModemLine,
-    /// How long the pulse lasts, in milliseconds (default 100, 1-10000).
+    /// How long the pulse lasts, in milliseconds (default
+    /// [`DEFAULT_PULSE_MS`], at most [`MAX_PULSE`]).
+    #[schemars(description = format!(
+        "How long the pulse lasts, in milliseconds (default {DEFAULT_PULSE_MS}, {MIN_DURATION_MS}-{}).",
+        millis(MAX_PULSE)
+    ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub ms: Option<u64>,
     /// The level during the pulse (default false: drop the line, wait,
@@ -131,12 +148,26 @@ pub struct PulseLineResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DetectBaudArgs {
-    /// Rates to try, in order (default [9600, 19200, 38400, 57600, 115200]; at most 16).
+    /// Rates to try, in order (default [`DEFAULT_CANDIDATES`], at most
+    /// [`MAX_CANDIDATES`]).
+    #[schemars(description = format!(
+        "Rates to try, in order (default {}; at most {MAX_CANDIDATES}).",
+        list(&DEFAULT_CANDIDATES)
+    ))]
     #[serde(default, deserialize_with = "opt_rates")]
     pub candidates: Option<Vec<u64>>,
-    /// What to send at each rate to make the device print (default "\r": a console answers with its prompt; "" sends nothing and only listens).
+    /// What to send at each rate to make the device print (default
+    /// [`DEFAULT_PROBE`]; "" only listens).
+    #[schemars(description = format!(
+        "What to send at each rate to make the device print (default {DEFAULT_PROBE:?}: a console answers with its prompt; \"\" sends nothing and only listens)."
+    ))]
     pub probe: Option<String>,
-    /// How long to listen at each rate, in milliseconds (default 500, 1-5000); ends early once the device is quiet.
+    /// How long to listen at each rate, in milliseconds (default
+    /// [`DEFAULT_LISTEN_MS`], at most [`MAX_LISTEN`]).
+    #[schemars(description = format!(
+        "How long to listen at each rate, in milliseconds (default {DEFAULT_LISTEN_MS}, {MIN_DURATION_MS}-{}); ends early once the device is quiet.",
+        millis(MAX_LISTEN)
+    ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub listen_ms: Option<u64>,
     /// The connection (default: the current one).
@@ -148,7 +179,10 @@ pub struct DetectBaudArgs {
 pub struct DetectBaudResult {
     /// Every candidate, best first: readability score 0-1, bytes received, a sample (non-printables as \xNN).
     pub ranking: Vec<BaudScore>,
-    /// The rate that read best, if any read well (score ≥ 0.5); null when none did (silent device?).
+    /// The rate that read best, if any scored at least [`MIN_SCORE`].
+    #[schemars(description = format!(
+        "The rate that read best, if any read well (score ≥ {MIN_SCORE}); null when none did (silent device?)."
+    ))]
     pub best: Option<u32>,
     /// The line settings the port is left at: the best rate, else the original one.
     pub settings: LineSettings,
@@ -197,13 +231,13 @@ fn opt_rates<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Err
     }
 }
 
-/// A duration in milliseconds within 1..=max.
+/// A duration in milliseconds within [`MIN_DURATION_MS`]..=max.
 fn ms_arg(name: &str, v: Option<u64>, default: u64, max: Duration) -> Result<u64, GateError> {
     let ms = v.unwrap_or(default);
     let max = max.as_millis() as u64;
-    if !(1..=max).contains(&ms) {
+    if !(MIN_DURATION_MS..=max).contains(&ms) {
         return Err(GateError::invalid(format!(
-            "{name} must be between 1 and {max} milliseconds, got {ms}"
+            "{name} must be between {MIN_DURATION_MS} and {max} milliseconds, got {ms}"
         )));
     }
     Ok(ms)
@@ -260,12 +294,15 @@ impl SetLineSettingsArgs {
 
 #[tool_router(router = control_router, vis = "pub(super)")]
 impl GateServer {
-    /// Send a serial BREAK (the line held low) for duration_ms (default
-    /// 250). Used to enter Cisco ROMMON during boot, or to get the
-    /// attention of a console that ignores text. On a telnet:// console
-    /// server it is telnet's BREAK, on rfc2217:// the server holds it.
-    /// Fails with port_unavailable when the device cannot send BREAK.
+    /// Sends a serial BREAK for duration_ms (default [`DEFAULT_BREAK_MS`]).
     #[tool(
+        description = format!(
+            "Send a serial BREAK (the line held low) for duration_ms (default\n\
+             {DEFAULT_BREAK_MS}). Used to enter Cisco ROMMON during boot, or to get the\n\
+             attention of a console that ignores text. On a telnet:// console\n\
+             server it is telnet's BREAK, on rfc2217:// the server holds it.\n\
+             Fails with port_unavailable when the device cannot send BREAK."
+        ),
         annotations(destructive_hint = true),
         input_schema = rmcp::handler::server::common::schema_for_input::<SendBreakArgs>().unwrap_or_default()
     )]
@@ -321,11 +358,15 @@ impl GateServer {
         Ok(Json(status))
     }
 
-    /// Pulse a modem control line: set `line` (dtr or rts) to `level`
-    /// (default false) for `ms` milliseconds (default 100), then back. The
-    /// default is the usual reset pulse of a microcontroller or console
-    /// server port: drop, wait, restore. Returns the modem lines after it.
+    /// Pulses a modem control line for `ms` milliseconds (default
+    /// [`DEFAULT_PULSE_MS`]), then sets it back.
     #[tool(
+        description = format!(
+            "Pulse a modem control line: set `line` (dtr or rts) to `level`\n\
+             (default false) for `ms` milliseconds (default {DEFAULT_PULSE_MS}), then back. The\n\
+             default is the usual reset pulse of a microcontroller or console\n\
+             server port: drop, wait, restore. Returns the modem lines after it."
+        ),
         annotations(destructive_hint = true),
         input_schema = rmcp::handler::server::common::schema_for_input::<PulseLineArgs>().unwrap_or_default()
     )]
@@ -349,13 +390,19 @@ impl GateServer {
         }))
     }
 
-    /// Find the baud rate of an unknown console: at each candidate rate,
-    /// send the probe (default "\r"), listen up to listen_ms (default 500)
-    /// and score how readable the answer is (text vs the noise of a wrong
-    /// rate). Leaves the port at the best rate, or the original one when
-    /// none reads well, and returns the ranking. Moves this session's
-    /// cursor past the probing output.
-    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<DetectBaudArgs>().unwrap_or_default())]
+    /// Finds the baud rate of an unknown console by probing each candidate
+    /// rate; leaves the port at the best one.
+    #[tool(
+        description = format!(
+            "Find the baud rate of an unknown console: at each candidate rate,\n\
+             send the probe (default {DEFAULT_PROBE:?}), listen up to listen_ms (default {DEFAULT_LISTEN_MS})\n\
+             and score how readable the answer is (text vs the noise of a wrong\n\
+             rate). Leaves the port at the best rate, or the original one when\n\
+             none reads well, and returns the ranking. Moves this session's\n\
+             cursor past the probing output."
+        ),
+        input_schema = rmcp::handler::server::common::schema_for_input::<DetectBaudArgs>().unwrap_or_default()
+    )]
     pub async fn detect_baud(
         &self,
         Parameters(raw): Parameters<JsonObject>,
@@ -387,7 +434,10 @@ impl GateServer {
             ))
             .into());
         }
-        let probe = a.probe.unwrap_or_else(|| "\r".to_owned()).into_bytes();
+        let probe = a
+            .probe
+            .unwrap_or_else(|| DEFAULT_PROBE.to_owned())
+            .into_bytes();
         if probe.len() > MAX_PROBE_BYTES {
             return Err(GateError::invalid(format!(
                 "probe is {} bytes; at most {MAX_PROBE_BYTES}",

@@ -17,10 +17,11 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::args::{
-    self, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S, max_output_arg, parse, timeout_arg,
-    triggers_arg,
+    self, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S, max_output_arg,
+    parse, timeout_arg, triggers_arg,
 };
 use super::connect::compile_regex;
+use super::describe::{auto_reply_limits, max_output_limits, seconds, size, timeout_limits};
 use super::dialogue::wait_hooks;
 use super::encoding::cut;
 use super::session::Connection;
@@ -46,8 +47,13 @@ pub const REDACTED: &str = "<redacted>";
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectStep {
-    /// Text to send, with the line ending appended ("" sends just the line
-    /// ending, e.g. to wake a console). At most 64 KiB.
+    /// Text to send, with the line ending appended; at most
+    /// [`MAX_SEND_BYTES`].
+    #[schemars(description = format!(
+        "Text to send, with the line ending appended (\"\" sends just the line\n\
+         ending, e.g. to wake a console). At most {}.",
+        size(MAX_SEND_BYTES as u64)
+    ))]
     #[serde(default, deserialize_with = "opt_text")]
     pub send: Option<String>,
     /// Raw bytes to send instead, as hex (e.g. "03" for Ctrl-C); nothing is appended.
@@ -56,19 +62,29 @@ pub struct ExpectStep {
     /// Line ending appended to `send`: cr, lf, crlf or none (default: the connection's).
     #[serde(default, deserialize_with = "args::opt_enum")]
     pub line_ending: Option<LineEnding>,
-    /// Text to wait for after sending, e.g. "Password: " or "SW1#" (at most 4096 bytes).
+    /// Text to wait for after sending, at most [`MAX_EXPECT_BYTES`].
+    #[schemars(description = format!(
+        "Text to wait for after sending, e.g. \"Password: \" or \"SW1#\" (at most {}).",
+        size(MAX_EXPECT_BYTES as u64)
+    ))]
     pub expect: Option<String>,
     /// Treat `expect` as a regex (multi-line, `$` also at the end of what has arrived). Default false.
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub regex: Option<bool>,
-    /// Seconds to wait for `expect` (default 10, at most 600).
+    /// Seconds to wait for `expect` (default [`DEFAULT_TIMEOUT_S`], at most
+    /// [`MAX_TIMEOUT_S`]).
+    #[schemars(description = format!("Seconds to wait for `expect` ({}).", timeout_limits()))]
     #[serde(default, deserialize_with = "args::opt_f64")]
     pub timeout: Option<f64>,
     /// Skip unread output (move the consume cursor to the head) before this step. Default false.
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub clear_first: Option<bool>,
     /// The text sent is secret (a password): it never appears in results,
-    /// errors or logs, and echoes of it in output are replaced by `<redacted>`. Default false.
+    /// errors or logs, and echoes of it are replaced by [`REDACTED`].
+    #[schemars(description = format!(
+        "The text sent is secret (a password): it never appears in results,\n\
+         errors or logs, and echoes of it in output are replaced by `{REDACTED}`. Default false."
+    ))]
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub sensitive: Option<bool>,
 }
@@ -96,19 +112,31 @@ impl fmt::Debug for ExpectStep {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectArgs {
-    /// The steps, run in order (1 to 64).
+    /// The steps, run in order (1 to [`MAX_STEPS`]).
+    #[schemars(description = format!("The steps, run in order (1 to {MAX_STEPS})."))]
     #[serde(deserialize_with = "steps_arg")]
     pub steps: Vec<ExpectStep>,
-    /// {trigger: reply} answered once per occurrence during every wait, e.g.
-    /// {"--More--": " "}. Default: the preset's pager replies; {} for none.
-    /// At most 64 triggers of 1-256 bytes, replies at most 1024 bytes.
+    /// {trigger: reply} answered once per occurrence during every wait
+    /// (default: the preset's pager replies), within the limits in
+    /// [`auto_reply_limits`].
+    #[schemars(description = format!(
+        "{{trigger: reply}} answered once per occurrence during every wait, e.g.\n\
+         {{\"--More--\": \" \"}}. Default: the preset's pager replies; {{}} for none.\n\
+         At most {}.",
+        auto_reply_limits()
+    ))]
     #[serde(default, deserialize_with = "args::opt_map")]
     pub auto_reply: Option<BTreeMap<String, String>>,
     /// Stop at the first step whose expect times out (default true); false
     /// runs the remaining steps anyway.
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub stop_on_timeout: Option<bool>,
-    /// Most bytes of output returned inline per step (default 65536, at most 16 MiB).
+    /// Most bytes of output returned inline per step (see
+    /// [`max_output_limits`]).
+    #[schemars(description = format!(
+        "Most bytes of output returned inline per step ({}).",
+        max_output_limits()
+    ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub max_output: Option<u64>,
     /// The connection (default: the current one).
@@ -120,8 +148,12 @@ pub struct ExpectArgs {
 pub struct StepResult {
     /// The step's number, from 1.
     pub step: u64,
-    /// What was sent: the text (without the line ending), "hex:…" for
-    /// send_hex, `<redacted>` when sensitive; null when nothing was sent.
+    /// What was sent: the text, "hex:…" for send_hex, [`REDACTED`] when
+    /// sensitive; null when nothing was sent.
+    #[schemars(description = format!(
+        "What was sent: the text (without the line ending), \"hex:…\" for\n\
+         send_hex, `{REDACTED}` when sensitive; null when nothing was sent."
+    ))]
     pub sent: Option<String>,
     /// Bytes written to the device, line ending included.
     pub bytes_sent: u64,
@@ -129,8 +161,12 @@ pub struct StepResult {
     pub matched: bool,
     /// The step's timeout passed before the expect text arrived.
     pub timed_out: bool,
-    /// Raw output from the cursor up to and including the expected text
-    /// (what arrived, on timeout); echoes of sensitive text are `<redacted>`.
+    /// Raw output up to and including the expected text; echoes of
+    /// sensitive text are [`REDACTED`].
+    #[schemars(description = format!(
+        "Raw output from the cursor up to and including the expected text\n\
+         (what arrived, on timeout); echoes of sensitive text are `{REDACTED}`."
+    ))]
     pub output: String,
     /// The text that matched (empty when not matched).
     pub prompt_text: String,
@@ -405,21 +441,34 @@ fn progress(results: &[StepResult], total: usize) -> String {
 
 #[tool_router(router = expect_router, vis = "pub(super)")]
 impl GateServer {
-    /// Run a scripted dialogue in one call, e.g. a login. Each step may
-    /// send text (`send`, with `line_ending`, default the connection's; ""
-    /// sends just the line ending) or raw bytes (`send_hex`), then may wait
-    /// for `expect` (literal, or regex: true) up to `timeout` seconds
-    /// (default 10), answering auto_reply triggers (default: the preset's)
-    /// like read_until_prompt. `clear_first` skips unread output before the
-    /// step. `sensitive: true` keeps a step's text out of results, errors
-    /// and logs (sent shows `<redacted>`, echoes in output are replaced):
-    /// use it for passwords. A step that times out stops the run unless
-    /// stop_on_timeout is false. `completed` is true when every step ran
-    /// and matched. Limits: 1-64 steps; each send at most 64 KiB; expect at
-    /// most 4096 bytes; timeouts at most 600 s each and 600 s in sum;
-    /// max_output (default 65536) per step. Invalid steps are refused
-    /// before anything is sent.
-    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ExpectArgs>().unwrap_or_default())]
+    /// Runs a scripted dialogue (send, wait for, send, …) in one call,
+    /// within [`MAX_STEPS`], [`MAX_SEND_BYTES`], [`MAX_EXPECT_BYTES`],
+    /// [`MAX_TIMEOUT_S`] and [`MAX_TOTAL_TIMEOUT_S`]; invalid steps are
+    /// refused before anything is sent.
+    #[tool(
+        description = format!(
+            "Run a scripted dialogue in one call, e.g. a login. Each step may\n\
+             send text (`send`, with `line_ending`, default the connection's; \"\"\n\
+             sends just the line ending) or raw bytes (`send_hex`), then may wait\n\
+             for `expect` (literal, or regex: true) up to `timeout` seconds\n\
+             (default {}), answering auto_reply triggers (default: the preset's)\n\
+             like read_until_prompt. `clear_first` skips unread output before the\n\
+             step. `sensitive: true` keeps a step's text out of results, errors\n\
+             and logs (sent shows `{REDACTED}`, echoes in output are replaced):\n\
+             use it for passwords. A step that times out stops the run unless\n\
+             stop_on_timeout is false. `completed` is true when every step ran\n\
+             and matched. Limits: 1-{MAX_STEPS} steps; each send at most {}; expect at\n\
+             most {}; timeouts at most {} s each and {} s in sum;\n\
+             max_output (default {DEFAULT_MAX_OUTPUT}) per step. Invalid steps are refused\n\
+             before anything is sent.",
+            seconds(DEFAULT_TIMEOUT_S),
+            size(MAX_SEND_BYTES as u64),
+            size(MAX_EXPECT_BYTES as u64),
+            seconds(MAX_TIMEOUT_S),
+            seconds(MAX_TOTAL_TIMEOUT_S)
+        ),
+        input_schema = rmcp::handler::server::common::schema_for_input::<ExpectArgs>().unwrap_or_default()
+    )]
     pub async fn expect(
         &self,
         Parameters(raw): Parameters<JsonObject>,

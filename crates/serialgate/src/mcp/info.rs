@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::parse;
+use super::describe::size;
 use super::{GateServer, ToolError};
 use crate::devices::{self, SerialDevice};
 use crate::error::{ErrorCode, GateError};
@@ -15,6 +16,11 @@ use crate::port::{Holder, PortEvent, PortState};
 use crate::presets::Preset;
 use crate::remote::rfc2217::{RemoteLineState, RemoteModemState};
 use crate::settings::{LineEnding, LineSettings};
+
+/// Default `last_bytes` of `get_transcript`.
+pub const DEFAULT_TRANSCRIPT_BYTES: u64 = 4000;
+/// Largest `last_bytes` of `get_transcript`.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 1 << 20;
 
 /// One port as `list_ports` shows it.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -304,10 +310,10 @@ impl GateServer {
     ) -> Result<Json<GetTranscriptResult>, ToolError> {
         let a: GetTranscriptArgs = parse("get_transcript", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let last_bytes = a.last_bytes.unwrap_or(4000);
-        if !(1..=1 << 20).contains(&last_bytes) {
+        let last_bytes = a.last_bytes.unwrap_or(DEFAULT_TRANSCRIPT_BYTES);
+        if !(1..=MAX_TRANSCRIPT_BYTES).contains(&last_bytes) {
             return Err(GateError::invalid(format!(
-                "last_bytes must be between 1 and 1048576, got {last_bytes}"
+                "last_bytes must be between 1 and {MAX_TRANSCRIPT_BYTES}, got {last_bytes}"
             ))
             .into());
         }
@@ -349,7 +355,13 @@ impl GateServer {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetTranscriptArgs {
-    /// How much of the end of the file (default 4000 bytes, at most 1 MiB).
+    /// How much of the end of the file, in bytes (default
+    /// [`DEFAULT_TRANSCRIPT_BYTES`], at most [`MAX_TRANSCRIPT_BYTES`]).
+    #[schemars(description = format!(
+        "How much of the end of the file (default {}, at most {}).",
+        size(DEFAULT_TRANSCRIPT_BYTES),
+        size(MAX_TRANSCRIPT_BYTES)
+    ))]
     #[serde(default, deserialize_with = "super::args::opt_u64")]
     pub last_bytes: Option<u64>,
     /// The connection (default: the current one).

@@ -13,9 +13,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::{
-    self, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, max_output_arg, parse, timeout_arg, triggers_arg,
+    self, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S, max_output_arg,
+    parse, timeout_arg, triggers_arg,
 };
 use super::connect::{MAX_PROMPT_BYTES, compile_regex};
+use super::describe::{auto_reply_limits, max_output_limits, seconds, size, timeout_limits};
 use super::dialogue::{cancelled, wait_hooks};
 use super::encoding::{self, Encoding, cut};
 use super::resources::output_uri;
@@ -31,12 +33,24 @@ use crate::settings::LineEnding;
 
 /// How long `read_available` waits for more once output started.
 const SETTLE: Duration = Duration::from_millis(50);
+/// Default `timeout` of `read_available`, in seconds: it returns what
+/// has arrived, so it waits briefly.
+pub const READ_AVAILABLE_TIMEOUT_S: f64 = 1.0;
+/// Default `max_bytes` of `read_output`.
+pub const DEFAULT_PAGE_BYTES: u64 = 16384;
+/// Smallest `max_bytes` of `read_output`: room for any UTF-8 character.
+pub const MIN_PAGE_BYTES: u64 = 4;
+/// Largest `max_bytes` of `read_output`.
+pub const MAX_PAGE_BYTES: u64 = 65536;
+/// Longest `wait_ms` of `read_output`: the longest wait of any call.
+pub const MAX_WAIT_MS: u64 = MAX_TIMEOUT_S as u64 * 1000;
 
 /// Arguments of `send_text`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendTextArgs {
-    /// The text to send (at most 64 KiB).
+    /// The text to send, at most [`MAX_SEND_BYTES`].
+    #[schemars(description = format!("The text to send (at most {}).", size(MAX_SEND_BYTES as u64)))]
     pub text: String,
     /// Appended line ending (default: the connection's, cr for consoles).
     #[serde(default, deserialize_with = "args::opt_enum")]
@@ -74,21 +88,38 @@ pub struct SendResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadUntilPromptArgs {
-    /// Text that ends the output, e.g. "SW1#", "login: ", "Password:"
-    /// (at most 4096 bytes). Default: the connection's prompt (the preset's regex).
+    /// Text that ends the output, at most [`MAX_PROMPT_BYTES`] (default:
+    /// the connection's prompt).
+    #[schemars(description = format!(
+        "Text that ends the output, e.g. \"SW1#\", \"login: \", \"Password:\"\n\
+         (at most {}). Default: the connection's prompt (the preset's regex).",
+        size(MAX_PROMPT_BYTES as u64)
+    ))]
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex (multi-line: `^`/`$` at line boundaries, `$` also at the end of what has arrived). Default false.
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub regex: Option<bool>,
-    /// Seconds to wait for the prompt (default 10, at most 600).
+    /// Seconds to wait for the prompt (default [`DEFAULT_TIMEOUT_S`], at
+    /// most [`MAX_TIMEOUT_S`]).
+    #[schemars(description = format!("Seconds to wait for the prompt ({}).", timeout_limits()))]
     #[serde(default, deserialize_with = "args::opt_f64")]
     pub timeout: Option<f64>,
-    /// {trigger: reply} answered once per occurrence while waiting, e.g.
-    /// {"--More--": " ", "[confirm]": "\r"}. Default: the preset's pager
-    /// replies; {} for none. At most 64 triggers of 1-256 bytes, replies at most 1024 bytes.
+    /// {trigger: reply} answered once per occurrence while waiting
+    /// (default: the preset's pager replies), within the limits in
+    /// [`auto_reply_limits`].
+    #[schemars(description = format!(
+        "{{trigger: reply}} answered once per occurrence while waiting, e.g.\n\
+         {{\"--More--\": \" \", \"[confirm]\": \"\\r\"}}. Default: the preset's pager\n\
+         replies; {{}} for none. At most {}.",
+        auto_reply_limits()
+    ))]
     #[serde(default, deserialize_with = "args::opt_map")]
     pub auto_reply: Option<BTreeMap<String, String>>,
-    /// Most bytes of output returned inline (default 65536, at most 16 MiB).
+    /// Most bytes of output returned inline (see [`max_output_limits`]).
+    #[schemars(description = format!(
+        "Most bytes of output returned inline ({}).",
+        max_output_limits()
+    ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub max_output: Option<u64>,
     /// How `output` is encoded: text (default; bytes that are not UTF-8
@@ -133,21 +164,40 @@ pub struct ReadUntilPromptResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendCommandArgs {
-    /// The command line, e.g. "show version" (the line ending is added; at most 64 KiB).
+    /// The command line, at most [`MAX_SEND_BYTES`] with the line ending.
+    #[schemars(description = format!(
+        "The command line, e.g. \"show version\" (the line ending is added; at most {}).",
+        size(MAX_SEND_BYTES as u64)
+    ))]
     pub command: String,
-    /// Prompt ending the output (default: the connection's prompt; at most 4096 bytes).
+    /// Prompt ending the output, at most [`MAX_PROMPT_BYTES`].
+    #[schemars(description = format!(
+        "Prompt ending the output (default: the connection's prompt; at most {}).",
+        size(MAX_PROMPT_BYTES as u64)
+    ))]
     pub prompt: Option<String>,
     /// Treat `prompt` as a regex. Default false.
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub regex: Option<bool>,
-    /// Seconds to wait for the prompt (default 10, at most 600).
+    /// Seconds to wait for the prompt (default [`DEFAULT_TIMEOUT_S`], at
+    /// most [`MAX_TIMEOUT_S`]).
+    #[schemars(description = format!("Seconds to wait for the prompt ({}).", timeout_limits()))]
     #[serde(default, deserialize_with = "args::opt_f64")]
     pub timeout: Option<f64>,
-    /// {trigger: reply} while waiting (default: the preset's, e.g. --More-- → space;
-    /// at most 64 triggers of 1-256 bytes, replies at most 1024 bytes).
+    /// {trigger: reply} while waiting (default: the preset's), within the
+    /// limits in [`auto_reply_limits`].
+    #[schemars(description = format!(
+        "{{trigger: reply}} while waiting (default: the preset's, e.g. --More-- → space;\n\
+         at most {}).",
+        auto_reply_limits()
+    ))]
     #[serde(default, deserialize_with = "args::opt_map")]
     pub auto_reply: Option<BTreeMap<String, String>>,
-    /// Most bytes of clean output returned inline (default 65536, at most 16 MiB).
+    /// Most bytes of clean output returned inline (see [`max_output_limits`]).
+    #[schemars(description = format!(
+        "Most bytes of clean output returned inline ({}).",
+        max_output_limits()
+    ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub max_output: Option<u64>,
     /// The connection (default: the current one).
@@ -189,11 +239,18 @@ pub struct SendCommandResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadAvailableArgs {
-    /// Seconds to wait for the first byte (default 1, at most 600); then
-    /// waits briefly until the device is quiet.
+    /// Seconds to wait for the first byte (default
+    /// [`READ_AVAILABLE_TIMEOUT_S`]), then until the device is quiet.
+    #[schemars(description = format!(
+        "Seconds to wait for the first byte (default {}, at most {}); then\n\
+         waits briefly until the device is quiet.",
+        seconds(READ_AVAILABLE_TIMEOUT_S),
+        seconds(MAX_TIMEOUT_S)
+    ))]
     #[serde(default, deserialize_with = "args::opt_f64")]
     pub timeout: Option<f64>,
-    /// Most bytes returned inline (default 65536).
+    /// Most bytes returned inline (default [`DEFAULT_MAX_OUTPUT`]).
+    #[schemars(description = format!("Most bytes returned inline (default {DEFAULT_MAX_OUTPUT})."))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub max_output: Option<u64>,
     /// How `output` is encoded: text (default), hex or base64.
@@ -232,11 +289,19 @@ pub struct ReadOutputArgs {
     /// the previous next_cursor to continue.
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub cursor: Option<u64>,
-    /// Most bytes per read, 4-65536 (default 16384). May return fewer to
-    /// keep UTF-8 characters whole.
+    /// Most bytes per read, [`MIN_PAGE_BYTES`] to [`MAX_PAGE_BYTES`]
+    /// (default [`DEFAULT_PAGE_BYTES`]).
+    #[schemars(description = format!(
+        "Most bytes per read, {MIN_PAGE_BYTES}-{MAX_PAGE_BYTES} (default {DEFAULT_PAGE_BYTES}). May return fewer to\n\
+         keep UTF-8 characters whole."
+    ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub max_bytes: Option<u64>,
-    /// Wait up to this many milliseconds for output when none is past the cursor (default 0, at most 600000).
+    /// Milliseconds to wait for output when none is past the cursor (default
+    /// 0: no wait; at most [`MAX_WAIT_MS`]).
+    #[schemars(description = format!(
+        "Wait up to this many milliseconds for output when none is past the cursor (default 0, at most {MAX_WAIT_MS})."
+    ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub wait_ms: Option<u64>,
     /// How `output` is encoded: text (default; pages keep UTF-8 characters
@@ -308,10 +373,17 @@ fn prompt_arg(
 
 #[tool_router(router = io_router, vis = "pub(super)")]
 impl GateServer {
-    /// Send text to the device, with the connection's line ending appended
-    /// (cr by default; line_ending "none" for raw keystrokes). Returns at
-    /// once; read the reply with read_until_prompt. At most 64 KiB.
-    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<SendTextArgs>().unwrap_or_default())]
+    /// Sends text with the connection's line ending appended, at most
+    /// [`MAX_SEND_BYTES`]; returns at once.
+    #[tool(
+        description = format!(
+            "Send text to the device, with the connection's line ending appended\n\
+             (cr by default; line_ending \"none\" for raw keystrokes). Returns at\n\
+             once; read the reply with read_until_prompt. At most {}.",
+            size(MAX_SEND_BYTES as u64)
+        ),
+        input_schema = rmcp::handler::server::common::schema_for_input::<SendTextArgs>().unwrap_or_default()
+    )]
     pub async fn send_text(
         &self,
         Parameters(raw): Parameters<JsonObject>,
@@ -521,11 +593,19 @@ impl GateServer {
         structured_with_links(&result, links)
     }
 
-    /// Return output that arrived since this session's cursor: waits up to
-    /// `timeout` seconds (default 1) for the first byte, then until the
-    /// device is quiet for a moment. Moves the cursor. `hex` always holds
-    /// the raw bytes; encoding hex or base64 makes `output` binary-safe too.
-    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ReadAvailableArgs>().unwrap_or_default())]
+    /// Returns output that arrived since this session's cursor, waiting up
+    /// to `timeout` seconds (default [`READ_AVAILABLE_TIMEOUT_S`]) for the
+    /// first byte; moves the cursor.
+    #[tool(
+        description = format!(
+            "Return output that arrived since this session's cursor: waits up to\n\
+             `timeout` seconds (default {}) for the first byte, then until the\n\
+             device is quiet for a moment. Moves the cursor. `hex` always holds\n\
+             the raw bytes; encoding hex or base64 makes `output` binary-safe too.",
+            seconds(READ_AVAILABLE_TIMEOUT_S)
+        ),
+        input_schema = rmcp::handler::server::common::schema_for_input::<ReadAvailableArgs>().unwrap_or_default()
+    )]
     pub async fn read_available(
         &self,
         Parameters(raw): Parameters<JsonObject>,
@@ -533,7 +613,7 @@ impl GateServer {
     ) -> Result<Json<ReadAvailableResult>, ToolError> {
         let a: ReadAvailableArgs = parse("read_available", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let timeout = timeout_arg(a.timeout, 1.0)?;
+        let timeout = timeout_arg(a.timeout, READ_AVAILABLE_TIMEOUT_S)?;
         let max_output = max_output_arg(a.max_output)?;
         let log = conn.port().log();
         let end = wait_for_output(
@@ -584,17 +664,17 @@ impl GateServer {
     ) -> Result<Json<ReadOutputResult>, ToolError> {
         let a: ReadOutputArgs = parse("read_output", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
-        let max_bytes = a.max_bytes.unwrap_or(16384);
-        if !(4..=65536).contains(&max_bytes) {
+        let max_bytes = a.max_bytes.unwrap_or(DEFAULT_PAGE_BYTES);
+        if !(MIN_PAGE_BYTES..=MAX_PAGE_BYTES).contains(&max_bytes) {
             return Err(GateError::invalid(format!(
-                "max_bytes must be between 4 and 65536, got {max_bytes}"
+                "max_bytes must be between {MIN_PAGE_BYTES} and {MAX_PAGE_BYTES}, got {max_bytes}"
             ))
             .into());
         }
         let wait_ms = a.wait_ms.unwrap_or(0);
-        if wait_ms > 600_000 {
+        if wait_ms > MAX_WAIT_MS {
             return Err(GateError::invalid(format!(
-                "wait_ms must be at most 600000, got {wait_ms}"
+                "wait_ms must be at most {MAX_WAIT_MS}, got {wait_ms}"
             ))
             .into());
         }

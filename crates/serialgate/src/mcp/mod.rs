@@ -2,14 +2,15 @@
 //! expect, terminal), each a thin layer that parses arguments, calls the
 //! port and shapes the result. What several groups share has a file of its
 //! own that imports no group: `args` (arguments and their limits),
-//! `encoding` (output in a JSON string) and `dialogue` (send and wait for
-//! a prompt). Failures are tool results with `isError` and a stable code
+//! `describe` (how descriptions state those limits), `encoding` (output
+//! in a JSON string) and `dialogue` (send and wait for a prompt). Failures are tool results with `isError` and a stable code
 //! ([`crate::error`]).
 
 pub mod access;
 mod args;
 mod connect;
 mod control;
+mod describe;
 mod dialogue;
 mod encoding;
 mod expect;

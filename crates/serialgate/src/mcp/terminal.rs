@@ -10,12 +10,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::args::{self, MAX_SEND_BYTES, parse};
+use super::describe::size;
 use super::encoding::hex;
 use super::{GateServer, ToolError};
 use crate::error::GateError;
 use crate::port::PortState;
 use crate::terminal::keys::{self, CursorKeys, KEY_NAMES};
-use crate::terminal::screen::{self, COLS, ROWS};
+use crate::terminal::screen::{self, COLS, FALLBACK_WINDOW, ROWS, SEARCH_WINDOW};
 
 /// Most keys in one `send_keys` call.
 pub const MAX_KEYS: usize = 256;
@@ -150,7 +151,8 @@ pub struct ScreenResult {
     pub rows: Vec<String>,
     /// Where the cursor is, 0-based.
     pub cursor: ScreenPosition,
-    /// The screen's size (80×24).
+    /// The screen's size ([`COLS`] × [`ROWS`]).
+    #[schemars(description = format!("The screen's size ({COLS}×{ROWS})."))]
     pub size: ScreenSize,
     /// The window title the device set, if any.
     pub title: Option<String>,
@@ -167,7 +169,12 @@ pub struct ScreenResult {
     /// Log offset the screen reflects (the head when asked).
     pub end: u64,
     /// `start` is a full clear, so the screen is exact; false: rebuilt from
-    /// the last 64 KiB of scrolling output.
+    /// the last [`FALLBACK_WINDOW`] bytes of scrolling output.
+    #[schemars(description = format!(
+        "`start` is a full clear, so the screen is exact; false: rebuilt from\n\
+         the last {} of scrolling output.",
+        size(FALLBACK_WINDOW)
+    ))]
     pub from_clear: bool,
     /// The port's state.
     pub state: PortState,
@@ -175,15 +182,22 @@ pub struct ScreenResult {
 
 #[tool_router(router = terminal_router, vis = "pub(super)")]
 impl GateServer {
-    /// Send keystrokes by name, for menus and full-screen programs: ctrl-a
-    /// to ctrl-z, ctrl-@, ctrl-[, ctrl-\, ctrl-], ctrl-^ (Cisco's escape),
-    /// ctrl-_, esc, tab, shift-tab, enter (CR), lf, backspace (0x7f; ctrl-h
-    /// is 0x08), delete, insert, up, down, left, right, home, end, pgup,
-    /// pgdn, f1-f12 (xterm sequences), space, and `text:<literal>` — as a
-    /// list, or one space-separated string. Nothing is appended (no
-    /// implied newline). At most 256 keys and 64 KiB. Unknown names are
-    /// refused before anything is sent. BREAK is a line condition, not a key.
-    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<SendKeysArgs>().unwrap_or_default())]
+    /// Sends keystrokes by name (at most [`MAX_KEYS`] keys and
+    /// [`MAX_SEND_BYTES`]), for menus and full-screen programs.
+    #[tool(
+        description = format!(
+            "Send keystrokes by name, for menus and full-screen programs: ctrl-a\n\
+             to ctrl-z, ctrl-@, ctrl-[, ctrl-\\, ctrl-], ctrl-^ (Cisco's escape),\n\
+             ctrl-_, esc, tab, shift-tab, enter (CR), lf, backspace (0x7f; ctrl-h\n\
+             is 0x08), delete, insert, up, down, left, right, home, end, pgup,\n\
+             pgdn, f1-f12 (xterm sequences), space, and `text:<literal>` — as a\n\
+             list, or one space-separated string. Nothing is appended (no\n\
+             implied newline). At most {MAX_KEYS} keys and {}. Unknown names are\n\
+             refused before anything is sent. BREAK is a line condition, not a key.",
+            size(MAX_SEND_BYTES as u64)
+        ),
+        input_schema = rmcp::handler::server::common::schema_for_input::<SendKeysArgs>().unwrap_or_default()
+    )]
     pub async fn send_keys(
         &self,
         Parameters(raw): Parameters<JsonObject>,
@@ -238,15 +252,21 @@ impl GateServer {
         }))
     }
 
-    /// The current 80×24 VT100 screen of the port, as a terminal would show
-    /// it: for menus, setup utilities and full-screen programs that draw
-    /// with cursor movements (read_output shows their raw escapes). `rows`
-    /// and `cursor` are 0-based; `highlights` lists reverse-video text (the
-    /// selected menu item). Rebuilt from the last full clear within the
-    /// last 256 KiB of output (`from_clear`), else from the last 64 KiB.
-    /// Moves no cursor. The gateway also answers the device's cursor
-    /// position and device attribute queries, so such programs draw.
+    /// The current VT100 screen of the port ([`COLS`] × [`ROWS`]), rebuilt
+    /// from the output within [`SEARCH_WINDOW`] or [`FALLBACK_WINDOW`].
     #[tool(
+        description = format!(
+            "The current {COLS}×{ROWS} VT100 screen of the port, as a terminal would show\n\
+             it: for menus, setup utilities and full-screen programs that draw\n\
+             with cursor movements (read_output shows their raw escapes). `rows`\n\
+             and `cursor` are 0-based; `highlights` lists reverse-video text (the\n\
+             selected menu item). Rebuilt from the last full clear within the\n\
+             last {} of output (`from_clear`), else from the last {}.\n\
+             Moves no cursor. The gateway also answers the device's cursor\n\
+             position and device attribute queries, so such programs draw.",
+            size(SEARCH_WINDOW),
+            size(FALLBACK_WINDOW)
+        ),
         annotations(read_only_hint = true),
         input_schema = rmcp::handler::server::common::schema_for_input::<ScreenArgs>().unwrap_or_default()
     )]

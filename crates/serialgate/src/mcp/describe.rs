@@ -1,0 +1,167 @@
+//! How the text an agent reads states limits. The descriptions of tool
+//! arguments, results and tools quote sizes, durations and counts that
+//! constants own; they are built from those constants with these helpers
+//! (`#[schemars(description = ...)]`, `#[tool(description = ...)]`), so a
+//! changed constant changes what the agent is told, and a quantity is
+//! spelled the same way everywhere. The phrases several tools share (the
+//! `timeout`, `max_output` and `auto_reply` limits) are here too.
+
+use std::time::Duration;
+
+use super::args::{
+    DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT_S, MAX_MAX_OUTPUT, MAX_REPLY_BYTES, MAX_TIMEOUT_S,
+    MAX_TRIGGER_BYTES, MAX_TRIGGERS,
+};
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+/// Sizes below this are spelled exactly, in bytes ("4096 bytes").
+const SMALL: u64 = 8 * KIB;
+
+/// A byte size as descriptions spell it: whole MiB ("16 MiB"), else whole
+/// KiB ("64 KiB"), else bytes ("4096 bytes"); small sizes always in bytes.
+pub fn size(bytes: u64) -> String {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= SMALL && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Seconds as an agent passes them: "600", "1", "0.5" (no trailing ".0").
+pub fn seconds(s: f64) -> String {
+    format!("{s}")
+}
+
+/// A duration in whole milliseconds: "10000".
+pub fn millis(d: Duration) -> String {
+    d.as_millis().to_string()
+}
+
+/// A list of numbers as JSON writes it: "[9600, 19200]".
+pub fn list(items: &[u32]) -> String {
+    let items: Vec<String> = items.iter().map(u32::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The limits of a prompt wait's `timeout`: its default and its maximum.
+pub fn timeout_limits() -> String {
+    format!(
+        "default {}, at most {}",
+        seconds(DEFAULT_TIMEOUT_S),
+        seconds(MAX_TIMEOUT_S)
+    )
+}
+
+/// The limits of `max_output`: its default and its maximum.
+pub fn max_output_limits() -> String {
+    format!(
+        "default {DEFAULT_MAX_OUTPUT}, at most {}",
+        size(MAX_MAX_OUTPUT)
+    )
+}
+
+/// The limits of `auto_reply`: how many triggers, how long each trigger
+/// and each reply.
+pub fn auto_reply_limits() -> String {
+    format!(
+        "{MAX_TRIGGERS} triggers of 1-{}, replies at most {}",
+        size(MAX_TRIGGER_BYTES as u64),
+        size(MAX_REPLY_BYTES as u64)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::GateServer;
+    use crate::mcp::args::MAX_SEND_BYTES;
+    use crate::mcp::expect::{ExpectArgs, MAX_STEPS};
+    use crate::mcp::io::SendTextArgs;
+
+    #[test]
+    fn sizes_are_spelled_in_their_largest_whole_unit() {
+        assert_eq!(size(16 * MIB), "16 MiB");
+        assert_eq!(size(MIB), "1 MiB");
+        assert_eq!(size(64 * KIB), "64 KiB");
+        assert_eq!(size(256 * KIB), "256 KiB");
+        assert_eq!(size(MIB + KIB), "1025 KiB");
+        assert_eq!(size(4096), "4096 bytes");
+        assert_eq!(size(4000), "4000 bytes");
+        assert_eq!(size(64 * KIB + 1), "65537 bytes");
+        assert_eq!(size(0), "0 bytes");
+    }
+
+    #[test]
+    fn durations_and_lists_are_spelled_as_agents_pass_them() {
+        assert_eq!(seconds(600.0), "600");
+        assert_eq!(seconds(1.0), "1");
+        assert_eq!(seconds(0.5), "0.5");
+        assert_eq!(millis(Duration::from_secs(10)), "10000");
+        assert_eq!(millis(Duration::from_millis(250)), "250");
+        assert_eq!(list(&[9600, 115200]), "[9600, 115200]");
+        assert_eq!(list(&[]), "[]");
+    }
+
+    /// The description at `pointer` in `schema`.
+    fn description(schema: &serde_json::Value, pointer: &str) -> String {
+        schema
+            .pointer(pointer)
+            .and_then(|d| d.as_str())
+            .unwrap_or_else(|| panic!("no description at {pointer} in {schema}"))
+            .to_owned()
+    }
+
+    #[test]
+    fn descriptions_follow_their_constants() {
+        let text = schemars::schema_for!(SendTextArgs);
+        let text = description(text.as_value(), "/properties/text/description");
+        assert!(text.contains(&size(MAX_SEND_BYTES as u64)), "{text}");
+
+        let expect = schemars::schema_for!(ExpectArgs);
+        let steps = description(expect.as_value(), "/properties/steps/description");
+        assert!(steps.contains(&format!("1 to {MAX_STEPS}")), "{steps}");
+        let send = description(
+            expect.as_value(),
+            "/$defs/ExpectStep/properties/send/description",
+        );
+        assert!(send.contains(&size(MAX_SEND_BYTES as u64)), "{send}");
+        let replies = description(expect.as_value(), "/properties/auto_reply/description");
+        assert!(replies.contains(&auto_reply_limits()), "{replies}");
+        assert!(
+            replies.contains(&format!("{MAX_TRIGGERS} triggers")),
+            "{replies}"
+        );
+        let timeout = description(
+            expect.as_value(),
+            "/$defs/ExpectStep/properties/timeout/description",
+        );
+        assert!(
+            timeout.contains(&format!("at most {}", seconds(MAX_TIMEOUT_S))),
+            "{timeout}"
+        );
+        let output = description(expect.as_value(), "/properties/max_output/description");
+        assert!(output.contains(&size(MAX_MAX_OUTPUT)), "{output}");
+
+        let tools = GateServer::shared_tool_router().list_all();
+        let tool = |name: &str| {
+            tools
+                .iter()
+                .find(|t| t.name == name)
+                .and_then(|t| t.description.clone())
+                .unwrap_or_else(|| panic!("no tool {name} with a description"))
+        };
+        let expect_tool = tool("expect");
+        assert!(
+            expect_tool.contains(&format!("1-{MAX_STEPS} steps")),
+            "{expect_tool}"
+        );
+        let send_text = tool("send_text");
+        assert!(
+            send_text.contains(&size(MAX_SEND_BYTES as u64)),
+            "{send_text}"
+        );
+    }
+}
