@@ -23,24 +23,48 @@ const QUEUE: usize = 4096;
 /// The audit trail's file in `log_dir`.
 pub const AUDIT_FILE: &str = "audit.log";
 
+/// Numbers sessions, agents' and people's alike, in the order they start,
+/// for the audit trail and the write hold.
+static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
+/// A session number not used before in this daemon.
+pub fn next_session() -> u64 {
+    NEXT_SESSION.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Who made a write.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Actor {
-    /// The MCP session's number in this daemon.
+    /// The session's number in this daemon (an agent's MCP session or a
+    /// person's console).
     pub session: u64,
-    /// The client's name from its MCP `initialize` (e.g. `claude-code`).
+    /// The client's name from its MCP `initialize` (e.g. `claude-code`),
+    /// or `console` for a person.
     pub client: String,
-    /// The token name over HTTP; `local` over stdio.
+    /// The token name over HTTP; `local` over stdio and the local console
+    /// socket.
     pub token: String,
+    /// A person at a console: their user name (the local socket's peer)
+    /// or their token's name (over HTTP). `None` for an agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 impl Actor {
-    /// How the actor is named in messages (`busy` errors, events).
+    /// How the actor is named in messages (`busy` errors, events): `alice
+    /// on console` for a person, `session 3 (client claude-code, token
+    /// lab)` for an agent.
     pub fn describe(&self) -> String {
-        format!(
-            "session {} (client {}, token {})",
-            self.session, self.client, self.token
-        )
+        match &self.person {
+            Some(person) if self.token == "local" || self.token == *person => {
+                format!("{person} on console")
+            }
+            Some(person) => format!("{person} on console (token {})", self.token),
+            None => format!(
+                "session {} (client {}, token {})",
+                self.session, self.client, self.token
+            ),
+        }
     }
 }
 
@@ -173,6 +197,7 @@ mod tests {
             session: 3,
             client: "claude-code".into(),
             token: "noc-agent".into(),
+            person: None,
         };
         audit.record(AuditRecord::now(
             "core-sw1",

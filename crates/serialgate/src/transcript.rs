@@ -53,6 +53,9 @@ pub struct SentRecord {
     pub kind: &'static str,
     /// The bytes, or `None` when they were marked sensitive.
     pub bytes: Option<Vec<u8>>,
+    /// A person who typed them at a console (`alice on console`); `None`
+    /// for an agent's write or the gateway's own.
+    pub who: Option<String>,
 }
 
 /// A handle to a port's transcript writer task.
@@ -233,9 +236,13 @@ impl Writer {
 }
 
 fn describe_sent(record: &SentRecord) -> String {
+    let by = record
+        .who
+        .as_ref()
+        .map_or_else(String::new, |who| format!(" by {who}"));
     match &record.bytes {
-        None => format!(">>> sent {}: <redacted>", record.kind),
-        Some(b) => format!(">>> sent {}: {}", record.kind, b.escape_ascii()),
+        None => format!(">>> sent {}{by}: <redacted>", record.kind),
+        Some(b) => format!(">>> sent {}{by}: {}", record.kind, b.escape_ascii()),
     }
 }
 
@@ -353,10 +360,12 @@ mod tests {
         t.record_sent(SentRecord {
             kind: "text",
             bytes: Some(b"enable\r".to_vec()),
+            who: None,
         });
         t.record_sent(SentRecord {
             kind: "expect",
             bytes: None,
+            who: None,
         });
         let text = written(&t, &log, 2).await;
         assert!(text.contains(">>> sent text: enable\\r"), "{text}");

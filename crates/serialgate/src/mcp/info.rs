@@ -12,7 +12,7 @@ use super::{GateServer, ToolError};
 use crate::devices::{self, SerialDevice};
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::GatewayPort;
-use crate::port::{Holder, PortEvent, PortState};
+use crate::port::{Holder, Participant, PortEvent, PortState};
 use crate::presets::Preset;
 use crate::remote::rfc2217::{RemoteLineState, RemoteModemState};
 use crate::settings::{LineEnding, LineSettings};
@@ -48,6 +48,10 @@ pub struct PortInfo {
     pub adhoc: bool,
     /// This session is connected to it.
     pub connected: bool,
+    /// Who holds it for writing (an agent's session or a person).
+    pub writer: Option<Holder>,
+    /// People at a console on it.
+    pub people: Vec<Participant>,
 }
 
 /// Result of `list_ports`.
@@ -126,6 +130,8 @@ pub struct StatusResult {
     pub events: Vec<PortEvent>,
     /// The session holding the port for writing; null when nobody has written yet.
     pub writer: Option<Holder>,
+    /// People at a console on this port.
+    pub people: Vec<Participant>,
     /// This session holds the write hold (others get `busy` when they write).
     pub you_hold_writer: bool,
     /// The transcript file, when `[server] log_dir` is set.
@@ -197,6 +203,8 @@ fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
         head: log.head(),
         adhoc: gp.adhoc,
         connected,
+        writer: gp.port.holder(),
+        people: gp.port.people(),
     }
 }
 
@@ -287,6 +295,7 @@ impl GateServer {
                 .holder()
                 .is_some_and(|h| h.session == self.session.actor().session),
             writer: port.holder(),
+            people: port.people(),
             transcript: port.transcript().map(|t| t.path().display().to_string()),
             active_waits: port.active_waits(),
             com_port: com

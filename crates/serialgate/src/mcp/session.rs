@@ -2,7 +2,6 @@
 //! cursors, and which connection is current.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::audit::Actor;
@@ -73,10 +72,6 @@ pub struct RememberedOutput {
     pub command: String,
 }
 
-/// Numbers sessions in the order they start, for the audit trail and the
-/// write hold.
-static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
-
 /// The state of one MCP session, shared by its concurrent tool calls.
 #[derive(Clone)]
 pub struct Session {
@@ -86,9 +81,10 @@ pub struct Session {
 impl Default for Session {
     fn default() -> Self {
         let actor = Actor {
-            session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
+            session: crate::audit::next_session(),
             client: "unknown".to_owned(),
             token: "local".to_owned(),
+            person: None,
         };
         Session {
             inner: Arc::new(Mutex::new(Inner {

@@ -12,6 +12,7 @@ mod comport_link;
 pub mod control;
 mod device;
 pub mod lines;
+mod presence;
 mod reader;
 mod responder;
 mod sharing;
@@ -24,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +36,7 @@ use crate::settings::LineSettings;
 use crate::sync::lock;
 use crate::transcript::{Transcript, TranscriptConfig};
 
+pub use presence::Participant;
 pub use reader::DOWN_RETRY;
 pub use sharing::Holder;
 
@@ -46,7 +48,7 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 const EVENT_HISTORY: usize = 32;
 
 /// Where a port is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PortState {
     /// Being opened for the first time.
@@ -159,6 +161,10 @@ struct Shared {
     active_waits: AtomicU64,
     /// The session holding the port for writing (sharing.rs).
     holder: Mutex<Option<sharing::Holder>>,
+    /// The people attached with a console client (presence.rs).
+    people: Mutex<Vec<Participant>>,
+    /// Bumped when `people` or `holder` change.
+    presence: watch::Sender<u64>,
     /// The transcript writer, with `log_dir`.
     transcript: Option<Transcript>,
     /// Where session writes are audited.
@@ -198,6 +204,8 @@ impl Port {
                 closing,
                 active_waits: AtomicU64::new(0),
                 holder: Mutex::new(None),
+                people: Mutex::new(Vec::new()),
+                presence: watch::Sender::new(0),
                 transcript,
                 audit: services.audit,
             }),

@@ -6,7 +6,7 @@
 use std::time::SystemTime;
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Port;
 use crate::audit::{Actor, AuditRecord};
@@ -14,7 +14,7 @@ use crate::error::{ErrorCode, GateError};
 use crate::transcript::SentRecord;
 
 /// The session that holds a port for writing.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Holder {
     /// The session's number in this daemon.
     pub session: u64,
@@ -80,6 +80,7 @@ impl Port {
             may_take(holder.as_ref())?;
             holder.replace(Holder::of(actor)).map(|h| h.who)
         };
+        self.presence_changed();
         match taken_from {
             Some(previous) => self.record(format!(
                 "take-over: {} took the write hold from {previous}",
@@ -113,6 +114,7 @@ impl Port {
             }
         };
         if let Some(h) = released {
+            self.presence_changed();
             self.record(format!("{} released the write hold", h.who));
         }
     }
@@ -133,12 +135,21 @@ impl Port {
             t.record_sent(SentRecord {
                 kind,
                 bytes: (!sensitive).then(|| bytes.to_vec()),
+                who: actor.person.as_ref().map(|_| actor.describe()),
             });
         }
         self.shared
             .audit
             .record(AuditRecord::now(self.name(), actor, kind, bytes, sensitive));
         Ok(())
+    }
+
+    /// Records in the audit trail that `actor` did `kind` with `bytes`
+    /// (the bytes a write sent; empty for a BREAK).
+    pub fn audit_as(&self, actor: &Actor, kind: &str, bytes: &[u8]) {
+        self.shared
+            .audit
+            .record(AuditRecord::now(self.name(), actor, kind, bytes, false));
     }
 
     /// Records a session's attach, detach or take-over as a port event and
@@ -158,6 +169,7 @@ impl Port {
             t.record_sent(SentRecord {
                 kind: "gateway",
                 bytes: Some(bytes.to_vec()),
+                who: None,
             });
         }
         Ok(())
