@@ -4,6 +4,8 @@
 //! over stdio or streamable HTTP.
 //!
 //! - `binary`: which `serialgate` binary runs.
+//! - [`console`]: a console connection over the local socket, frame by
+//!   frame.
 //! - [`client`]: an MCP session with the binary ([`GateClient`]) and the
 //!   outcome of a tool call as an agent sees it ([`Outcome`]).
 //! - [`daemon`]: the daemon as a child process the test owns (signals,
@@ -16,6 +18,7 @@
 
 pub mod binary;
 pub mod client;
+pub mod console;
 pub mod daemon;
 pub mod load;
 pub mod rig;

@@ -40,6 +40,11 @@ pub struct ServerConfig {
     /// the audit log (`audit.log`); none: neither. A relative path is
     /// relative to the config file's directory.
     pub log_dir: Option<PathBuf>,
+    /// The local console socket people attach through (`console_socket`;
+    /// relative to the config file's directory). Unset: under systemd's
+    /// `RuntimeDirectory` (`$RUNTIME_DIRECTORY/console.sock`) when the
+    /// daemon runs with one, else none.
+    pub console_socket: Option<PathBuf>,
     /// Size at which a transcript or the audit log is rotated (`log_max`,
     /// on a line boundary).
     pub log_max: u64,
@@ -66,6 +71,9 @@ impl Default for ServerConfig {
             auth: AuthMode::Token,
             retention: DEFAULT_RETENTION,
             log_dir: None,
+            console_socket: std::env::var_os("RUNTIME_DIRECTORY")
+                .filter(|dir| !dir.is_empty())
+                .map(|dir| PathBuf::from(dir).join("console.sock")),
             log_max: crate::transcript::DEFAULT_LOG_MAX,
             log_keep: crate::transcript::DEFAULT_LOG_KEEP,
             allow_adhoc: false,
@@ -145,6 +153,15 @@ impl RawServer {
             let dir = next_to_config(dir.get_ref(), src);
             check_log_dir(&dir).map_err(|e| src.error(span, format!("server.log_dir: {e}")))?;
             s.log_dir = Some(dir);
+        }
+        if let Some(path) = self.console_socket {
+            if path.get_ref().as_os_str().is_empty() {
+                return Err(src.error(
+                    path.span(),
+                    "server.console_socket: it is empty; give a path such as \"/run/serialgate/console.sock\" or leave it out",
+                ));
+            }
+            s.console_socket = Some(next_to_config(path.get_ref(), src));
         }
         if let Some(m) = self.log_max {
             let bytes = m.get_ref().0;

@@ -12,6 +12,7 @@
 //! `notify`. None of them imports this module, `http` never imports
 //! `stdio`, and `lifecycle` imports neither transport.
 
+pub(crate) mod console_socket;
 pub(crate) mod fd_limit;
 pub(crate) mod http;
 pub mod lifecycle;

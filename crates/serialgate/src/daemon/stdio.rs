@@ -27,6 +27,7 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
     let reloader = Reloader::new(config_path);
     let shutdown = CancellationToken::new();
     let gateway = Gateway::start(config, shutdown.clone());
+    super::console_socket::start(&gateway, &shutdown)?;
     ready(&gateway).await;
 
     let gone = CancellationToken::new();

@@ -41,6 +41,7 @@
 //! [`drain`]).
 
 pub mod auth;
+mod console_ws;
 pub mod drain;
 pub mod listener;
 pub mod sessions;
@@ -50,6 +51,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::middleware;
+use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -87,7 +89,8 @@ fn app(
         AuthMode::Token => Auth::Tokens(gateway.clone()),
         AuthMode::None => Auth::None,
     };
-    let mut http_config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+    let mut http_config =
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());
     if config.server.auth == AuthMode::Token {
         // Callers prove who they are with a token; any Host name may be
         // used to reach the server (DNS rebinding gains nothing without a
@@ -109,7 +112,14 @@ fn app(
         max_body,
         max_connections_per_token: limits.max_per_token,
     };
+    let console = console_ws::ConsoleState {
+        gateway: gateway.clone(),
+        cancel: cancel.clone(),
+    };
     Router::new()
+        .route("/ports/{name}/console", get(console_ws::attach_port))
+        .route("/console", get(console_ws::attach_any))
+        .with_state(console)
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(gate, authenticate))
 }
@@ -150,6 +160,7 @@ pub async fn serve_http(
     let stateless = Stateless::default();
     let in_flight = InFlight::default();
     let gateway = Gateway::start(config.clone(), shutdown.clone());
+    super::console_socket::start(&gateway, &shutdown)?;
     let limits = ListenerLimits::for_fd_limit(fd_limit::raise_to_hard(), config.ports.len());
     let app = app(
         &config,

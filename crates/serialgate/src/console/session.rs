@@ -1,0 +1,588 @@
+//! One person at a port's console, on the server: the hello, the replay,
+//! the live stream from the OutputLog at the person's own pace, events, and
+//! what they type written under the port's one write hold. The transports
+//! (the local socket, the WebSocket) only move frames between the
+//! connection and the two channels [`serve`] is given.
+
+use std::time::Duration;
+
+use memchr::memrchr_iter;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{
+    ClientMessage, DEFAULT_REPLAY_LINES, DataChunk, Frame, Hello, MAX_CLIENT_DATA_BYTES,
+    MAX_REPLAY_LINES, MAX_SERVER_DATA_BYTES, Mode, PortSummary, ServerMessage,
+};
+use crate::audit::Actor;
+use crate::config::TokenAccess;
+use crate::error::{ErrorCode, GateError, label};
+use crate::gateway::Gateway;
+use crate::log::OutputLog;
+use crate::mcp::access::{Caller, may_take_hold};
+use crate::port::{Holder, Participant, Port, PortState};
+
+/// How long a new connection may take to say `hello` or `list`.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a watcher may leave output unread (its connection not taking
+/// frames) before it is dropped with a message; the port's reader and the
+/// other watchers never wait for it.
+pub const SLOW_WATCHER: Duration = Duration::from_secs(10);
+/// The most bytes a replay sends, however long the lines are.
+pub const MAX_REPLAY_BYTES: usize = 256 * 1024;
+/// Frames that may wait in a connection's outgoing queue.
+pub const OUTGOING_FRAMES: usize = 64;
+/// BREAK length when the client does not say.
+const DEFAULT_BREAK: Duration = Duration::from_millis(250);
+
+/// Who is at the console, as the transport authenticated them.
+#[derive(Debug, Clone)]
+pub struct Person {
+    /// What they may do and which ports they reach.
+    pub caller: Caller,
+    /// Their name: the local socket peer's user name, or the token's name.
+    pub name: String,
+}
+
+/// Why a console session ended without the client asking.
+#[derive(Debug)]
+struct Ended(String);
+
+/// Serves one console connection: reads the client's frames from
+/// `incoming` and sends the server's to `outgoing`, until the client
+/// leaves, is too slow, the port closes or `shutdown` is cancelled.
+/// `only_port`: the connection was made for that port (its URL names it),
+/// and a hello for another is refused.
+pub async fn serve(
+    gateway: Gateway,
+    person: Person,
+    only_port: Option<String>,
+    mut incoming: mpsc::Receiver<Frame>,
+    outgoing: mpsc::Sender<Frame>,
+    shutdown: CancellationToken,
+) {
+    let out = Outgoing(outgoing);
+    let first = tokio::time::timeout(HELLO_DEADLINE, incoming.recv()).await;
+    let message = match first {
+        Ok(Some(Frame::Json(text))) => serde_json::from_str::<ClientMessage>(&text),
+        Ok(Some(Frame::Data(_))) | Err(_) => {
+            out.bye("say hello first: a JSON {\"type\":\"hello\",\"port\":...,\"mode\":\"attach\"} or {\"type\":\"list\"}")
+                .await;
+            return;
+        }
+        Ok(None) => return,
+    };
+    match message {
+        Ok(ClientMessage::List) => {
+            let _ = out.send_message(&list(&gateway, &person.caller)).await;
+        }
+        Ok(ClientMessage::Hello(hello))
+            if only_port.as_ref().is_some_and(|p| *p != hello.port) =>
+        {
+            out.bye(&format!(
+                "this connection is for port {}; say hello for it, or connect to /console for any port",
+                crate::error::shown(only_port.as_deref().unwrap_or_default())
+            ))
+            .await
+        }
+        Ok(ClientMessage::Hello(hello)) => {
+            let outcome = attach(&gateway, &person, hello, &mut incoming, &out, &shutdown).await;
+            if let Err(Ended(reason)) = outcome {
+                out.bye(&reason).await;
+            }
+        }
+        Ok(_) => out.bye("the first message must be hello or list").await,
+        Err(e) => {
+            out.bye(&format!(
+                "not a message of the console protocol: {}",
+                label(&e.to_string())
+            ))
+            .await
+        }
+    }
+}
+
+/// The port list a caller may see.
+fn list(gateway: &Gateway, caller: &Caller) -> ServerMessage {
+    let ports = gateway
+        .ports()
+        .into_iter()
+        .filter(|p| caller.may_use_port(p.port.name()))
+        .map(|p| PortSummary {
+            name: p.port.name().to_owned(),
+            state: p.port.state(),
+            watchers: p.port.people(),
+            holder: p.port.holder(),
+        })
+        .collect();
+    ServerMessage::Ports { ports }
+}
+
+/// The sending side of a connection, with the slow-watcher deadline.
+struct Outgoing(mpsc::Sender<Frame>);
+
+impl Outgoing {
+    async fn send(&self, frame: Frame) -> Result<(), Ended> {
+        match tokio::time::timeout(SLOW_WATCHER, self.0.send(frame)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(Ended("the connection closed".to_owned())),
+            Err(_) => Err(Ended(format!(
+                "this console read nothing for {}s and was dropped so that it does not hold the others back; attach again to continue (nothing is lost: the output is in the log)",
+                SLOW_WATCHER.as_secs()
+            ))),
+        }
+    }
+
+    async fn send_message(&self, message: &ServerMessage) -> Result<(), Ended> {
+        match serde_json::to_string(message) {
+            Ok(text) => self.send(Frame::Json(text)).await,
+            Err(e) => Err(Ended(format!("cannot encode a message: {e}"))),
+        }
+    }
+
+    async fn error(&self, error: &GateError) -> Result<(), Ended> {
+        self.send_message(&ServerMessage::Error {
+            code: error.code.as_str().to_owned(),
+            message: error.message.clone(),
+        })
+        .await
+    }
+
+    /// Says why the session ends (without waiting for a slow client).
+    async fn bye(&self, reason: &str) {
+        if let Ok(text) = serde_json::to_string(&ServerMessage::Bye {
+            reason: reason.to_owned(),
+        }) {
+            let _ = self.0.try_send(Frame::Json(text));
+        }
+    }
+}
+
+/// What a console session knows of its port and its person.
+struct Attached<'a> {
+    port: Port,
+    person: &'a Person,
+    actor: Actor,
+    spy: bool,
+    /// The offset up to which output has been sent.
+    cursor: u64,
+    /// What the person last heard of who is here, to tell them changes.
+    seen_people: Vec<Participant>,
+    seen_holder: Option<Holder>,
+    out: &'a Outgoing,
+}
+
+async fn attach(
+    gateway: &Gateway,
+    person: &Person,
+    hello: Hello,
+    incoming: &mut mpsc::Receiver<Frame>,
+    out: &Outgoing,
+    shutdown: &CancellationToken,
+) -> Result<(), Ended> {
+    let Some(found) = gateway
+        .port(&hello.port)
+        .filter(|_| person.caller.may_use_port(&hello.port))
+    else {
+        return Err(Ended(format!(
+            "no port {} that this caller may use; `serialgate console --list` shows them",
+            crate::error::shown(&hello.port)
+        )));
+    };
+    let port = found.port;
+    let may_write = person.caller.access >= TokenAccess::Write;
+    let spy = hello.mode == Mode::Spy || !may_write;
+    let client = hello
+        .client
+        .as_deref()
+        .map_or_else(|| "console".to_owned(), label);
+    let actor = Actor {
+        session: crate::audit::next_session(),
+        client,
+        token: person.caller.name.clone(),
+        person: Some(label(&person.name)),
+    };
+    let _presence = port.join(Participant::now(actor.session, actor.describe(), spy));
+    port.record_session_event(&actor, if spy { "console spy" } else { "console attach" });
+    let mut session = Attached {
+        seen_people: port.people(),
+        seen_holder: port.holder(),
+        cursor: 0,
+        port: port.clone(),
+        person,
+        actor,
+        spy,
+        out,
+    };
+    let outcome = session.run(hello, incoming, shutdown).await;
+    port.release_writer(session.actor.session);
+    port.record_session_event(&session.actor, "console detach");
+    outcome
+}
+
+impl Attached<'_> {
+    async fn run(
+        &mut self,
+        hello: Hello,
+        incoming: &mut mpsc::Receiver<Frame>,
+        shutdown: &CancellationToken,
+    ) -> Result<(), Ended> {
+        let mut refusal = None;
+        if !self.spy {
+            let held = match hello.mode {
+                Mode::Force => self.force(),
+                _ => self.port.claim_writer(&self.actor, false),
+            };
+            if let (Err(e), Mode::Force) = (held, hello.mode) {
+                refusal = Some(e);
+            }
+        } else if hello.mode == Mode::Force {
+            refusal = Some(self.read_only_refusal());
+        }
+        let log = self.port.log().clone();
+        let head = log.head();
+        let start = match hello.from {
+            Some(from) => from.min(head),
+            None => {
+                let lines = hello.replay_lines.unwrap_or(DEFAULT_REPLAY_LINES);
+                last_lines_start(&log, lines.min(MAX_REPLAY_LINES), head)
+            }
+        };
+        self.cursor = start;
+        let holder = self.port.holder();
+        self.seen_holder = holder.clone();
+        self.seen_people = self.port.people();
+        self.out
+            .send_message(&ServerMessage::Attached {
+                port: self.port.name().to_owned(),
+                session: self.actor.session,
+                you: self.actor.describe(),
+                writing: holder
+                    .as_ref()
+                    .is_some_and(|h| h.session == self.actor.session),
+                start,
+                head,
+                state: self.port.state(),
+                holder,
+                watchers: self.seen_people.clone(),
+            })
+            .await?;
+        if let Some(e) = refusal {
+            self.out.error(&e).await?;
+        }
+        let mut head_rx = log.subscribe();
+        let mut state_rx = self.port.watch_state();
+        let mut presence_rx = self.port.watch_presence();
+        state_rx.borrow_and_update();
+        presence_rx.borrow_and_update();
+        head_rx.borrow_and_update();
+        self.send_output(&log, log.head()).await?;
+        loop {
+            tokio::select! {
+                changed = head_rx.changed() => {
+                    if changed.is_err() {
+                        return Err(Ended("the port closed".to_owned()));
+                    }
+                    let head = *head_rx.borrow_and_update();
+                    self.send_output(&log, head).await?;
+                }
+                changed = state_rx.changed() => {
+                    if changed.is_err() {
+                        return Err(Ended("the port closed".to_owned()));
+                    }
+                    let state = *state_rx.borrow_and_update();
+                    // Output that came before the state change goes first.
+                    self.send_output(&log, log.head()).await?;
+                    self.out.send_message(&ServerMessage::State { state }).await?;
+                    if state == PortState::Closed {
+                        return Err(Ended(format!("{} was closed", self.port.name())));
+                    }
+                }
+                changed = presence_rx.changed() => {
+                    if changed.is_err() {
+                        return Err(Ended("the port closed".to_owned()));
+                    }
+                    presence_rx.borrow_and_update();
+                    self.tell_presence().await?;
+                }
+                frame = incoming.recv() => {
+                    match frame {
+                        None => return Ok(()),
+                        Some(frame) => self.handle(frame, &log).await?,
+                    }
+                }
+                () = shutdown.cancelled() => {
+                    self.send_output(&log, log.head()).await?;
+                    return Err(Ended("the gateway is shutting down".to_owned()));
+                }
+            }
+        }
+    }
+
+    /// Sends the output from the cursor to `head`, saying first what
+    /// retention dropped before this client saw it.
+    async fn send_output(&mut self, log: &OutputLog, head: u64) -> Result<(), Ended> {
+        while self.cursor < head {
+            let (from, bytes) = {
+                let view = log.view();
+                let from = self.cursor.max(view.oldest());
+                let to = head
+                    .min(view.head())
+                    .min(from + MAX_SERVER_DATA_BYTES as u64);
+                (from, view.slice(from, to).to_vec())
+            };
+            if from > self.cursor {
+                self.out
+                    .send_message(&ServerMessage::Truncated {
+                        from: self.cursor,
+                        to: from,
+                    })
+                    .await?;
+            }
+            if bytes.is_empty() {
+                self.cursor = from;
+                break;
+            }
+            let chunk = DataChunk {
+                offset: from,
+                bytes,
+            };
+            self.cursor = chunk.end();
+            self.out.send(Frame::Data(chunk.encode())).await?;
+        }
+        Ok(())
+    }
+
+    /// Tells the person who joined, who left and who holds the write now.
+    async fn tell_presence(&mut self) -> Result<(), Ended> {
+        let people = self.port.people();
+        let me = self.actor.session;
+        for p in &people {
+            if p.session != me && !self.seen_people.iter().any(|s| s.session == p.session) {
+                self.out
+                    .send_message(&ServerMessage::Joined {
+                        participant: p.clone(),
+                    })
+                    .await?;
+            }
+        }
+        for p in &self.seen_people {
+            if p.session != me && !people.iter().any(|s| s.session == p.session) {
+                self.out
+                    .send_message(&ServerMessage::Left {
+                        participant: p.clone(),
+                    })
+                    .await?;
+            }
+        }
+        self.seen_people = people;
+        let holder = self.port.holder();
+        let before = self.seen_holder.as_ref().map(|h| h.session);
+        if holder.as_ref().map(|h| h.session) != before {
+            let what = match (&self.seen_holder, &holder) {
+                (Some(old), Some(new)) => {
+                    format!("{} took the write hold from {}", new.who, old.who)
+                }
+                (None, Some(new)) => format!("{} holds the write", new.who),
+                (Some(old), None) => format!("{} released the write hold", old.who),
+                (None, None) => String::new(),
+            };
+            self.seen_holder = holder.clone();
+            self.out
+                .send_message(&ServerMessage::Holder { holder, what })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Handles one frame from the client.
+    async fn handle(&mut self, frame: Frame, log: &OutputLog) -> Result<(), Ended> {
+        let message = match frame {
+            Frame::Data(bytes) => return self.typed(&bytes).await,
+            Frame::Json(text) => match serde_json::from_str::<ClientMessage>(&text) {
+                Ok(message) => message,
+                Err(e) => {
+                    return self
+                        .out
+                        .error(&GateError::invalid(format!(
+                            "not a message of the console protocol ({}); nothing was done",
+                            label(&e.to_string())
+                        )))
+                        .await;
+                }
+            },
+        };
+        let result = match message {
+            ClientMessage::Replay { lines } => return self.replay(log, lines).await,
+            ClientMessage::Who => {
+                return self
+                    .out
+                    .send_message(&ServerMessage::Who {
+                        watchers: self.port.people(),
+                        holder: self.port.holder(),
+                    })
+                    .await;
+            }
+            ClientMessage::Break { ms } => self.send_break(ms).await,
+            ClientMessage::Acquire if self.spy => Err(self.read_only_refusal()),
+            ClientMessage::Acquire => self.port.claim_writer(&self.actor, false),
+            ClientMessage::Force if self.spy => Err(self.read_only_refusal()),
+            ClientMessage::Force => self.force(),
+            ClientMessage::Release => {
+                self.port.release_writer(self.actor.session);
+                Ok(())
+            }
+            ClientMessage::Hello(_) | ClientMessage::List => Err(GateError::invalid(
+                "already attached: hello and list come first on a new connection",
+            )),
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) => self.out.error(&e).await,
+        }
+    }
+
+    /// Writes what the person typed, under the write hold.
+    async fn typed(&mut self, bytes: &[u8]) -> Result<(), Ended> {
+        let result = if self.spy {
+            Err(self.read_only_refusal())
+        } else if bytes.len() > MAX_CLIENT_DATA_BYTES {
+            Err(GateError::invalid(format!(
+                "a data frame of {} bytes is over the limit of {MAX_CLIENT_DATA_BYTES}; nothing was sent: split it",
+                bytes.len()
+            )))
+        } else {
+            self.port
+                .write_as(&self.actor, "console", bytes, false)
+                .await
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) => self.out.error(&e).await,
+        }
+    }
+
+    /// Sends the last `lines` lines again, marked as a replay.
+    async fn replay(&mut self, log: &OutputLog, lines: u32) -> Result<(), Ended> {
+        // Live output up to now first, so that the replay ends where live
+        // output resumes.
+        self.send_output(log, log.head()).await?;
+        let end = self.cursor;
+        let start = last_lines_start(log, lines.min(MAX_REPLAY_LINES), end);
+        self.out
+            .send_message(&ServerMessage::Replay { start, end })
+            .await?;
+        let mut at = start;
+        while at < end {
+            let bytes = {
+                let view = log.view();
+                let from = at.max(view.oldest());
+                let to = end.min(from + MAX_SERVER_DATA_BYTES as u64);
+                at = from;
+                view.slice(from, to).to_vec()
+            };
+            if bytes.is_empty() {
+                break;
+            }
+            let chunk = DataChunk { offset: at, bytes };
+            at = chunk.end();
+            self.out.send(Frame::Data(chunk.encode())).await?;
+        }
+        Ok(())
+    }
+
+    async fn send_break(&self, ms: Option<u64>) -> Result<(), GateError> {
+        if self.spy {
+            return Err(self.read_only_refusal());
+        }
+        self.port.claim_writer(&self.actor, false)?;
+        let duration = ms.map_or(DEFAULT_BREAK, Duration::from_millis);
+        self.port.send_break(duration).await?;
+        self.port.audit_as(&self.actor, "break", b"");
+        Ok(())
+    }
+
+    fn force(&self) -> Result<(), GateError> {
+        let (caller, session, name) = (&self.person.caller, self.actor.session, self.port.name());
+        self.port.take_writer(&self.actor, |holder| {
+            may_take_hold(caller, session, name, holder)
+        })
+    }
+
+    fn read_only_refusal(&self) -> GateError {
+        if self.person.caller.access < TokenAccess::Write {
+            GateError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "token {:?} has read access: it can watch {} but not write to it",
+                    self.person.caller.name,
+                    self.port.name()
+                ),
+            )
+        } else {
+            GateError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "spying on {}: nothing typed is sent; attach without --spy to write",
+                    self.port.name()
+                ),
+            )
+        }
+    }
+}
+
+/// Where the last `lines` lines before `end` start (a line is ended by
+/// `\n`; a partial line at the end counts as one), at most
+/// [`MAX_REPLAY_BYTES`] back and never before the oldest retained byte.
+pub fn last_lines_start(log: &OutputLog, lines: u32, end: u64) -> u64 {
+    let view = log.view();
+    let end = end.min(view.head());
+    let floor = view
+        .oldest()
+        .max(end.saturating_sub(MAX_REPLAY_BYTES as u64));
+    if lines == 0 {
+        return end;
+    }
+    let bytes = view.slice(floor, end);
+    // A line ending at the very end is the last line, not a line after it.
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    match memrchr_iter(b'\n', body).nth(lines as usize - 1) {
+        Some(at) => floor + at as u64 + 1,
+        None => floor,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_lines_start_after_the_newline_before_them() {
+        let log = OutputLog::new(1 << 20);
+        log.append(b"one\r\ntwo\r\nthree\r\nSW1#");
+        let head = log.head();
+        let text = |from: u64| String::from_utf8_lossy(&log.copy_range(from, head)).into_owned();
+        assert_eq!(text(last_lines_start(&log, 1, head)), "SW1#");
+        assert_eq!(text(last_lines_start(&log, 2, head)), "three\r\nSW1#");
+        assert_eq!(
+            text(last_lines_start(&log, 20, head)),
+            "one\r\ntwo\r\nthree\r\nSW1#"
+        );
+        assert_eq!(last_lines_start(&log, 0, head), head);
+        log.append(b"\r\n");
+        let head = log.head();
+        let text = |from: u64| String::from_utf8_lossy(&log.copy_range(from, head)).into_owned();
+        assert_eq!(text(last_lines_start(&log, 1, head)), "SW1#\r\n");
+    }
+
+    #[test]
+    fn a_replay_is_bounded_in_bytes() {
+        let log = OutputLog::new(4 << 20);
+        log.append(&vec![b'x'; 2 * MAX_REPLAY_BYTES]);
+        let head = log.head();
+        assert_eq!(
+            last_lines_start(&log, 20, head),
+            head - MAX_REPLAY_BYTES as u64
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The attach protocol over a WebSocket on the HTTP listener, for people
+//! at a remote terminal (and the browser view): `GET /ports/{name}/console`
+//! attaches to that port, `GET /console` to the port the hello names (or
+//! lists them). The bearer token is checked by the same middleware as
+//! `/mcp`; its port globs and access apply to what the person may watch
+//! and write. A text message is a JSON message, a binary message data.
+
+use std::sync::Arc;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Extension, Path, State};
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::console::protocol::{Frame, MAX_JSON_BYTES};
+use crate::console::session::{self, OUTGOING_FRAMES, Person};
+use crate::gateway::Gateway;
+use crate::mcp::access::Caller;
+
+/// What the console routes need.
+#[derive(Clone)]
+pub(super) struct ConsoleState {
+    /// The ports.
+    pub(super) gateway: Gateway,
+    /// Ends every console session at shutdown.
+    pub(super) cancel: CancellationToken,
+}
+
+/// `GET /ports/{name}/console`: attach to `name`.
+pub(super) async fn attach_port(
+    State(state): State<ConsoleState>,
+    Path(name): Path<String>,
+    Extension(caller): Extension<Arc<Caller>>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    upgrade_to_console(upgrade, state, &caller, Some(name))
+}
+
+/// `GET /console`: attach to the port the hello names, or list them.
+pub(super) async fn attach_any(
+    State(state): State<ConsoleState>,
+    Extension(caller): Extension<Arc<Caller>>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    upgrade_to_console(upgrade, state, &caller, None)
+}
+
+fn upgrade_to_console(
+    upgrade: WebSocketUpgrade,
+    state: ConsoleState,
+    caller: &Caller,
+    only_port: Option<String>,
+) -> Response {
+    let person = Person {
+        caller: caller.clone(),
+        name: caller.name.clone(),
+    };
+    upgrade
+        .max_message_size(MAX_JSON_BYTES)
+        .max_frame_size(MAX_JSON_BYTES)
+        .on_upgrade(move |socket| pump(socket, state, person, only_port))
+}
+
+/// Moves frames between the WebSocket and a console session.
+async fn pump(socket: WebSocket, state: ConsoleState, person: Person, only_port: Option<String>) {
+    let (mut sink, mut stream) = socket.split();
+    let (in_tx, in_rx) = mpsc::channel(OUTGOING_FRAMES);
+    let (out_tx, mut out_rx) = mpsc::channel::<Frame>(OUTGOING_FRAMES);
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(message)) = stream.next().await {
+            let frame = match message {
+                Message::Text(text) => Frame::Json(text.as_str().to_owned()),
+                Message::Binary(bytes) => Frame::Data(bytes.to_vec()),
+                Message::Close(_) => return,
+                // axum answers pings itself.
+                Message::Ping(_) | Message::Pong(_) => continue,
+            };
+            if in_tx.send(frame).await.is_err() {
+                return;
+            }
+        }
+    });
+    let writer = tokio::spawn(async move {
+        while let Some(frame) = out_rx.recv().await {
+            let message = match frame {
+                Frame::Json(text) => Message::Text(text.into()),
+                Frame::Data(bytes) => Message::Binary(bytes.into()),
+            };
+            if sink.send(message).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    session::serve(
+        state.gateway,
+        person,
+        only_port,
+        in_rx,
+        out_tx,
+        state.cancel,
+    )
+    .await;
+    reader.abort();
+    let _ = tokio::time::timeout(session::SLOW_WATCHER, writer).await;
+}
