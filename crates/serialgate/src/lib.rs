@@ -44,6 +44,7 @@ pub(crate) mod audit;
 pub(crate) mod automata;
 pub mod clean;
 pub mod config;
+pub(crate) mod console;
 pub mod daemon;
 pub mod demo;
 pub mod devices;

@@ -6,7 +6,7 @@
 use std::time::SystemTime;
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Port;
 use crate::audit::{Actor, AuditRecord};
@@ -14,7 +14,7 @@ use crate::error::{ErrorCode, GateError};
 use crate::transcript::SentRecord;
 
 /// The session that holds a port for writing.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Holder {
     /// The session's number in this daemon.
     pub session: u64,

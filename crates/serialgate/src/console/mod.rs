@@ -1,0 +1,8 @@
+//! People at the console: the attach protocol that a person's terminal
+//! client (and the browser view) speaks to the daemon, over a WebSocket
+//! on the HTTP listener or over the local console socket.
+
+// Both ends of the protocol are being built: until the server and the
+// client use every item, some are unused.
+#[allow(dead_code)]
+pub(crate) mod protocol;
