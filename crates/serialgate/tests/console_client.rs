@@ -709,6 +709,8 @@ async fn list_prints_the_ports_table() {
     );
 }
 
+// The header callback's type, and its large error, are tungstenite's.
+#[allow(clippy::result_large_err)]
 #[tokio::test]
 async fn attach_over_the_websocket_with_a_token() {
     use tokio_tungstenite::tungstenite::Message;
@@ -844,4 +846,71 @@ fn https_and_conflicting_modes_are_refused_with_a_clear_error() {
         stderr.contains("'--spy' cannot be used with '--force'"),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn sigterm_while_the_gateway_does_not_answer_ends_at_once() {
+    let mut terminal = Terminal::open();
+    let before = terminal.termios();
+    let gateway = Gateway::bind();
+    let mut child = spawn_on(&terminal, &gateway.path, &["sw1"]);
+    let mut conn = gateway.accept().await;
+    conn.recv_json().await;
+    // No answer to hello: the client waits for it, and a signal ends the
+    // wait (long before the client's own deadline).
+    let pid = child.id().expect("the client runs") as i32;
+    // SAFETY: kill(2) on our own child's pid, no memory involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = timeout(Duration::from_secs(5), child.wait())
+        .await
+        .expect("SIGTERM ends the wait for the gateway")
+        .expect("wait");
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    terminal
+        .read_until("serialgate: SIGTERM while attaching to sw1: gave up")
+        .await;
+    assert_eq!(terminal.termios(), before);
+}
+
+#[tokio::test]
+async fn a_terminal_nobody_reads_does_not_keep_the_keys_from_detaching() {
+    let mut a = attach(&["sw1"], true).await;
+    // The gateway floods output and the terminal is not read: the
+    // client's writes to the screen block, it stops reading the gateway,
+    // and Ctrl-] . must still detach (within the client's own deadline
+    // for the last bytes).
+    let (stalled_tx, stalled_rx) = tokio::sync::oneshot::channel();
+    let flood = tokio::spawn(async move {
+        let mut conn = a.conn;
+        let mut payload = 106u64.to_be_bytes().to_vec();
+        payload.extend_from_slice(&[b'x'; 60 * 1024]);
+        let mut frame = vec![b'D'];
+        frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        frame.extend_from_slice(&payload);
+        let mut stalled = Some(stalled_tx);
+        for _ in 0..2000 {
+            let mut write = std::pin::pin!(conn.stream.write_all(&frame));
+            // A write that has not completed for a while: the client has
+            // stopped reading (the future is polled on, not dropped).
+            if timeout(Duration::from_millis(300), &mut write)
+                .await
+                .is_err()
+                && let Some(tx) = stalled.take()
+            {
+                let _ = tx.send(());
+            }
+            if write.await.is_err() {
+                break;
+            }
+        }
+    });
+    timeout(DEADLINE, stalled_rx)
+        .await
+        .expect("the client stops reading the gateway")
+        .expect("the flood reports the stall");
+    a.terminal.type_keys(&[ESC, b'.']);
+    let status = exit_of(&mut a.child).await;
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(a.terminal.termios(), a.before);
+    flood.abort();
 }

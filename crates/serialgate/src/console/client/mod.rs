@@ -398,7 +398,9 @@ impl Session {
                 }
             }
             ServerMessage::Holder { holder, what } => {
-                self.say(&shown(&what));
+                if !what.is_empty() {
+                    self.say(&shown(&what));
+                }
                 let now = self.holder_is_me(holder.as_ref());
                 if self.writing && !now {
                     self.say("you are watching now; Ctrl-] f takes the write back");
@@ -531,11 +533,12 @@ impl Signals {
         })
     }
 
-    async fn next(&mut self) -> End {
+    /// The next signal, by name and number.
+    async fn next(&mut self) -> (&'static str, i32) {
         tokio::select! {
-            _ = self.term.recv() => End::Signal("SIGTERM", libc::SIGTERM),
-            _ = self.hup.recv() => End::Signal("SIGHUP", libc::SIGHUP),
-            _ = self.int.recv() => End::Signal("SIGINT", libc::SIGINT),
+            _ = self.term.recv() => ("SIGTERM", libc::SIGTERM),
+            _ = self.hup.recv() => ("SIGHUP", libc::SIGHUP),
+            _ = self.int.recv() => ("SIGINT", libc::SIGINT),
         }
     }
 }
@@ -552,9 +555,6 @@ async fn attach(options: &Options, port: &str, target: &Target) -> anyhow::Resul
     } else {
         Mode::Attach
     };
-    let (mut sink, mut stream) = transport::connect(target, Some(port))
-        .await
-        .map_err(anyhow::Error::msg)?;
     let hello = ClientMessage::Hello(Hello {
         port: port.to_owned(),
         mode,
@@ -562,12 +562,24 @@ async fn attach(options: &Options, port: &str, target: &Target) -> anyhow::Resul
         replay_lines: Some(options.replay),
         client: Some(format!("serialgate console {}", env!("CARGO_PKG_VERSION"))),
     });
-    sink.send(&json(&hello)?)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot send to the gateway: {e}"))?;
-    let answer = tokio::select! {
-        answer = first_answer(&mut stream, "hello") => answer?,
-        end = signals.next() => return Ok(end.exit_code()),
+    let opening = async {
+        let (mut sink, mut stream) = transport::connect(target, Some(port))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        sink.send(&json(&hello)?)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot send to the gateway: {e}"))?;
+        let answer = first_answer(&mut stream, "hello").await?;
+        anyhow::Ok((sink, stream, answer))
+    };
+    // Connecting is raced against the signals: they are caught from the
+    // start, so they must end the wait for the gateway too.
+    let (sink, mut stream, answer) = tokio::select! {
+        opened = opening => opened?,
+        (name, number) = signals.next() => {
+            eprintln!("serialgate: {name} while attaching to {}: gave up", shown(port));
+            return Ok(End::Signal(name, number).exit_code());
+        }
     };
     let answer = match answer {
         ServerMessage::Error { code, message } => anyhow::bail!(
@@ -605,33 +617,43 @@ async fn attach(options: &Options, port: &str, target: &Target) -> anyhow::Resul
     )
     .await;
 
-    // Leaving: the last frames and screen bytes go out within a deadline,
-    // then the terminal is restored, then the farewell.
-    let leave = async {
-        while let Some(frame) = session.outbox.pop_front() {
+    // Leaving: the last frames and screen bytes go out, each within a
+    // deadline, then the terminal is restored, then the farewell (unless
+    // the terminal is stuck: a farewell would only wait behind it).
+    let outbox = std::mem::take(&mut session.outbox);
+    let to_the_gateway = async {
+        for frame in outbox {
             if to_gateway.send(frame).await.is_err() {
                 break;
             }
         }
         drop(to_gateway);
-        while let Some(bytes) = session.screen.pop_front() {
+        let _ = writer.await;
+    };
+    let screen_bytes = std::mem::take(&mut session.screen);
+    let to_the_screen = async {
+        for bytes in screen_bytes {
             if to_screen.send(bytes).await.is_err() {
                 break;
             }
         }
         drop(to_screen);
         let _ = screen.await;
-        let _ = writer.await;
     };
-    let _ = tokio::time::timeout(LEAVE_DEADLINE, leave).await;
+    let (_, screen_done) = tokio::join!(
+        tokio::time::timeout(LEAVE_DEADLINE, to_the_gateway),
+        tokio::time::timeout(LEAVE_DEADLINE, to_the_screen)
+    );
     drop(raw);
-    let farewell = session.farewell(&end);
-    let mut out = tokio::io::stdout();
-    let _ = tokio::time::timeout(LEAVE_DEADLINE, async {
-        out.write_all(&farewell).await?;
-        out.flush().await
-    })
-    .await;
+    if screen_done.is_ok() {
+        let farewell = session.farewell(&end);
+        let mut out = tokio::io::stdout();
+        let _ = tokio::time::timeout(LEAVE_DEADLINE, async {
+            out.write_all(&farewell).await?;
+            out.flush().await
+        })
+        .await;
+    }
     Ok(end.exit_code())
 }
 
@@ -646,9 +668,10 @@ async fn session_loop(
     let mut stdin = tokio::io::stdin();
     let mut keys = vec![0u8; 4096];
     loop {
+        // Not biased: a gateway that floods output must not starve the
+        // keys (Ctrl-] . detaches during a flood), nor the other way round.
         let end = tokio::select! {
-            biased;
-            end = signals.next() => Some(end),
+            (name, number) = signals.next() => Some(End::Signal(name, number)),
             permit = to_screen.reserve(), if !session.screen.is_empty() => match permit {
                 Ok(permit) => {
                     if let Some(bytes) = session.screen.pop_front() {

@@ -516,6 +516,8 @@ mod tests {
         );
     }
 
+    // The header callback's type, and its large error, are tungstenite's.
+    #[allow(clippy::result_large_err)]
     #[tokio::test]
     async fn frames_round_trip_over_the_websocket_with_the_token() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
