@@ -545,8 +545,8 @@ impl Signals {
 
 /// Attaches to `port` and runs the session until it ends.
 async fn attach(options: &Options, port: &str, target: &Target) -> anyhow::Result<ExitCode> {
-    // Before anything else: a signal during connecting ends the client
-    // as usual, one after it is the session's.
+    // Before anything else, so that no signal is missed: connecting is
+    // raced against them below, and the session handles them after.
     let mut signals = Signals::new()?;
     let mode = if options.spy {
         Mode::Spy
