@@ -2,8 +2,8 @@
 //! in reach of AI agents over MCP.
 //!
 //! The public surface is what the library offers beside the binary: the
-//! config and presets, [`daemon::serve`], the device listing and udev
-//! rules, the demo, and the sans-I/O core (settings, log, matcher, clean)
+//! config and presets, [`daemon::serve`], the console client
+//! ([`console::client::run`]), the device listing and udev rules, the demo, and the sans-I/O core (settings, log, matcher, clean)
 //! that fuzz targets and benches drive directly. Everything else is
 //! `pub(crate)`.
 //!
@@ -23,6 +23,9 @@
 //!   (`daemon::http`, whose `listener` holds the connection limits
 //!   against hostile networks), and runs the daemon's life: signals,
 //!   reload, readiness, shutdown.
+//! - [`console`]: people at a port: the attach protocol
+//!   (`console::protocol`) and the terminal client, `serialgate console`
+//!   ([`console::client`]).
 //! - `audit`, `transcript` and `logfile`: the audit trail and the
 //!   per-port transcripts, appended and rotated without following links.
 //! - [`daemon::logging`]: the daemon's own log (one line per event, rmcp
@@ -44,7 +47,7 @@ pub(crate) mod audit;
 pub(crate) mod automata;
 pub mod clean;
 pub mod config;
-pub(crate) mod console;
+pub mod console;
 pub mod daemon;
 pub mod demo;
 pub mod devices;

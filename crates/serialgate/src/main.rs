@@ -60,6 +60,10 @@ enum Command {
     /// Start a simulated switch and the gateway, and drive a short agent
     /// session through the real MCP path.
     Demo,
+    /// Attach to a port's console as a person: watch its output, type into
+    /// it (Ctrl-] then a key for the client's commands, Ctrl-] ? lists
+    /// them); or list the ports with --list.
+    Console(serialgate::console::client::Options),
 }
 
 /// How long exiting waits for the runtime's leftover tasks.
@@ -79,7 +83,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match cli.command {
+        let done = match cli.command {
             Command::Serve {
                 config,
                 http,
@@ -100,7 +104,11 @@ fn main() -> ExitCode {
             Command::UdevRules { config } => udev_rules(config.as_deref()),
             Command::Simulate { profile, link } => simulate(&profile, link).await,
             Command::Demo => serialgate::demo::run().await,
-        }
+            // The one command with an exit status of its own (detached,
+            // ended by the gateway, or by a signal).
+            Command::Console(options) => return serialgate::console::client::run(options).await,
+        };
+        done.map(|()| ExitCode::SUCCESS)
     });
     // Everything that must finish (ports closed, responses sent) was
     // awaited above. What may be left is a blocking read of stdin that only
@@ -108,7 +116,7 @@ fn main() -> ExitCode {
     // for it beyond a moment.
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("serialgate: {e:#}");
             ExitCode::FAILURE

@@ -31,7 +31,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::port::{Holder, Participant, PortState};
+pub use crate::port::Participant;
+use crate::port::{Holder, PortState};
 
 /// Frame kind byte on the Unix socket: a JSON message.
 pub const KIND_JSON: u8 = b'J';
