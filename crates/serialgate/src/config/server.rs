@@ -594,7 +594,7 @@ mod tests {
                 .iter()
                 .find(|r| r.as_str() == "[2001:db8::5]:*")
                 .unwrap_or_else(|| panic!("{line}"));
-            let dest = |ip: &str| crate::remote::allow::Destination {
+            let dest = |ip: &str| crate::remote::resolve::Destination {
                 ip: ip.parse().unwrap(),
                 this_host: false,
             };

@@ -26,7 +26,7 @@ use std::ops::RangeInclusive;
 use serde::{Serialize, Serializer};
 
 use super::RemoteAddr;
-use super::resolve;
+use super::resolve::{self, Destination};
 
 /// One `adhoc_remotes` entry: which hosts and which ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -539,15 +539,6 @@ impl Reserved {
             Reserved::ThisHost => "an address of this host",
         }
     }
-}
-
-/// One address a URL's host resolved to, as the check sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Destination {
-    /// The address, IPv4-mapped IPv6 already turned into IPv4.
-    pub ip: IpAddr,
-    /// Whether it is an address of this host's interfaces.
-    pub this_host: bool,
 }
 
 impl Destination {

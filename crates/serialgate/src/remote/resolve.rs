@@ -7,11 +7,19 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, UdpSocket};
 use std::time::Duration;
 
-use super::allow::Destination;
 use crate::error::shown;
 
 /// How long resolving a host name may take.
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One address a URL's host resolved to, as the check sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Destination {
+    /// The address, IPv4-mapped IPv6 already turned into IPv4.
+    pub ip: IpAddr,
+    /// Whether it is an address of this host's interfaces.
+    pub this_host: bool,
+}
 
 /// The addresses `host` resolves to (see [`resolve`]), each marked with
 /// whether it is this host's own.
