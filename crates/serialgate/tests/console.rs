@@ -17,7 +17,7 @@ use tempfile::TempDir;
 /// client over its stdio.
 struct Site {
     sim: SimHandle,
-    _daemon: Daemon,
+    daemon: Daemon,
     agent: Client,
     socket: PathBuf,
     _notify: NotifySocket,
@@ -47,7 +47,7 @@ async fn site(profile: Profile) -> Site {
     let agent = daemon.client().await;
     Site {
         sim,
-        _daemon: daemon,
+        daemon,
         agent,
         socket: dir.path().join("console.sock"),
         _notify: notify,
@@ -324,6 +324,8 @@ async fn http_site() -> (SimHandle, Daemon, String, NotifySocket, TempDir) {
     let notify = NotifySocket::bind(dir.path());
     let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
     let url = daemon.http_url().await;
+    // The port has had its first open attempt: typed bytes find it open.
+    notify.expect("READY=1").await;
     let base = url.trim_end_matches("/mcp").replacen("http://", "ws://", 1);
     (sim, daemon, base, notify, dir)
 }
@@ -419,4 +421,69 @@ async fn over_http_the_token_decides_what_a_person_may_do() {
         ports["ports"][0]["holder"]["who"], "noc on console",
         "{ports}"
     );
+}
+
+#[tokio::test]
+async fn a_reconnecting_client_resumes_at_its_offset_and_a_replug_is_told() {
+    let mut site = site(Profile::Silent).await;
+    let (mut first, attached) =
+        ConsoleConn::attach(&site.socket, "sw1", "spy", json!({"replay_lines": 0})).await;
+    let start = attached["start"].as_u64().expect("start");
+    site.sim.inject(b"one\r\n").await;
+    first.until_output("one\r\n").await;
+    let seen = start + first.output.len() as u64;
+    drop(first);
+    // Output while nobody watches, then a reconnect from where it left.
+    site.sim.inject(b"two\r\n").await;
+    let (mut again, attached) =
+        ConsoleConn::attach(&site.socket, "sw1", "spy", json!({"from": seen})).await;
+    assert_eq!(attached["start"], seen, "{attached}");
+    again.until_output("two\r\n").await;
+    assert_eq!(
+        String::from_utf8_lossy(&again.output),
+        "two\r\n",
+        "nothing twice"
+    );
+
+    // The device goes away and comes back: the watcher is told, and the
+    // session goes on with the new output.
+    let link = site.sim.path().to_owned();
+    site.sim.close().await;
+    let lost = again.until_json("state").await;
+    assert!(
+        lost["state"] == "lost" || lost["state"] == "reopening",
+        "{lost}"
+    );
+    site.sim = sim::spawn(Profile::Silent, Some(link))
+        .await
+        .expect("replug");
+    loop {
+        let state = again.until_json("state").await;
+        if state["state"] == "open" {
+            break;
+        }
+    }
+    site.sim.inject(b"three\r\n").await;
+    again.until_output("three\r\n").await;
+}
+
+#[tokio::test]
+async fn a_watcher_that_reads_nothing_is_dropped_and_leaves_the_list() {
+    let mut site = site(Profile::Silent).await;
+    let (mut stalled, _) = ConsoleConn::attach(&site.socket, "sw1", "spy", json!({})).await;
+    // Far more than the socket buffer and the session's queue hold.
+    let line = [b'x'; 1023];
+    for _ in 0..8192 {
+        site.sim.inject(&[&line[..], b"\n"].concat()).await;
+    }
+    // The daemon gives up on it after 10 s of reading nothing, and says so
+    // in its log; reading now drains what was queued, then the connection
+    // ends.
+    site.daemon
+        .stderr
+        .wait_for("console session ended: this console read nothing")
+        .await;
+    stalled.until_closed().await;
+    let status = site.agent.ok("list_ports", json!({})).await;
+    assert_eq!(status["ports"][0]["people"], json!([]), "{status}");
 }

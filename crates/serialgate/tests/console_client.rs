@@ -1059,3 +1059,79 @@ async fn with_the_real_daemon_gone_the_client_says_so_and_restores_the_terminal(
     terminal.read_until("serialgate:").await;
     assert_eq!(format!("{:?}", terminal.termios()), format!("{before:?}"));
 }
+
+#[tokio::test]
+async fn with_the_real_daemon_over_http_a_token_file_gets_a_person_in() {
+    use serialgate_testkit::daemon::{Daemon, NotifySocket, tokens_toml};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("sw1");
+    let _sim = serialgate_sim::spawn(serialgate_sim::Profile::CiscoIos, Some(link.clone()))
+        .await
+        .expect("simulated switch");
+    let tokens = tokens_toml(
+        dir.path(),
+        &[
+            ("noc", "noc-secret-0123456789", r#"["sw*"]"#, "write"),
+            ("audit", "audit-secret-0123456789", r#"["sw*"]"#, "read"),
+        ],
+    );
+    let config = dir.path().join("serialgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}",
+            link.display()
+        ),
+    )
+    .expect("write config");
+    let notify = NotifySocket::bind(dir.path());
+    let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
+    let base = daemon.http_url().await.trim_end_matches("/mcp").to_owned();
+    notify.expect("READY=1").await;
+    let spawn_http = |terminal: &Terminal, token: &str| {
+        let file = dir.path().join(format!("{token}.token"));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        Command::new(binary())
+            .args(["console", "sw1", "--url", &base, "--token-file"])
+            .arg(&file)
+            .stdin(terminal.stdio())
+            .stdout(terminal.stdio())
+            .stderr(terminal.stdio())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn serialgate console")
+    };
+    // The write token types and the switch answers.
+    let mut noc_terminal = Terminal::open();
+    let before = noc_terminal.termios();
+    let mut noc = spawn_http(&noc_terminal, "noc");
+    noc_terminal
+        .read_until("attached to sw1 as noc on console")
+        .await;
+    noc_terminal.type_keys(b"\r");
+    noc_terminal.read_until("SW1>").await;
+    noc_terminal.type_keys(b"show clock\r");
+    noc_terminal.read_until("UTC").await;
+    // The read token watches the same output and cannot write.
+    let mut audit_terminal = Terminal::open();
+    let mut audit = spawn_http(&audit_terminal, "audit");
+    audit_terminal
+        .read_until("attached to sw1 as audit on console")
+        .await;
+    noc_terminal.type_keys(b"show clock\r");
+    audit_terminal.read_until("UTC").await;
+    audit_terminal.type_keys(b"reload\r");
+    audit_terminal.read_until("read access").await;
+    // Ctrl-] w from the writer lists both people.
+    noc_terminal.type_keys(&[ESC, b'w']);
+    noc_terminal.read_until("audit on console").await;
+    for (terminal, child) in [(&noc_terminal, &mut noc), (&audit_terminal, &mut audit)] {
+        terminal.type_keys(&[ESC, b'.']);
+        assert!(exit_of(child).await.success());
+    }
+    assert_eq!(
+        format!("{:?}", noc_terminal.termios()),
+        format!("{before:?}")
+    );
+}

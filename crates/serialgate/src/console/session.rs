@@ -88,6 +88,7 @@ pub async fn serve(
         Ok(ClientMessage::Hello(hello)) => {
             let outcome = attach(&gateway, &person, hello, &mut incoming, &out, &shutdown).await;
             if let Err(Ended(reason)) = outcome {
+                tracing::info!(person = %label(&person.name), "console session ended: {reason}");
                 out.bye(&reason).await;
             }
         }
