@@ -245,3 +245,56 @@ pub fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
     out.extend_from_slice(payload);
     out
 }
+
+/// A simulated device at `<dir>/sw1`, the real daemon with a console
+/// socket beside MCP over stdio, and an agent's MCP session: the site the
+/// console tests attach people to.
+pub struct ConsoleSite {
+    /// The simulated device.
+    pub sim: serialgate_sim::SimHandle,
+    /// The daemon.
+    pub daemon: crate::daemon::Daemon,
+    /// An agent's MCP session over the daemon's stdio.
+    pub agent: crate::daemon::Client,
+    /// The console socket.
+    pub socket: std::path::PathBuf,
+    _notify: crate::daemon::NotifySocket,
+    _dir: tempfile::TempDir,
+}
+
+impl ConsoleSite {
+    /// Starts `profile` and the daemon with port `sw1` on it (the
+    /// profile's preset) and `console_socket = "console.sock"`; returns
+    /// once the socket is bound and the port had its first open attempt.
+    pub async fn start(profile: serialgate_sim::Profile) -> ConsoleSite {
+        use crate::daemon::{Daemon, NotifySocket};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let link = dir.path().join("sw1");
+        let sim = serialgate_sim::spawn(profile, Some(link.clone()))
+            .await
+            .expect("simulated device");
+        let config = dir.path().join("serialgate.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[server]\nconsole_socket = \"console.sock\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"{}\"\n",
+                link.display(),
+                profile.preset()
+            ),
+        )
+        .expect("write config");
+        let notify = NotifySocket::bind(dir.path());
+        let mut daemon = Daemon::spawn(Some(&config), &notify, &[]);
+        daemon.stderr.wait_for("console socket at").await;
+        notify.expect("READY=1").await;
+        let agent = daemon.client().await;
+        ConsoleSite {
+            sim,
+            daemon,
+            agent,
+            socket: dir.path().join("console.sock"),
+            _notify: notify,
+            _dir: dir,
+        }
+    }
+}

@@ -4,55 +4,16 @@
 //! output, who holds the write) and what the agent on the same port sees
 //! (`busy` naming the person, writing again once they leave).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile, SimHandle};
-use serialgate_testkit::console::{ConsoleConn, frame};
-use serialgate_testkit::daemon::{self, Client, Daemon, NotifySocket};
+use serialgate_testkit::console::{ConsoleConn, ConsoleSite, frame};
+use serialgate_testkit::daemon::{self, Daemon, NotifySocket};
 use tempfile::TempDir;
 
-/// A switch at `<dir>/sw1`, the daemon with a console socket, an MCP
-/// client over its stdio.
-struct Site {
-    sim: SimHandle,
-    daemon: Daemon,
-    agent: Client,
-    socket: PathBuf,
-    _notify: NotifySocket,
-    _dir: TempDir,
-}
-
-async fn site(profile: Profile) -> Site {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let link = dir.path().join("sw1");
-    let sim = sim::spawn(profile, Some(link.clone()))
-        .await
-        .expect("simulated device");
-    let config = dir.path().join("serialgate.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nconsole_socket = \"console.sock\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"{}\"\n",
-            link.display(),
-            profile.preset()
-        ),
-    )
-    .expect("write config");
-    let notify = NotifySocket::bind(dir.path());
-    let mut daemon = Daemon::spawn(Some(&config), &notify, &[]);
-    daemon.stderr.wait_for("console socket at").await;
-    notify.expect("READY=1").await;
-    let agent = daemon.client().await;
-    Site {
-        sim,
-        daemon,
-        agent,
-        socket: dir.path().join("console.sock"),
-        _notify: notify,
-        _dir: dir,
-    }
+async fn site(profile: Profile) -> ConsoleSite {
+    ConsoleSite::start(profile).await
 }
 
 fn user_name() -> String {

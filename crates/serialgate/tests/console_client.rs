@@ -915,46 +915,8 @@ async fn a_terminal_nobody_reads_does_not_keep_the_keys_from_detaching() {
     flood.abort();
 }
 
-/// The real daemon (MCP over stdio, a console socket) and a simulated
-/// switch at `<dir>/sw1`.
-struct RealGateway {
-    sim: serialgate_sim::SimHandle,
-    daemon: serialgate_testkit::daemon::Daemon,
-    agent: serialgate_testkit::daemon::Client,
-    socket: PathBuf,
-    _notify: serialgate_testkit::daemon::NotifySocket,
-    _dir: tempfile::TempDir,
-}
-
-async fn real_gateway() -> RealGateway {
-    use serialgate_testkit::daemon::{Daemon, NotifySocket};
-    let dir = tempfile::tempdir().expect("temp dir");
-    let link = dir.path().join("sw1");
-    let sim = serialgate_sim::spawn(serialgate_sim::Profile::CiscoIos, Some(link.clone()))
-        .await
-        .expect("simulated switch");
-    let config = dir.path().join("serialgate.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nconsole_socket = \"console.sock\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n",
-            link.display()
-        ),
-    )
-    .expect("write config");
-    let notify = NotifySocket::bind(dir.path());
-    let mut daemon = Daemon::spawn(Some(&config), &notify, &[]);
-    daemon.stderr.wait_for("console socket at").await;
-    notify.expect("READY=1").await;
-    let agent = daemon.client().await;
-    RealGateway {
-        sim,
-        daemon,
-        agent,
-        socket: dir.path().join("console.sock"),
-        _notify: notify,
-        _dir: dir,
-    }
+async fn real_gateway() -> serialgate_testkit::console::ConsoleSite {
+    serialgate_testkit::console::ConsoleSite::start(serialgate_sim::Profile::CiscoIos).await
 }
 
 /// This test's user, as the daemon names a person on its socket.
