@@ -298,3 +298,13 @@ impl ConsoleSite {
         }
     }
 }
+
+/// This process's user as the daemon names a person on its console
+/// socket (their uid's user name, else `uid N`).
+pub fn user_name() -> String {
+    let uid = nix::unistd::getuid();
+    nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map_or_else(|| format!("uid {uid}"), |u| u.name)
+}

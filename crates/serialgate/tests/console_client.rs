@@ -919,14 +919,6 @@ async fn real_gateway() -> serialgate_testkit::console::ConsoleSite {
     serialgate_testkit::console::ConsoleSite::start(serialgate_sim::Profile::CiscoIos).await
 }
 
-/// This test's user, as the daemon names a person on its socket.
-fn me() -> String {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map_or_else(|| format!("uid {}", nix::unistd::getuid()), |u| u.name)
-}
-
 #[tokio::test]
 async fn with_the_real_daemon_a_person_and_an_agent_share_the_switch() {
     let site = real_gateway().await;
@@ -942,7 +934,10 @@ async fn with_the_real_daemon_a_person_and_an_agent_share_the_switch() {
     let before = terminal.termios();
     let mut client = spawn_on(&terminal, &site.socket, &["sw1"]);
     terminal
-        .read_until(&format!("attached to sw1 as {} on console", me()))
+        .read_until(&format!(
+            "attached to sw1 as {} on console",
+            serialgate_testkit::console::user_name()
+        ))
         .await;
     terminal.read_until("you hold the write").await;
     terminal.read_until("SW1>").await;
@@ -961,11 +956,17 @@ async fn with_the_real_daemon_a_person_and_an_agent_share_the_switch() {
         .err("send_text", json!({"text": "show version"}))
         .await;
     assert!(busy.starts_with("busy: "), "{busy}");
-    assert!(busy.contains(&format!("{} on console", me())), "{busy}");
+    assert!(
+        busy.contains(&format!(
+            "{} on console",
+            serialgate_testkit::console::user_name()
+        )),
+        "{busy}"
+    );
     let status = site.agent.ok("status", json!({})).await;
     assert_eq!(
         status["people"][0]["who"],
-        format!("{} on console", me()),
+        format!("{} on console", serialgate_testkit::console::user_name()),
         "{status}"
     );
 

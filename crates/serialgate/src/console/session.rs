@@ -35,6 +35,18 @@ pub const OUTGOING_FRAMES: usize = 64;
 /// BREAK length when the client does not say.
 const DEFAULT_BREAK: Duration = Duration::from_millis(250);
 
+/// Waits for a connection's writer task to send what is queued (the bye)
+/// and close, for at most [`SLOW_WATCHER`]: a client that reads nothing
+/// has its connection closed under it then.
+pub async fn finish_writer(mut writer: tokio::task::JoinHandle<()>) {
+    if tokio::time::timeout(SLOW_WATCHER, &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
+}
+
 /// Who is at the console, as the transport authenticated them.
 #[derive(Debug, Clone)]
 pub struct Person {
@@ -277,7 +289,7 @@ impl Attached<'_> {
         state_rx.borrow_and_update();
         presence_rx.borrow_and_update();
         head_rx.borrow_and_update();
-        self.send_output(&log, log.head()).await?;
+        self.send_output(log.head()).await?;
         loop {
             tokio::select! {
                 changed = head_rx.changed() => {
@@ -285,7 +297,7 @@ impl Attached<'_> {
                         return Err(Ended("the port closed".to_owned()));
                     }
                     let head = *head_rx.borrow_and_update();
-                    self.send_output(&log, head).await?;
+                    self.send_output(head).await?;
                 }
                 changed = state_rx.changed() => {
                     if changed.is_err() {
@@ -293,7 +305,7 @@ impl Attached<'_> {
                     }
                     let state = *state_rx.borrow_and_update();
                     // Output that came before the state change goes first.
-                    self.send_output(&log, log.head()).await?;
+                    self.send_output(log.head()).await?;
                     self.out.send_message(&ServerMessage::State { state }).await?;
                     if state == PortState::Closed {
                         return Err(Ended(format!("{} was closed", self.port.name())));
@@ -309,49 +321,57 @@ impl Attached<'_> {
                 frame = incoming.recv() => {
                     match frame {
                         None => return Ok(()),
-                        Some(frame) => self.handle(frame, &log).await?,
+                        Some(frame) => self.handle(frame).await?,
                     }
                 }
                 () = shutdown.cancelled() => {
-                    self.send_output(&log, log.head()).await?;
+                    self.send_output(log.head()).await?;
                     return Err(Ended("the gateway is shutting down".to_owned()));
                 }
             }
         }
     }
 
-    /// Sends the output from the cursor to `head`, saying first what
-    /// retention dropped before this client saw it.
-    async fn send_output(&mut self, log: &OutputLog, head: u64) -> Result<(), Ended> {
-        while self.cursor < head {
-            let (from, bytes) = {
+    /// Sends the output from the cursor to `head` and moves the cursor.
+    async fn send_output(&mut self, head: u64) -> Result<(), Ended> {
+        self.cursor = self.send_range(self.cursor, head).await?;
+        Ok(())
+    }
+
+    /// Sends the retained output in `[from, to)` as data frames, saying
+    /// first what retention dropped before this client saw it; returns
+    /// where the sent output ends.
+    async fn send_range(&self, from: u64, to: u64) -> Result<u64, Ended> {
+        let log = self.port.log();
+        let mut at = from;
+        while at < to {
+            let (start, bytes) = {
                 let view = log.view();
-                let from = self.cursor.max(view.oldest());
-                let to = head
+                let start = at.max(view.oldest());
+                let end = to
                     .min(view.head())
-                    .min(from + MAX_SERVER_DATA_BYTES as u64);
-                (from, view.slice(from, to).to_vec())
+                    .min(start + MAX_SERVER_DATA_BYTES as u64);
+                (start, view.slice(start, end).to_vec())
             };
-            if from > self.cursor {
+            if start > at {
                 self.out
                     .send_message(&ServerMessage::Truncated {
-                        from: self.cursor,
-                        to: from,
+                        from: at,
+                        to: start,
                     })
                     .await?;
             }
             if bytes.is_empty() {
-                self.cursor = from;
-                break;
+                return Ok(start);
             }
             let chunk = DataChunk {
-                offset: from,
+                offset: start,
                 bytes,
             };
-            self.cursor = chunk.end();
+            at = chunk.end();
             self.out.send(Frame::Data(chunk.encode())).await?;
         }
-        Ok(())
+        Ok(at)
     }
 
     /// Tells the person who joined, who left and who holds the write now.
@@ -397,7 +417,7 @@ impl Attached<'_> {
     }
 
     /// Handles one frame from the client.
-    async fn handle(&mut self, frame: Frame, log: &OutputLog) -> Result<(), Ended> {
+    async fn handle(&mut self, frame: Frame) -> Result<(), Ended> {
         let message = match frame {
             Frame::Data(bytes) => return self.typed(&bytes).await,
             Frame::Json(text) => match serde_json::from_str::<ClientMessage>(&text) {
@@ -414,7 +434,7 @@ impl Attached<'_> {
             },
         };
         let result = match message {
-            ClientMessage::Replay { lines } => return self.replay(log, lines).await,
+            ClientMessage::Replay { lines } => return self.replay(lines).await,
             ClientMessage::Who => {
                 return self
                     .out
@@ -464,31 +484,16 @@ impl Attached<'_> {
     }
 
     /// Sends the last `lines` lines again, marked as a replay.
-    async fn replay(&mut self, log: &OutputLog, lines: u32) -> Result<(), Ended> {
+    async fn replay(&mut self, lines: u32) -> Result<(), Ended> {
         // Live output up to now first, so that the replay ends where live
         // output resumes.
-        self.send_output(log, log.head()).await?;
+        self.send_output(self.port.log().head()).await?;
         let end = self.cursor;
-        let start = last_lines_start(log, lines.min(MAX_REPLAY_LINES), end);
+        let start = last_lines_start(self.port.log(), lines.min(MAX_REPLAY_LINES), end);
         self.out
             .send_message(&ServerMessage::Replay { start, end })
             .await?;
-        let mut at = start;
-        while at < end {
-            let bytes = {
-                let view = log.view();
-                let from = at.max(view.oldest());
-                let to = end.min(from + MAX_SERVER_DATA_BYTES as u64);
-                at = from;
-                view.slice(from, to).to_vec()
-            };
-            if bytes.is_empty() {
-                break;
-            }
-            let chunk = DataChunk { offset: at, bytes };
-            at = chunk.end();
-            self.out.send(Frame::Data(chunk.encode())).await?;
-        }
+        self.send_range(start, end).await?;
         Ok(())
     }
 

@@ -182,15 +182,8 @@ async fn serve_stream(
     // ending drops `out_tx`, and the writer sends what is queued (the bye)
     // and closes.
     let reader = tokio::spawn(read);
-    let mut writer = tokio::spawn(write);
+    let writer = tokio::spawn(write);
     serve(gateway, person, None, in_rx, out_tx, shutdown).await;
     reader.abort();
-    // A client that reads nothing gets no longer than that to take the
-    // queued frames; then the connection is closed under it.
-    if tokio::time::timeout(super::session::SLOW_WATCHER, &mut writer)
-        .await
-        .is_err()
-    {
-        writer.abort();
-    }
+    super::session::finish_writer(writer).await;
 }

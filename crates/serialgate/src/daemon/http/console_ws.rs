@@ -82,7 +82,7 @@ async fn pump(socket: WebSocket, state: ConsoleState, person: Person, only_port:
             }
         }
     });
-    let mut writer = tokio::spawn(async move {
+    let writer = tokio::spawn(async move {
         while let Some(frame) = out_rx.recv().await {
             let message = match frame {
                 Frame::Json(text) => Message::Text(text.into()),
@@ -104,12 +104,5 @@ async fn pump(socket: WebSocket, state: ConsoleState, person: Person, only_port:
     )
     .await;
     reader.abort();
-    // A client that reads nothing gets no longer than that to take the
-    // queued frames; then the connection is closed under it.
-    if tokio::time::timeout(session::SLOW_WATCHER, &mut writer)
-        .await
-        .is_err()
-    {
-        writer.abort();
-    }
+    session::finish_writer(writer).await;
 }
