@@ -8,21 +8,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile, SimHandle};
-use serialgate_testkit::console::{ConsoleConn, ConsoleSite, frame};
+use serialgate_testkit::console::{ConsoleConn, ConsoleSite, frame, user_name};
 use serialgate_testkit::daemon::{self, Daemon, NotifySocket};
 use tempfile::TempDir;
 
 async fn site(profile: Profile) -> ConsoleSite {
     ConsoleSite::start(profile).await
-}
-
-fn user_name() -> String {
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map_or_else(|| format!("uid {uid}"), |u| u.name)
 }
 
 #[tokio::test]
@@ -447,4 +438,45 @@ async fn a_watcher_that_reads_nothing_is_dropped_and_leaves_the_list() {
     stalled.until_closed().await;
     let status = site.agent.ok("list_ports", json!({})).await;
     assert_eq!(status["ports"][0]["people"], json!([]), "{status}");
+}
+
+#[tokio::test]
+async fn over_http_oversized_and_out_of_order_messages_end_only_that_connection() {
+    let (sim, _daemon, base, _notify, _dir) = http_site().await;
+    let url = format!("{base}/ports/sw1/console");
+    let token = Some("noc-secret-0123456789");
+    // A message over the 64 KiB limit: the WebSocket is closed.
+    let mut big = ConsoleConn::connect_ws(&url, token)
+        .await
+        .expect("WebSocket");
+    big.send_json(&json!({"type": "hello", "port": "x".repeat(70_000), "mode": "attach"}))
+        .await;
+    big.until_closed().await;
+    // Data before hello: a reason, then the close.
+    let mut early = ConsoleConn::connect_ws(&url, token)
+        .await
+        .expect("WebSocket");
+    early.send_data(b"reload\r").await;
+    let said = early.until_closed().await;
+    assert!(said.iter().any(|m| m["type"] == "bye"), "{said:?}");
+    // A hello with control characters in the client name is kept as a
+    // bounded, printable label.
+    let mut odd = ConsoleConn::connect_ws(&url, token)
+        .await
+        .expect("WebSocket");
+    odd.send_json(&json!({"type": "hello", "port": "sw1", "mode": "spy",
+        "client": format!("\x1b[2J\r\n{}", "y".repeat(500))}))
+        .await;
+    odd.until_json("attached").await;
+    odd.send_json(&json!({"type": "who"})).await;
+    let who = odd.until_json("who").await;
+    assert_eq!(who["watchers"].as_array().map(Vec::len), Some(1), "{who}");
+    // None of it reached the switch, and a good connection still works.
+    let mut good = ConsoleConn::connect_ws(&url, token)
+        .await
+        .expect("WebSocket");
+    good.send_json(&json!({"type": "hello", "port": "sw1", "mode": "attach"}))
+        .await;
+    assert_eq!(good.until_json("attached").await["writing"], true);
+    assert!(!String::from_utf8_lossy(&sim.received()).contains("reload"));
 }
