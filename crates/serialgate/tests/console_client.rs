@@ -993,16 +993,7 @@ async fn with_the_real_daemon_a_person_and_an_agent_share_the_switch() {
     terminal.type_keys(&[ESC, b'.']);
     assert!(exit_of(&mut client).await.success());
     assert_eq!(format!("{:?}", terminal.termios()), format!("{before:?}"));
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let status = site.agent.ok("status", json!({})).await;
-        if status["writer"].is_null() && status["people"] == json!([]) {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{status}");
-        // No MCP event tells an agent that a person left: poll.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_nobody_at_the_console(&site.agent, true).await;
     site.agent
         .ok("send_text", json!({"text": "show clock"}))
         .await;
@@ -1097,4 +1088,120 @@ async fn with_the_real_daemon_over_http_a_token_file_gets_a_person_in() {
         format!("{:?}", noc_terminal.termios()),
         format!("{before:?}")
     );
+}
+
+/// The person's name as the real daemon gives it on its console socket.
+fn person() -> String {
+    format!("{} on console", serialgate_testkit::console::user_name())
+}
+
+#[tokio::test]
+async fn with_the_real_daemon_every_escape_key_does_what_it_says() {
+    let mut site = real_gateway().await;
+    let mut terminal = Terminal::open();
+    let before = terminal.termios();
+    let mut client = spawn_on(&terminal, &site.socket, &["sw1"]);
+    terminal.read_until("you hold the write").await;
+    terminal.type_keys(b"\rshow clock\r");
+    terminal.read_until("UTC").await;
+
+    // ? lists every key.
+    terminal.type_keys(&[ESC, b'?']);
+    for line in ["Ctrl-] .", "Ctrl-] r", "Ctrl-] w", "Ctrl-] b", "Ctrl-] ?"] {
+        terminal.read_until(line).await;
+    }
+    // r replays the last lines from the gateway's log: the clock again.
+    terminal.type_keys(&[ESC, b'r']);
+    terminal.read_until("replay of the last lines:").await;
+    terminal.read_until("UTC").await;
+    terminal.read_until("end of replay").await;
+    // w: who is here and who holds the write.
+    terminal.type_keys(&[ESC, b'w']);
+    terminal.read_until(&person()).await;
+    // b: a BREAK on the line, in the audit trail as the person's.
+    terminal.type_keys(&[ESC, b'b']);
+    terminal.read_until("sending BREAK").await;
+    site.daemon.stderr.wait_for("kind=break").await;
+    // s gives the hold up: the agent may write; a takes it back once free.
+    terminal.type_keys(&[ESC, b's']);
+    terminal.read_until("you are watching now").await;
+    site.agent.ok("connect", json!({"port": "sw1"})).await;
+    site.agent.ok("send_text", json!({"text": ""})).await;
+    terminal.type_keys(&[ESC, b'a']);
+    terminal.read_until("busy").await;
+    site.agent.ok("disconnect", json!({})).await;
+    terminal.type_keys(&[ESC, b'a']);
+    terminal.read_until("you hold the write now").await;
+    // Ctrl-] twice types one Ctrl-] to the device.
+    terminal.type_keys(&[ESC, ESC]);
+    assert!(site.sim.wait_received(&[ESC], DEADLINE).await);
+    // An unknown key is said to be none, and nothing is sent.
+    terminal.type_keys(&[ESC, b'z']);
+    terminal.read_until("is no command").await;
+
+    // The device is unplugged and comes back: the person sees both, and
+    // goes on typing in the same session.
+    let link = site.sim.path().to_owned();
+    site.sim.close().await;
+    terminal.read_until("sw1 is lost").await;
+    site.sim = serialgate_sim::spawn(serialgate_sim::Profile::CiscoIos, Some(link))
+        .await
+        .expect("replug");
+    terminal.read_until("sw1 is open again").await;
+    terminal.type_keys(b"\rshow clock\r");
+    terminal.read_until("UTC").await;
+
+    terminal.type_keys(&[ESC, b'.']);
+    assert!(exit_of(&mut client).await.success());
+    terminal.read_until("detached from sw1").await;
+    assert_eq!(format!("{:?}", terminal.termios()), format!("{before:?}"));
+}
+
+#[tokio::test]
+async fn with_the_real_daemon_a_spy_sends_nothing_and_sigterm_restores_the_terminal() {
+    let site = real_gateway().await;
+    let mut terminal = Terminal::open();
+    let before = terminal.termios();
+    let mut spy = spawn_on(&terminal, &site.socket, &["sw1", "--spy"]);
+    terminal.read_until("spying on sw1").await;
+    terminal.type_keys(b"reload\r");
+    terminal.read_until("typed keys are not sent").await;
+    terminal.type_keys(&[ESC, b'b']);
+    terminal.read_until("you never write").await;
+    // The agent's marker reaches the device; the spy's keys never did.
+    site.agent.ok("connect", json!({"port": "sw1"})).await;
+    site.agent
+        .ok("send_text", json!({"text": "show clock"}))
+        .await;
+    assert!(site.sim.wait_received(b"show clock", DEADLINE).await);
+    let received = String::from_utf8_lossy(&site.sim.received()).into_owned();
+    assert_eq!(received, "show clock\r", "only the agent's bytes");
+    // The spy watches what the agent made the device say.
+    terminal.read_until("UTC").await;
+
+    let pid = spy.id().expect("the client runs") as i32;
+    // SAFETY: kill(2) on our own child's pid, no memory involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert_eq!(exit_of(&mut spy).await.code(), Some(128 + libc::SIGTERM));
+    terminal
+        .read_until("[serialgate: SIGTERM: detached from sw1]")
+        .await;
+    assert_eq!(format!("{:?}", terminal.termios()), format!("{before:?}"));
+    // The daemon saw the spy leave.
+    until_nobody_at_the_console(&site.agent, false).await;
+}
+
+/// Waits until the agent's `status` lists no people (and, if `no_writer`,
+/// nobody holds the write).
+async fn until_nobody_at_the_console(agent: &serialgate_testkit::daemon::Client, no_writer: bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let status = agent.ok("status", json!({})).await;
+        if status["people"] == json!([]) && (!no_writer || status["writer"].is_null()) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{status}");
+        // No MCP event tells an agent that a person left: poll.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
