@@ -480,3 +480,32 @@ async fn over_http_oversized_and_out_of_order_messages_end_only_that_connection(
     assert_eq!(good.until_json("attached").await["writing"], true);
     assert!(!String::from_utf8_lossy(&sim.received()).contains("reload"));
 }
+
+#[tokio::test]
+async fn a_flood_of_silent_connections_is_capped_then_timed_out() {
+    let site = site(Profile::Silent).await;
+    // Every slot taken by a connection that never says hello.
+    let mut silent = Vec::new();
+    for _ in 0..256 {
+        silent.push(ConsoleConn::connect(&site.socket).await);
+    }
+    // One more is told why, and closed; the agent is served meanwhile.
+    let mut over = ConsoleConn::connect(&site.socket).await;
+    let said = over.until_closed().await;
+    let reason = said[0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("256 connections"), "{said:?}");
+    site.agent.ok("list_ports", json!({})).await;
+    // The hello deadline ends the silent ones, each with a reason.
+    for conn in &mut silent {
+        let said = conn.until_closed().await;
+        assert!(
+            said.iter().any(|m| m["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("say hello first"))),
+            "{said:?}"
+        );
+    }
+    // The slots are free again.
+    let (_person, attached) = ConsoleConn::attach(&site.socket, "sw1", "spy", json!({})).await;
+    assert_eq!(attached["port"], "sw1", "{attached}");
+}

@@ -13,15 +13,18 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{Frame, FrameDecoder, MAX_JSON_BYTES, encode_frame};
+use super::protocol::{Frame, FrameDecoder, MAX_JSON_BYTES, ServerMessage, encode_frame};
 use super::session::{OUTGOING_FRAMES, Person, serve};
 use crate::gateway::Gateway;
 use crate::mcp::access::Caller;
 
 /// The group whose members may use the console socket.
 pub const CONSOLE_GROUP: &str = "serialgate";
-/// Console connections served at once on the socket; more wait.
+/// Console connections served at once on the socket; more are told so
+/// and closed.
 pub const MAX_CONSOLE_CONNECTIONS: usize = 256;
+/// How long a refused connection is given to take its bye.
+const REFUSAL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How long to wait after a failed accept (e.g. no file descriptors left).
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
@@ -79,6 +82,7 @@ impl ConsoleSocket {
     /// Serves console connections until `shutdown` is cancelled.
     pub async fn serve(self, gateway: Gateway, shutdown: CancellationToken) {
         let slots = Arc::new(Semaphore::new(MAX_CONSOLE_CONNECTIONS));
+        let mut refused: u64 = 0;
         loop {
             let accepted = tokio::select! {
                 accepted = self.listener.accept() => accepted,
@@ -93,8 +97,17 @@ impl ConsoleSocket {
                     continue;
                 }
             };
-            let Ok(slot) = slots.clone().acquire_owned().await else {
-                return;
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                refused += 1;
+                // The first of a burst and then every thousandth: a flood
+                // of connections does not flood the journal.
+                if refused % 1000 == 1 {
+                    tracing::warn!(
+                        "console socket: {MAX_CONSOLE_CONNECTIONS} connections are open; refused {refused} so far"
+                    );
+                }
+                tokio::spawn(refuse(stream));
+                continue;
             };
             let person = match peer_person(&stream) {
                 Ok(person) => person,
@@ -117,6 +130,26 @@ impl Drop for ConsoleSocket {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Tells a connection over the limit why it is closed, within
+/// [`REFUSAL_DEADLINE`].
+async fn refuse(mut stream: UnixStream) {
+    let bye = ServerMessage::Bye {
+        reason: format!(
+            "the console socket serves {MAX_CONSOLE_CONNECTIONS} connections at once and all are in use; \
+             try again when someone detaches"
+        ),
+    };
+    let Ok(json) = serde_json::to_string(&bye) else {
+        return;
+    };
+    let frame = encode_frame(&Frame::Json(json));
+    let _ = tokio::time::timeout(REFUSAL_DEADLINE, async {
+        let _ = stream.write_all(&frame).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 /// Who the socket's peer is: the user of its uid, with the local
