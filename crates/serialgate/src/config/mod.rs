@@ -14,7 +14,10 @@
 //! - `summary`: what `check-config` shows of a config ([`Config::summary`]);
 //! - [`presets`]: the built-in presets that user presets extend.
 
+mod auto_reply;
+mod credentials;
 mod diagnostics;
+pub mod modes;
 pub mod presets;
 mod raw;
 mod resolve;
@@ -31,7 +34,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use toml::Spanned;
 
+pub use self::credentials::Credentials;
 pub use self::diagnostics::ConfigError;
+pub use self::modes::{DeviceMode, ModeRules};
 pub use self::raw::parse_size;
 pub use self::resolve::PortConfig;
 pub use self::server::{
@@ -326,6 +331,7 @@ device = "/dev/ttyUSB2"
                 secret: TokenSecret::new(b"s3cret-s3cret"),
                 ports: vec!["core-*".into()],
                 access: TokenAccess::Write,
+                use_credentials: false,
             }]
         );
 

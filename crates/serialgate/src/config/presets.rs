@@ -4,8 +4,10 @@
 //! User presets in the config file extend these (see [`crate::config`]).
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+pub use super::auto_reply::AutoReply;
+use super::modes::{self, ModeRules};
 use crate::settings::{LineEnding, LineSettings};
 
 /// The preset a user preset without `extends`, a port without `preset` and an
@@ -38,26 +40,11 @@ pub struct Preset {
     /// Command that turns paging off for the session, e.g.
     /// `terminal length 0`.
     pub paging_off: Option<String>,
-}
-
-/// One automatic answer: when `trigger` (a literal) arrives while a read
-/// waits, `reply` is sent, once per occurrence.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct AutoReply {
-    /// Literal text the device prints, e.g. `--More--`.
-    pub trigger: String,
-    /// Text sent back, e.g. `" "`.
-    pub reply: String,
-}
-
-impl AutoReply {
-    /// An auto-reply from a trigger and its reply.
-    pub fn new(trigger: &str, reply: &str) -> AutoReply {
-        AutoReply {
-            trigger: trigger.to_owned(),
-            reply: reply.to_owned(),
-        }
-    }
+    /// The CLI's modes and configuration commands.
+    pub modes: ModeRules,
+    /// The credentials file ports of this preset log in with, resolved
+    /// next to the config.
+    pub credentials: Option<std::path::PathBuf>,
 }
 
 /// Where a prompt may begin: the start of a line, or right after a carriage
@@ -106,6 +93,8 @@ fn cisco_ios() -> Preset {
             r"^% Bad secrets",
         ]),
         paging_off: Some("terminal length 0".into()),
+        modes: modes::cisco_ios(),
+        credentials: None,
     }
 }
 
@@ -126,6 +115,8 @@ fn cisco_nxos() -> Preset {
             r"Syntax error",
         ]),
         paging_off: Some("terminal length 0".into()),
+        modes: modes::cisco_nxos(),
+        credentials: None,
     }
 }
 
@@ -155,6 +146,8 @@ fn juniper_junos() -> Preset {
             r"^missing argument",
         ]),
         paging_off: Some("set cli screen-length 0".into()),
+        modes: modes::juniper_junos(),
+        credentials: None,
     }
 }
 
@@ -179,6 +172,8 @@ fn arista_eos() -> Preset {
             r"^% Unavailable command",
         ]),
         paging_off: Some("terminal length 0".into()),
+        modes: modes::arista_eos(),
+        credentials: None,
     }
 }
 
@@ -200,6 +195,8 @@ fn huawei_vrp() -> Preset {
         pagers: strings(&["  ---- More ----"]),
         error_patterns: strings(&[r"^Error:", r"Unrecognized command"]),
         paging_off: Some("screen-length 0 temporary".into()),
+        modes: modes::huawei_vrp(),
+        credentials: None,
     }
 }
 
@@ -226,6 +223,8 @@ fn linux() -> Preset {
             r"^-?(?:sh|ash|dash): .*: not found",
         ]),
         paging_off: None,
+        modes: modes::linux(),
+        credentials: None,
     }
 }
 
@@ -257,6 +256,8 @@ fn hp_procurve() -> Preset {
             r"^% ",
         ]),
         paging_off: Some("no page".into()),
+        modes: modes::hp_procurve(),
+        credentials: None,
     }
 }
 
@@ -273,6 +274,8 @@ fn generic() -> Preset {
         pagers: Vec::new(),
         error_patterns: Vec::new(),
         paging_off: None,
+        modes: ModeRules::default(),
+        credentials: None,
     }
 }
 

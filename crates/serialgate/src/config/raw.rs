@@ -116,6 +116,34 @@ impl<'de> Deserialize<'de> for AutoReplyTable {
     }
 }
 
+/// One `modes` table as written: every key optional, each replacing the
+/// preset's.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, expecting = "a modes table")]
+pub(super) struct RawModes {
+    pub(super) recovery: Option<Spanned<String>>,
+    pub(super) login: Option<Spanned<String>>,
+    pub(super) password: Option<Spanned<String>>,
+    pub(super) config: Option<Spanned<String>>,
+    pub(super) privileged: Option<Spanned<String>>,
+    pub(super) exec: Option<Spanned<String>>,
+    pub(super) enable: Option<String>,
+    pub(super) disable: Option<String>,
+    pub(super) configure: Option<String>,
+    pub(super) end_config: Option<String>,
+    pub(super) save: Option<String>,
+    pub(super) save_replies: Option<AutoReplyTable>,
+    pub(super) save_ok: Option<Spanned<String>>,
+    pub(super) commit: Option<String>,
+    pub(super) commit_check: Option<String>,
+    pub(super) commit_confirmed: Option<Spanned<String>>,
+    pub(super) discard: Option<String>,
+    pub(super) rollback: Option<Spanned<String>>,
+    pub(super) revert_timer: Option<Spanned<String>>,
+    pub(super) revert_confirm: Option<String>,
+    pub(super) rolled_back: Option<Spanned<String>>,
+}
+
 /// The whole file: its four sections, each optional.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the config file's top-level table")]
@@ -156,6 +184,9 @@ pub(super) struct RawToken {
     pub(super) ports: Spanned<Vec<Spanned<String>>>,
     #[serde(default = "read_access")]
     pub(super) access: TokenAccess,
+    /// May log in with the ports' stored credentials (admin always may).
+    #[serde(default)]
+    pub(super) use_credentials: bool,
 }
 
 /// A token without `access` may only read.
@@ -177,6 +208,8 @@ pub(super) struct Overrides {
     pub(super) pagers: Option<Vec<Spanned<String>>>,
     pub(super) error_patterns: Option<Vec<Spanned<String>>>,
     pub(super) paging_off: Option<String>,
+    pub(super) modes: Option<RawModes>,
+    pub(super) credentials: Option<Spanned<PathBuf>>,
 }
 
 // `#[serde(flatten)]` would share the override keys between presets and
@@ -200,6 +233,8 @@ pub(super) struct RawPreset {
     pagers: Option<Vec<Spanned<String>>>,
     error_patterns: Option<Vec<Spanned<String>>>,
     paging_off: Option<String>,
+    modes: Option<RawModes>,
+    credentials: Option<Spanned<PathBuf>>,
 }
 
 /// One `[ports.NAME]` table as written.
@@ -219,6 +254,8 @@ pub(super) struct RawPort {
     pagers: Option<Vec<Spanned<String>>>,
     error_patterns: Option<Vec<Spanned<String>>>,
     paging_off: Option<String>,
+    modes: Option<RawModes>,
+    credentials: Option<Spanned<PathBuf>>,
     pub(super) down_after: Option<Spanned<i64>>,
 }
 
@@ -237,6 +274,8 @@ impl RawPreset {
             pagers: self.pagers,
             error_patterns: self.error_patterns,
             paging_off: self.paging_off,
+            modes: self.modes,
+            credentials: self.credentials,
         };
         (self.extends, self.description, o)
     }
@@ -258,6 +297,8 @@ impl RawPort {
             pagers: self.pagers,
             error_patterns: self.error_patterns,
             paging_off: self.paging_off,
+            modes: self.modes,
+            credentials: self.credentials,
         };
         (self.device, self.preset, o)
     }

@@ -11,7 +11,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use toml::Spanned;
 
+use super::credentials::Credentials;
 use super::diagnostics::toml_key;
+use super::modes::ModeRules;
 use super::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
 use super::raw::{Overrides, RawPort, RawPreset};
 use super::server::check_down_after;
@@ -44,11 +46,32 @@ pub struct PortConfig {
     pub paging_off: Option<String>,
     /// Quick losses in a row before the port is `down` (0: never).
     pub down_after: u32,
+    /// The CLI's modes and configuration commands.
+    pub modes: ModeRules,
+    /// The credentials file, if the port or its preset names one.
+    pub credentials_file: Option<std::path::PathBuf>,
+    /// What `credentials_file` holds, read when the config was loaded.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub credentials: Option<Arc<Credentials>>,
 }
 
 impl PortConfig {
-    fn from_preset(name: &str, device: &str, p: Preset, down_after: u32) -> PortConfig {
-        PortConfig {
+    /// The port `name` on `device` with preset `p`; reads the preset's
+    /// credentials file if it names one.
+    fn from_preset(
+        name: &str,
+        device: &str,
+        p: Preset,
+        down_after: u32,
+    ) -> Result<PortConfig, String> {
+        let credentials = p
+            .credentials
+            .as_deref()
+            .map(Credentials::read)
+            .transpose()?
+            .map(Arc::new);
+        Ok(PortConfig {
             name: name.to_owned(),
             device: device.to_owned(),
             preset: p.name,
@@ -60,7 +83,10 @@ impl PortConfig {
             error_patterns: p.error_patterns,
             paging_off: p.paging_off,
             down_after,
-        }
+            modes: p.modes,
+            credentials_file: p.credentials,
+            credentials,
+        })
     }
 }
 
@@ -86,12 +112,7 @@ impl Config {
                 self.preset_names().join(", ")
             )
         })?;
-        Ok(PortConfig::from_preset(
-            name,
-            device,
-            p.clone(),
-            self.server.down_after,
-        ))
+        PortConfig::from_preset(name, device, p.clone(), self.server.down_after)
     }
 
     /// The names of all presets, built-in and the user's, in order.
@@ -205,6 +226,16 @@ impl Overrides {
         }
         if let Some(v) = self.paging_off {
             p.paging_off = if v.trim().is_empty() { None } else { Some(v) };
+        }
+        if let Some(modes) = self.modes {
+            modes.apply(&mut p.modes, &format!("{path}.modes"), src)?;
+        }
+        if let Some(file) = self.credentials {
+            p.credentials = if file.get_ref().as_os_str().is_empty() {
+                None
+            } else {
+                Some(super::next_to_config(file.get_ref(), src))
+            };
         }
         Ok(())
     }
@@ -384,8 +415,12 @@ pub(super) fn resolve_ports(
     for (name, mut raw) in raw {
         let name_span = name.span();
         let name = name.into_inner();
-        check_name(&name)
-            .map_err(|e| src.error(name_span, format!("ports: bad port name {name:?}: {e}")))?;
+        check_name(&name).map_err(|e| {
+            src.error(
+                name_span.clone(),
+                format!("ports: bad port name {name:?}: {e}"),
+            )
+        })?;
         let path = format!("ports.{}", toml_key(&name));
         let down_after = raw.down_after.take();
         let (device, preset_name, overrides) = raw.split();
@@ -425,7 +460,8 @@ pub(super) fn resolve_ports(
         };
         let mut p = preset.clone();
         overrides.apply(&mut p, &path, src)?;
-        let port = PortConfig::from_preset(&name, device.get_ref(), p, down_after);
+        let port = PortConfig::from_preset(&name, device.get_ref(), p, down_after)
+            .map_err(|e| src.error(name_span.clone(), format!("{path}.credentials: {e}")))?;
         ports.insert(name, Arc::new(port));
     }
     Ok(ports)

@@ -71,6 +71,9 @@ pub struct TokenConfig {
     pub ports: Vec<String>,
     /// What the token may do.
     pub access: TokenAccess,
+    /// Whether it may log in with the ports' stored credentials
+    /// (`use_credentials`; admin tokens always may).
+    pub use_credentials: bool,
 }
 
 /// Checks the `[[tokens]]` entries and reads their secrets.
@@ -107,10 +110,17 @@ pub(super) fn resolve_tokens(
             ));
         }
         let ports = check_globs(t.ports.into_inner(), &format!("{path}.ports"), src)?;
-        checked.push((path, t.name.into_inner(), t.secret_file, ports, t.access));
+        checked.push((
+            path,
+            t.name.into_inner(),
+            t.secret_file,
+            ports,
+            t.access,
+            t.use_credentials,
+        ));
     }
     let mut tokens: Vec<TokenConfig> = Vec::new();
-    for (path, name, file, ports, access) in checked {
+    for (path, name, file, ports, access, use_credentials) in checked {
         let secret = read_secret(file.get_ref(), src)
             .map_err(|e| src.error(file.span(), format!("{path}.secret_file: {e}")))?;
         if let Some(other) = tokens.iter().find(|t| t.secret == secret) {
@@ -128,6 +138,7 @@ pub(super) fn resolve_tokens(
             secret,
             ports,
             access,
+            use_credentials,
         });
     }
     Ok(tokens)
@@ -140,8 +151,13 @@ const MAX_SECRET_FILE: u64 = 4096;
 
 /// Reads a regular file of at most `max` bytes, not through a symbolic
 /// link (whoever may change a link chooses what is read), and returns its
-/// content with its metadata.
-fn read_small_file(path: &Path, max: u64) -> Result<(Vec<u8>, std::fs::Metadata), String> {
+/// content with its metadata; `key` is the config key naming it, for the
+/// messages (`secret_file`).
+pub(super) fn read_small_file(
+    path: &Path,
+    max: u64,
+    key: &str,
+) -> Result<(Vec<u8>, std::fs::Metadata), String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -158,7 +174,7 @@ fn read_small_file(path: &Path, max: u64) -> Result<(Vec<u8>, std::fs::Metadata)
                 );
                 format!(
                     "it is a symbolic link, which serialgate does not follow to a secret \
-                     (whoever may change the link chooses the secret): point secret_file at {real}"
+                     (whoever may change the link chooses the secret): point {key} at {real}"
                 )
             } else {
                 e.to_string()
@@ -166,9 +182,9 @@ fn read_small_file(path: &Path, max: u64) -> Result<(Vec<u8>, std::fs::Metadata)
         })?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
-        return Err(
-            "it is not a regular file; point secret_file at a file holding the secret".into(),
-        );
+        return Err(format!(
+            "it is not a regular file; point {key} at a file holding the secret"
+        ));
     }
     let mut text = Vec::new();
     file.take(max + 1)
@@ -176,7 +192,7 @@ fn read_small_file(path: &Path, max: u64) -> Result<(Vec<u8>, std::fs::Metadata)
         .map_err(|e| e.to_string())?;
     if text.len() as u64 > max {
         return Err(format!(
-            "it is larger than {max} bytes; a secret is one line, e.g. `openssl rand -hex 32`"
+            "it is larger than {max} bytes; is {key} the right file?"
         ));
     }
     Ok((text, meta))
@@ -189,7 +205,7 @@ fn read_small_file(path: &Path, max: u64) -> Result<(Vec<u8>, std::fs::Metadata)
 fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
     use std::os::unix::fs::PermissionsExt;
     let path = next_to_config(file, src);
-    let (text, meta) = read_small_file(&path, MAX_SECRET_FILE)
+    let (text, meta) = read_small_file(&path, MAX_SECRET_FILE, "secret_file")
         .map_err(|e| format!("cannot read the secret file {}: {e}", path.display()))?;
     let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o077 != 0 {

@@ -271,6 +271,7 @@ mod tests {
             secret: TokenSecret::new(secret.as_bytes()),
             ports: vec!["*".into()],
             access: TokenAccess::Read,
+            use_credentials: false,
         }
     }
 
