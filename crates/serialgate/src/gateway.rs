@@ -149,6 +149,7 @@ impl Gateway {
             line: pc.line,
             retention: config.server.retention,
             down_after: pc.down_after,
+            credentials: pc.credentials.clone(),
         };
         let port = Port::start(spec, Self::services(config, audit), shutdown);
         Entry {
@@ -377,6 +378,7 @@ impl Gateway {
             line: port_config.line,
             retention: server.retention,
             down_after: port_config.down_after,
+            credentials: port_config.credentials.clone(),
         };
         let port = Port::start(
             spec,

@@ -676,6 +676,7 @@ mod tests {
             line: LineSettings::default(),
             retention: 1024,
             down_after: 0,
+            credentials: None,
         };
         let port = Port::start(spec, Default::default(), &shutdown);
         let new = LineSettings {

@@ -9,9 +9,11 @@ mod appear;
 pub mod baud_detect;
 mod comport;
 mod comport_link;
+mod confirm_watch;
 pub mod control;
 mod device;
 pub mod lines;
+pub mod mask;
 mod presence;
 mod reader;
 mod responder;
@@ -36,6 +38,7 @@ use crate::settings::LineSettings;
 use crate::sync::lock;
 use crate::transcript::{Transcript, TranscriptConfig};
 
+pub use confirm_watch::PendingConfirm;
 pub use presence::Participant;
 pub use reader::DOWN_RETRY;
 pub use sharing::Holder;
@@ -93,6 +96,9 @@ pub struct PortSpec {
     /// Quick losses in a row (each within [`QUICK_LOSS`] of opening) after
     /// which the port is `down`; 0: never.
     pub down_after: u32,
+    /// The stored credentials the port logs in with: their secrets are
+    /// masked in the output (`mask.rs`).
+    pub credentials: Option<std::sync::Arc<crate::config::Credentials>>,
 }
 
 /// What a port records besides its OutputLog: a transcript file (with
@@ -169,6 +175,8 @@ struct Shared {
     transcript: Option<Transcript>,
     /// Where session writes are audited.
     audit: Audit,
+    /// A change awaiting confirmation (confirm_watch.rs).
+    confirm: Mutex<Option<confirm_watch::Armed>>,
 }
 
 impl Port {
@@ -208,6 +216,7 @@ impl Port {
                 presence: watch::Sender::new(0),
                 transcript,
                 audit: services.audit,
+                confirm: Mutex::new(None),
             }),
         };
         tokio::spawn(reader::run(port.clone()));

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::appear::PathWatch;
+use super::mask::{MASK_HOLD, SecretMask};
 use super::responder::Responder;
 use super::{Port, PortState, device};
 
@@ -165,28 +166,87 @@ async fn read_until_lost(
     } else {
         "end of file (device unplugged or closed)"
     };
-    let log = port.log();
-    let mut append = |data: &[u8]| {
-        let head = log.append(data);
-        responder.scan(port, data, head - data.len() as u64);
+    let mut sink = Sink {
+        port,
+        responder,
+        // The stored secrets, masked before anything reaches the log.
+        mask: port
+            .spec()
+            .credentials
+            .and_then(|c| SecretMask::new(&c.secrets())),
     };
     // One waiter for the whole connection, not one per read.
     let closing = port.closing().cancelled();
     tokio::pin!(closing);
     loop {
-        let read = tokio::select! {
-            () = &mut closing => return None,
-            read = reader.read_data(&mut append) => read,
+        // A tail that may begin a secret waits for the next read, or
+        // MASK_HOLD of quiet. (Dropping a read that has no data yet loses
+        // nothing; this branch runs only while such a tail is held.)
+        let holding = sink.mask.as_ref().is_some_and(SecretMask::holding);
+        let read = {
+            let mut deliver = |data: &[u8]| sink.deliver(data);
+            tokio::select! {
+                () = &mut closing => return None,
+                () = tokio::time::sleep(MASK_HOLD), if holding => None,
+                read = reader.read_data(&mut deliver) => Some(read),
+            }
+        };
+        let Some(read) = read else {
+            sink.flush();
+            continue;
         };
         match read {
             // A closed pty master, an unplugged adapter, or a remote
             // console that hung up: end of file.
-            Ok(0) => return Some(eof.to_owned()),
+            Ok(0) => {
+                sink.flush();
+                return Some(eof.to_owned());
+            }
             // The data is in the log already (telnet negotiation alone
             // carried none).
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Some(e.to_string()),
+            Err(e) => {
+                sink.flush();
+                return Some(e.to_string());
+            }
         }
+    }
+}
+
+/// Where what the device sent goes: through the secret mask, into the log
+/// and past the terminal-query scanner.
+struct Sink<'a> {
+    port: &'a Port,
+    responder: &'a mut Responder,
+    mask: Option<SecretMask>,
+}
+
+impl Sink<'_> {
+    /// Takes bytes read from the device.
+    fn deliver(&mut self, data: &[u8]) {
+        match self.mask.as_mut() {
+            Some(mask) => {
+                let masked = mask.feed(data);
+                self.append(&masked);
+            }
+            None => self.append(data),
+        }
+    }
+
+    /// Appends what the mask held back: nothing more came.
+    fn flush(&mut self) {
+        if let Some(held) = self.mask.as_mut().map(SecretMask::flush) {
+            self.append(&held);
+        }
+    }
+
+    fn append(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        let head = self.port.log().append(data);
+        self.responder
+            .scan(self.port, data, head - data.len() as u64);
     }
 }
