@@ -100,6 +100,19 @@ impl Stderr {
         lines
     }
 
+    /// Every line not read yet, until stderr closes (the daemon exited).
+    pub async fn rest(&mut self) -> Vec<String> {
+        let mut lines = Vec::new();
+        tokio::time::timeout(WITHIN, async {
+            while let Some(line) = self.lines.recv().await {
+                lines.push(line);
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the daemon's stderr did not close in time"));
+        lines
+    }
+
     /// Skips lines until one contains `needle`, and returns it.
     pub async fn wait_for(&mut self, needle: &str) -> String {
         tokio::time::timeout(WITHIN, async {

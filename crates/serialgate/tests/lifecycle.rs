@@ -129,6 +129,11 @@ async fn the_tool_list_is_the_contract() {
         "pulse_line",
         "detect_baud",
         "get_transcript",
+        "set_mode",
+        "send_config",
+        "confirm_commit",
+        "rollback",
+        "save_config",
     ];
     want.sort();
     assert_eq!(names, want);
@@ -150,6 +155,20 @@ async fn the_tool_list_is_the_contract() {
             tool.name
         );
     }
+    // What the model reads in every session: names, descriptions and
+    // input schemas, about 4 bytes a token; the budget is about 8k tokens.
+    let visible: usize = tools
+        .iter()
+        .map(|t| {
+            json!({"name": t.name, "description": t.description, "inputSchema": *t.input_schema})
+                .to_string()
+                .len()
+        })
+        .sum();
+    assert!(
+        visible <= 32_000,
+        "the model-visible tool surface is {visible} bytes"
+    );
     let schema = |name: &str| {
         tools
             .iter()

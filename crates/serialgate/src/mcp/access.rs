@@ -16,8 +16,11 @@
 //!   `auto_reply` is taken as `{}`; a non-empty one is refused, because
 //!   answering a trigger writes to the device).
 //! - `write`: anything that sends bytes to a device — `send_text`,
-//!   `send_hex`, `send_command`, `send_keys`, `expect`, and
-//!   `read_until_prompt` with auto-replies.
+//!   `send_hex`, `send_command`, `send_keys`, `expect`, the configuration
+//!   tools (`set_mode`, `send_config`, `confirm_commit`, `rollback`,
+//!   `save_config`), and `read_until_prompt` with auto-replies. Logging in
+//!   with a port's stored credentials also needs the token's
+//!   `use_credentials` (admin tokens always may; [`Caller::use_credentials`]).
 //! - `admin`: ad-hoc device paths (`connect` to a path that is not a
 //!   configured port, and any tool on such a port), line settings and line
 //!   signals — `set_line_settings`, `send_break`, `set_lines`,
@@ -80,6 +83,11 @@ pub const TOOLS: &[(&str, TokenAccess, Scope)] = &[
     ("send_command", TokenAccess::Write, Scope::Connection),
     ("send_keys", TokenAccess::Write, Scope::Connection),
     ("expect", TokenAccess::Write, Scope::Connection),
+    ("set_mode", TokenAccess::Write, Scope::Connection),
+    ("send_config", TokenAccess::Write, Scope::Connection),
+    ("confirm_commit", TokenAccess::Write, Scope::Connection),
+    ("rollback", TokenAccess::Write, Scope::Connection),
+    ("save_config", TokenAccess::Write, Scope::Connection),
     ("send_break", TokenAccess::Admin, Scope::Connection),
     ("set_line_settings", TokenAccess::Admin, Scope::Connection),
     ("set_lines", TokenAccess::Admin, Scope::Connection),
@@ -111,6 +119,8 @@ pub struct Caller {
     ports: Option<Vec<glob::Pattern>>,
     /// The globs as written, for messages.
     port_globs: Vec<String>,
+    /// May log in with the ports' stored credentials.
+    pub use_credentials: bool,
 }
 
 impl Caller {
@@ -131,6 +141,7 @@ impl Caller {
             access: TokenAccess::Admin,
             ports: None,
             port_globs: vec!["*".to_owned()],
+            use_credentials: true,
         }
     }
 
@@ -148,6 +159,7 @@ impl Caller {
                     .collect(),
             ),
             port_globs: token.ports.clone(),
+            use_credentials: token.use_credentials || token.access == TokenAccess::Admin,
         }
     }
 
@@ -450,6 +462,7 @@ mod tests {
             secret: TokenSecret::new(b"x"),
             ports: ports.iter().map(|p| p.to_string()).collect(),
             access,
+            use_credentials: false,
         })
     }
 

@@ -215,6 +215,7 @@ fn build_profile(config: &PortConfig, a: &ConnectArgs) -> Result<Profile, GateEr
             .collect(),
         error_patterns,
         paging_off: config.paging_off.clone(),
+        modes: config.modes.clone(),
     })
 }
 

@@ -73,6 +73,81 @@ pub fn auto_reply_limits() -> String {
     )
 }
 
+/// An input schema as the model reads it, without what costs context and
+/// tells it nothing: the `$schema` dialect (2020-12 is MCP's default),
+/// `"default": null` (absent and null mean the same), integer `format`s;
+/// and enums of string constants written as one `enum` list, their
+/// descriptions folded into the one description.
+pub fn lean_schema(schema: &mut serde_json::Map<String, serde_json::Value>) {
+    schema.remove("$schema");
+    lean_value(schema);
+}
+
+fn lean_value(object: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::Value;
+    if object.get("default").is_some_and(Value::is_null) {
+        object.remove("default");
+    }
+    // A property may be named `format`: only a string value is the keyword.
+    if object.get("format").is_some_and(Value::is_string) {
+        object.remove("format");
+    }
+    if let Some(Value::Array(variants)) = object.get("oneOf")
+        && let Some((names, described)) = string_constants(variants)
+    {
+        let mut text = object
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim_end_matches('.')
+            .to_owned();
+        if !described.is_empty() {
+            text.push_str(": ");
+            text.push_str(&described.join("; "));
+        }
+        object.remove("oneOf");
+        object.insert("type".into(), Value::from("string"));
+        object.insert("enum".into(), Value::from(names));
+        if !text.is_empty() {
+            object.insert("description".into(), Value::from(text));
+        }
+    }
+    for value in object.values_mut() {
+        match value {
+            Value::Object(inner) => lean_value(inner),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(inner) = item {
+                        lean_value(inner);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The names of a `oneOf` made only of string constants, and their
+/// descriptions as `name (what it is)`.
+fn string_constants(variants: &[serde_json::Value]) -> Option<(Vec<String>, Vec<String>)> {
+    let mut names = Vec::new();
+    let mut described = Vec::new();
+    for variant in variants {
+        let name = variant.get("const")?.as_str()?;
+        if variant.get("type").and_then(|t| t.as_str()) != Some("string") {
+            return None;
+        }
+        if let Some(what) = variant.get("description").and_then(|d| d.as_str()) {
+            described.push(format!(
+                "{name} = {}",
+                what.trim_end_matches('.').replace('\n', " ")
+            ));
+        }
+        names.push(name.to_owned());
+    }
+    Some((names, described))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +237,36 @@ mod tests {
         assert!(
             send_text.contains(&size(MAX_SEND_BYTES as u64)),
             "{send_text}"
+        );
+    }
+
+    #[test]
+    fn lean_schemas_keep_names_types_and_meaning() {
+        let mut schema = serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": {"Mode": {"description": "A mode.", "oneOf": [
+                {"const": "a", "description": "First.", "type": "string"},
+                {"const": "b", "type": "string"}]}},
+            "properties": {
+                "n": {"type": ["integer", "null"], "format": "uint64", "minimum": 0, "default": null},
+                "format": {"type": "string", "default": "text"},
+                "mode": {"$ref": "#/$defs/Mode"}
+            }
+        });
+        let serde_json::Value::Object(map) = &mut schema else {
+            unreachable!()
+        };
+        lean_schema(map);
+        assert_eq!(
+            schema,
+            serde_json::json!({
+                "$defs": {"Mode": {"description": "A mode: a = First", "enum": ["a", "b"], "type": "string"}},
+                "properties": {
+                    "n": {"type": ["integer", "null"], "minimum": 0},
+                    "format": {"type": "string", "default": "text"},
+                    "mode": {"$ref": "#/$defs/Mode"}
+                }
+            })
         );
     }
 }

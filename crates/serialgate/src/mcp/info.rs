@@ -9,10 +9,12 @@ use serde::{Deserialize, Serialize};
 use super::args::parse;
 use super::describe::size;
 use super::{GateServer, ToolError};
+use crate::config::DeviceMode;
+use crate::config::modes::mode_of;
 use crate::devices::{self, SerialDevice};
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::GatewayPort;
-use crate::port::{Holder, Participant, PortEvent, PortState};
+use crate::port::{Holder, Participant, PendingConfirm, PortEvent, PortState};
 use crate::presets::Preset;
 use crate::remote::rfc2217::{RemoteLineState, RemoteModemState};
 use crate::settings::{LineEnding, LineSettings};
@@ -122,6 +124,10 @@ pub struct StatusResult {
     pub bytes_written: u64,
     /// What the device waits at, judged from the end of its output: pager, confirm, yes/no, password, press_return; null when none.
     pub blocked_prompt: Option<String>,
+    /// The CLI mode of the prompt the output ends with (login, password, exec, privileged, config, recovery); null when it ends with no prompt the preset knows (set_mode wakes it and knows).
+    pub mode: Option<DeviceMode>,
+    /// A change committed with an automatic rollback, not confirmed yet.
+    pub pending_confirm: Option<PendingConfirm>,
     /// Times the device was reopened after a loss.
     pub reconnects: u64,
     /// The last time the open device went away, and why; null if it never did.
@@ -288,6 +294,9 @@ impl GateServer {
             unread_bytes: head.saturating_sub(conn.cursor.max(oldest)),
             bytes_written: port.bytes_written(),
             blocked_prompt: blocked_prompt(&tail),
+            mode: super::mode::last_prompt(&conn.profile.prompt, &tail)
+                .and_then(|prompt| mode_of(&conn.profile.modes, &prompt)),
+            pending_confirm: port.pending_confirm(),
             reconnects: port.reconnects(),
             last_loss: port.last_loss(),
             events: port.events(),

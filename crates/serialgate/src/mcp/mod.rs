@@ -8,6 +8,7 @@
 
 pub mod access;
 mod args;
+mod configure;
 mod connect;
 mod control;
 mod describe;
@@ -16,6 +17,7 @@ mod encoding;
 mod expect;
 mod info;
 mod io;
+mod mode;
 mod resources;
 pub mod scope;
 mod session;
@@ -112,12 +114,20 @@ impl GateServer {
         static ROUTER: std::sync::OnceLock<ToolRouter<GateServer>> = std::sync::OnceLock::new();
         ROUTER
             .get_or_init(|| {
-                Self::connect_router()
+                let mut router = Self::connect_router()
                     + Self::io_router()
                     + Self::info_router()
                     + Self::control_router()
                     + Self::expect_router()
                     + Self::terminal_router()
+                    + Self::mode_router()
+                    + Self::configure_router();
+                for route in router.map.values_mut() {
+                    let mut schema = (*route.attr.input_schema).clone();
+                    describe::lean_schema(&mut schema);
+                    route.attr.input_schema = std::sync::Arc::new(schema);
+                }
+                router
             })
             .clone()
     }

@@ -56,6 +56,8 @@ pub struct Profile {
     pub error_patterns: Vec<regex::Regex>,
     /// The command that turns paging off, if the device has one.
     pub paging_off: Option<String>,
+    /// The preset's modes and configuration commands.
+    pub modes: crate::config::ModeRules,
 }
 
 /// A cleaned output a `send_command` linked as a resource: the range and
