@@ -202,6 +202,25 @@ pub(super) fn toml_key(key: &str) -> String {
     }
 }
 
+/// The regex crate's message without its multi-line drawing of the pattern.
+pub(super) fn regex_error(e: &regex::Error) -> String {
+    match e {
+        regex::Error::Syntax(s) => {
+            let detail: Vec<&str> = s
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("error:"))
+                .map(str::trim)
+                .collect();
+            if detail.is_empty() {
+                s.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+            } else {
+                detail.join("; ")
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::auto_reply::AutoReply;
-use super::diagnostics::{ConfigError, Source};
+use super::diagnostics::{ConfigError, Source, regex_error};
 use super::raw::RawModes;
 
 /// Where a device's CLI is, judged from its prompt.
@@ -362,7 +362,10 @@ fn check_mode_regex(
             format!("{key}: regex {text:?} matches an empty prompt; make it match the prompt's characters, e.g. \"# ?$\""),
         )),
         Ok(_) => Ok(()),
-        Err(e) => Err(src.error(span, format!("{key}: bad regex {text:?}: {e}"))),
+        Err(e) => Err(src.error(
+            span,
+            format!("{key}: bad regex {text:?}: {}", regex_error(&e)),
+        )),
     }
 }
 
@@ -452,5 +455,69 @@ mod tests {
                 regex::Regex::new(pattern).unwrap();
             }
         }
+    }
+
+    #[test]
+    fn a_modes_table_overrides_keys_and_bad_values_are_refused_where_they_are() {
+        use super::super::test_support::*;
+        let c = parse(
+            "[presets.my-ios]\nextends = \"cisco-ios\"\n[presets.my-ios.modes]\n\
+             save = \"copy running-config startup-config\"\nenable = \"\"\nconfig = '\\(cfg\\)# ?$'\n\
+             [ports.sw1]\ndevice = \"/dev/ttyUSB0\"\npreset = \"my-ios\"\n[ports.sw1.modes]\nconfigure = \"conf t\"\n",
+        );
+        let modes = &c.ports["sw1"].modes;
+        assert_eq!(
+            modes.save.as_deref(),
+            Some("copy running-config startup-config")
+        );
+        assert_eq!(modes.enable, None, "\"\" removes a command");
+        assert_eq!(modes.configure.as_deref(), Some("conf t"));
+        assert_eq!(mode_of(modes, "SW1(cfg)#"), Some(DeviceMode::Config));
+        assert_eq!(
+            modes.end_config.as_deref(),
+            Some("end"),
+            "the rest is the base's"
+        );
+        assert_error(
+            "[presets.p.modes]\nconfig = '[oops'\n",
+            "2:10",
+            &["presets.p.modes.config: bad regex"],
+        );
+        assert_error(
+            "[presets.p.modes]\nexec = '.*'\n",
+            "2:8",
+            &["matches an empty prompt"],
+        );
+        assert_error(
+            "[presets.p.modes]\ncommit_confirmed = 'commit confirmed'\n",
+            "2:20",
+            &["has no {minutes}"],
+        );
+        assert_error("[presets.p.modes]\nsudo = 'x'\n", "2:1", &["unknown field"]);
+    }
+
+    #[test]
+    fn a_port_reads_its_credentials_file_and_refuses_a_readable_one() {
+        use super::super::test_support::*;
+        let (dir, file) = secrets();
+        let creds = dir.path().join("sw1.creds");
+        write_private(&creds, "username = \"admin\"\npassword = \"s3cret-pw\"\n");
+        let text = "[ports.sw1]\ndevice = \"/dev/ttyUSB0\"\ncredentials = \"sw1.creds\"\n";
+        let c = parse_in(&file, text).unwrap();
+        let port = &c.ports["sw1"];
+        assert_eq!(
+            port.credentials.as_ref().map(|c| c.username.as_str()),
+            Some("admin")
+        );
+        assert_eq!(port.credentials_file.as_deref(), Some(creds.as_path()));
+        assert!(!format!("{c:?}").contains("s3cret-pw"), "Debug hides it");
+        assert!(!c.summary().to_string().contains("s3cret-pw"));
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = parse_in(&file, text).unwrap_err();
+        assert!(
+            e.message.contains("ports.sw1.credentials") && e.message.contains("chmod 600"),
+            "{e}"
+        );
     }
 }

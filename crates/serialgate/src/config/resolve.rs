@@ -12,7 +12,7 @@ use serde::Serialize;
 use toml::Spanned;
 
 use super::credentials::Credentials;
-use super::diagnostics::toml_key;
+use super::diagnostics::{regex_error, toml_key};
 use super::modes::ModeRules;
 use super::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
 use super::raw::{Overrides, RawPort, RawPreset};
@@ -260,25 +260,6 @@ fn check_regex(
             source.span(),
             format!("{key}: bad regex {text:?}: {}", regex_error(&e)),
         )),
-    }
-}
-
-/// The regex crate's message without its multi-line drawing of the pattern.
-fn regex_error(e: &regex::Error) -> String {
-    match e {
-        regex::Error::Syntax(s) => {
-            let detail: Vec<&str> = s
-                .lines()
-                .filter_map(|l| l.trim().strip_prefix("error:"))
-                .map(str::trim)
-                .collect();
-            if detail.is_empty() {
-                s.lines().map(str::trim).collect::<Vec<_>>().join(" ")
-            } else {
-                detail.join("; ")
-            }
-        }
-        other => other.to_string(),
     }
 }
 

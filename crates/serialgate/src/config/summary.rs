@@ -24,7 +24,7 @@ impl fmt::Display for Summary<'_> {
         let config = self.0;
         writeln!(f, "ports:")?;
         for (name, p) in &config.ports {
-            writeln!(
+            write!(
                 f,
                 "  {name}: {} preset={} {} line_ending={}",
                 p.device,
@@ -32,6 +32,15 @@ impl fmt::Display for Summary<'_> {
                 p.line,
                 line_ending_name(p.line_ending)
             )?;
+            match (&p.credentials_file, &p.credentials) {
+                (Some(file), Some(c)) => writeln!(
+                    f,
+                    " credentials={:?} (user {:?})",
+                    file.display().to_string(),
+                    c.username
+                )?,
+                _ => writeln!(f)?,
+            }
         }
         if config.ports.is_empty() {
             writeln!(f, "  (none)")?;
@@ -48,11 +57,16 @@ impl fmt::Display for Summary<'_> {
             for t in &config.tokens {
                 writeln!(
                     f,
-                    "  {}: {} access, ports {} (secret from {})",
+                    "  {}: {} access, ports {} (secret from {}){}",
                     t.name,
                     access_name(t.access),
                     t.ports.join(", "),
-                    t.secret_file.display()
+                    t.secret_file.display(),
+                    if t.use_credentials {
+                        ", use_credentials"
+                    } else {
+                        ""
+                    }
                 )?;
             }
         }
