@@ -438,15 +438,10 @@ mod tests {
 
     #[test]
     fn built_in_regexes_compile_and_never_match_nothing() {
-        for rules in [
-            cisco_ios(),
-            cisco_nxos(),
-            juniper_junos(),
-            arista_eos(),
-            huawei_vrp(),
-            hp_procurve(),
-            linux(),
-        ] {
+        for rules in super::super::presets::builtin_presets()
+            .into_iter()
+            .map(|p| p.modes)
+        {
             for (mode, pattern) in rules.prompts() {
                 let re = regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
                 assert!(!re.is_match(""), "{mode:?} {pattern:?}");
