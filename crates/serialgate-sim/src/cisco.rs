@@ -1,13 +1,22 @@
 //! A Cisco IOS switch console as a synchronous state machine: bytes in, bytes
 //! out, no I/O, so every byte it prints can be checked in unit tests.
 
+mod config;
+mod rommon;
+mod running;
+mod safety;
+
 use std::mem;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::cli::{
     CTRL_Z, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit, Word,
-    civil_from_days, crlf_lines, is_abbreviation, page_lines, split_words,
+    civil_from_days, crlf_lines, page_lines, split_words,
 };
+use super::options::{Credentials, SimOptions};
+use rommon::{Rommon, RommonEvent};
+use running::Configuration;
+use safety::{Reload, Revert};
 
 /// The enable password of the simulated switch.
 pub const ENABLE_PASSWORD: &str = "cisco";
@@ -23,6 +32,10 @@ pub const MORE_PROMPT: &[u8] = b" --More-- ";
 /// spaces, 9 backspaces.
 pub const MORE_ERASE: &[u8] =
     b"\x08\x08\x08\x08\x08\x08\x08\x08\x08         \x08\x08\x08\x08\x08\x08\x08\x08\x08";
+/// What the switch prints when a login is asked for (after RETURN).
+pub const LOGIN_BANNER: &str = "\r\nUser Access Verification\r\n\r\nUsername: ";
+/// The log message IOS prints on leaving configuration mode.
+pub const CONFIG_I: &str = "%SYS-5-CONFIG_I: Configured from console by console";
 /// IOS's pager: [`MORE_PROMPT`], erased by [`MORE_ERASE`]; space for a
 /// page, RETURN for a line, any other key stops.
 const PAGER: PagerStyle = PagerStyle {
@@ -33,6 +46,8 @@ const PAGER: PagerStyle = PagerStyle {
 };
 
 const MAX_TERMINAL_LENGTH: usize = 512;
+/// Wrong enable passwords before `% Bad secrets`.
+const ENABLE_TRIES: u8 = 3;
 
 /// The CLI mode of the switch, which decides the prompt and the commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,14 +67,28 @@ pub enum Mode {
 enum Input {
     /// A command line, echoed and editable.
     Line,
-    /// The enable password, not echoed.
-    Password,
+    /// The enable password, not echoed; wrong ones so far.
+    Password { wrong: u8 },
     /// A key at ` --More-- `; the rest of the output waits.
     More(Pager),
-    /// A key at `Proceed with reload? [confirm]`.
-    ReloadConfirm,
-    /// RETURN at `Press RETURN to get started`.
+    /// A key at `Proceed with reload? [confirm]`: now, or in this many
+    /// minutes.
+    ReloadConfirm { minutes: Option<u32> },
+    /// RETURN at `Press RETURN to get started` (or, with a login, before
+    /// `User Access Verification`).
     PressReturn,
+    /// The user name at `Username: `, echoed.
+    Username,
+    /// The password at the login's `Password: `, not echoed.
+    LoginPassword { username: Vec<u8> },
+    /// The file name at `Destination filename [startup-config]? `.
+    CopyDestination,
+    /// Lines of a multi-line banner, until one holds the delimiter.
+    Banner {
+        head: String,
+        delimiter: String,
+        lines: Vec<String>,
+    },
 }
 
 /// Why a command line was refused; rendered the way IOS prints it.
@@ -87,6 +116,7 @@ const USER_EXEC: &[(&str, Run)] = &[
 
 const PRIVILEGED: &[(&str, Run)] = &[
     ("configure", CiscoSwitch::configure),
+    ("copy", CiscoSwitch::copy),
     ("disable", CiscoSwitch::disable),
     ("enable", CiscoSwitch::enable),
     ("exit", CiscoSwitch::logout),
@@ -95,29 +125,6 @@ const PRIVILEGED: &[(&str, Run)] = &[
     ("show", CiscoSwitch::show),
     ("terminal", CiscoSwitch::terminal),
     ("write", CiscoSwitch::write),
-];
-
-/// Configuration commands with a behaviour; any other line is accepted
-/// silently, unless it starts with one of [`EXEC_ONLY`].
-const CONFIG: &[(&str, Run)] = &[
-    ("do", CiscoSwitch::do_exec),
-    ("end", CiscoSwitch::end),
-    ("exit", CiscoSwitch::exit_config),
-    ("hostname", CiscoSwitch::set_hostname),
-    ("interface", |s, w| s.enter("config-if", w)),
-    ("line", |s, w| s.enter("config-line", w)),
-    ("router", |s, w| s.enter("config-router", w)),
-    ("vlan", |s, w| s.enter("config-vlan", w)),
-];
-
-/// EXEC commands that configuration mode refuses (IOS wants `do` for them).
-const EXEC_ONLY: &[&str] = &[
-    "configure",
-    "disable",
-    "logout",
-    "reload",
-    "show",
-    "terminal",
 ];
 
 /// What `do` runs from configuration mode.
@@ -134,7 +141,9 @@ const SHOW_USER: &[(&str, Run)] = &[
 
 const SHOW_PRIVILEGED: &[(&str, Run)] = &[
     ("clock", CiscoSwitch::show_clock),
+    ("reload", CiscoSwitch::show_reload),
     ("running-config", CiscoSwitch::show_running_config),
+    ("startup-config", CiscoSwitch::show_startup_config),
     ("tech-support", CiscoSwitch::show_tech_support),
     ("version", CiscoSwitch::show_version),
 ];
@@ -143,15 +152,21 @@ const SHOW_PRIVILEGED: &[(&str, Run)] = &[
 ///
 /// [`feed`](Self::feed) takes the bytes the switch receives and appends what
 /// it sends back: echo, command output, the pager and prompts, byte for byte
-/// as IOS prints them. It starts silent at user EXEC; the first RETURN shows
-/// `SW1>`. `enable` asks for [`ENABLE_PASSWORD`]; `show version`, `show clock`,
-/// `show running-config` ([`running_config_lines`]), `show tech-support`
-/// ([`tech_support_line`]), `terminal length`, `configure terminal`,
-/// `hostname`, `interface`, `write`, `reload` and `exit` behave as on IOS, with
-/// unique abbreviations and IOS's `% Invalid input` marker.
+/// as IOS prints them. It starts silent at user EXEC (or, with a login, at
+/// `Press RETURN`; or in ROMMON); the first RETURN shows `SW1>` (or
+/// [`LOGIN_BANNER`]). `enable` asks for the enable secret (three tries,
+/// then `% Bad secrets`); `show version`, `show clock`, `show
+/// running-config` (the running configuration, at first
+/// [`running_config_lines`]), `show startup-config`, `show tech-support`
+/// ([`tech_support_line`]), `terminal length`, `configure terminal [revert
+/// timer N]`, `configure confirm`, configuration commands that change the
+/// running configuration (`hostname`, `interface`, `vlan`, `ntp`, `no`…),
+/// `write memory`, `copy running-config startup-config`, `reload [in N |
+/// cancel]` and `exit` behave as on IOS, with unique abbreviations and
+/// IOS's `% Invalid input` marker. Timers (a revert timer, a scheduled
+/// reload) fire in [`tick`](Self::tick), at [`next_deadline`](Self::next_deadline).
 #[derive(Debug)]
 pub struct CiscoSwitch {
-    hostname: String,
     mode: Mode,
     input: Input,
     /// The command line (or password) typed so far.
@@ -160,26 +175,73 @@ pub struct CiscoSwitch {
     length: usize,
     keys: Keys,
     booted: Instant,
+    /// The running configuration, which holds the hostname.
+    running: Configuration,
+    /// What `write memory` saved, and a reload brings back.
+    startup: Configuration,
+    /// The head of the block a configuration sub-mode edits
+    /// (`interface Loopback0`).
+    block: Option<String>,
+    /// What the login accepts, if the console asks for one.
+    login: Option<Credentials>,
+    /// What `enable` accepts.
+    enable_secret: String,
+    /// How long a minute of the timers lasts.
+    minute: Duration,
+    /// A `configure terminal revert timer` waiting for `configure confirm`.
+    revert: Option<Revert>,
+    /// Backups made for revert timers so far (they number the files).
+    backups: u32,
+    /// A `reload in N` waiting to fire.
+    reload_at: Option<Reload>,
+    /// Log messages held back until the prompt (`logging synchronous`).
+    pending: Vec<String>,
+    /// The ROMMON monitor, while the switch is in it.
+    rommon: Option<Rommon>,
+    /// The wall clock for log timestamps (fixed in tests).
+    wall: fn() -> SystemTime,
 }
 
 impl CiscoSwitch {
     /// A switch named `hostname`, powered on, at user EXEC, printing nothing
     /// until it receives something.
     pub fn new(hostname: &str) -> CiscoSwitch {
+        CiscoSwitch::with_options(hostname, &SimOptions::default())
+    }
+
+    /// A switch named `hostname` with `options`: a login first, another
+    /// enable secret, shorter minutes, or ROMMON at power-on.
+    pub fn with_options(hostname: &str, options: &SimOptions) -> CiscoSwitch {
+        let running = Configuration::baseline(hostname);
         CiscoSwitch {
-            hostname: hostname.to_owned(),
             mode: Mode::UserExec,
-            input: Input::Line,
+            input: if options.login.is_some() {
+                Input::PressReturn
+            } else {
+                Input::Line
+            },
             editor: LineEditor::default(),
             length: DEFAULT_TERMINAL_LENGTH,
             keys: Keys::default(),
             booted: Instant::now(),
+            startup: running.clone(),
+            running,
+            block: None,
+            login: options.login.clone(),
+            enable_secret: options.enable_secret.clone(),
+            minute: options.minute,
+            revert: None,
+            backups: 0,
+            reload_at: None,
+            pending: Vec::new(),
+            rommon: options.rommon.then(Rommon::new),
+            wall: SystemTime::now,
         }
     }
 
     /// The current hostname (`hostname X` changes it).
     pub fn hostname(&self) -> &str {
-        &self.hostname
+        self.running.hostname()
     }
 
     /// The current CLI mode.
@@ -187,14 +249,50 @@ impl CiscoSwitch {
         self.mode
     }
 
+    /// Whether the switch is in a configuration mode (config, config-*).
+    pub fn in_config_mode(&self) -> bool {
+        matches!(self.mode, Mode::Config | Mode::ConfigSub(_))
+    }
+
+    /// The running configuration's lines, from the first `!` to `end`.
+    pub fn configuration(&self) -> Vec<String> {
+        self.running.body().to_vec()
+    }
+
+    /// The startup configuration's lines (what `write memory` saved).
+    pub fn startup_configuration(&self) -> Vec<String> {
+        self.startup.body().to_vec()
+    }
+
+    /// Whether the switch is at the ROMMON prompt.
+    pub fn in_rommon(&self) -> bool {
+        self.rommon.is_some()
+    }
+
     /// The prompt of the current mode, e.g. `SW1(config)#`.
     pub fn prompt(&self) -> String {
-        let host = &self.hostname;
+        let host = self.hostname();
         match self.mode {
             Mode::UserExec => format!("{host}>"),
             Mode::Privileged => format!("{host}#"),
             Mode::Config => format!("{host}(config)#"),
             Mode::ConfigSub(sub) => format!("{host}({sub})#"),
+        }
+    }
+
+    /// When the next timer fires: a revert timer's warning or rollback, a
+    /// scheduled reload.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let revert = self.revert.as_ref().map(Revert::next);
+        let reload = self.reload_at.as_ref().map(|r| r.deadline);
+        revert.into_iter().chain(reload).min()
+    }
+
+    /// Fires the timers due at `now` and appends what the switch prints.
+    pub fn tick(&mut self, now: Instant, out: &mut Vec<u8>) {
+        self.tick_revert(now, out);
+        if self.reload_at.as_ref().is_some_and(|r| r.deadline <= now) {
+            self.reload_now(out);
         }
     }
 
@@ -205,18 +303,35 @@ impl CiscoSwitch {
             let Some(key) = self.keys.key(byte) else {
                 continue;
             };
+            if let Some(rommon) = &mut self.rommon {
+                if rommon.key(key, out) == RommonEvent::Boot {
+                    self.rommon = None;
+                    out.extend_from_slice(rommon::boot_text().as_bytes());
+                    self.power_on();
+                }
+                continue;
+            }
             match self.input {
                 Input::Line => self.edit(key, out),
-                Input::Password => self.password_key(key, out),
+                Input::Password { .. } => self.password_key(key, out),
                 Input::More(_) => self.more_key(key, out),
-                Input::ReloadConfirm => self.reload_key(key, out),
+                Input::ReloadConfirm { .. } => self.reload_key(key, out),
                 Input::PressReturn => {
                     if key == Key::Return {
-                        self.input = Input::Line;
-                        out.extend_from_slice(b"\r\n");
-                        self.print_prompt(out);
+                        if self.login.is_some() {
+                            self.input = Input::Username;
+                            out.extend_from_slice(LOGIN_BANNER.as_bytes());
+                        } else {
+                            self.input = Input::Line;
+                            out.extend_from_slice(b"\r\n");
+                            self.print_prompt(out);
+                        }
                     }
                 }
+                Input::Username => self.username_key(key, out),
+                Input::LoginPassword { .. } => self.login_password_key(key, out),
+                Input::CopyDestination => self.copy_destination_key(key, out),
+                Input::Banner { .. } => self.banner_key(key, out),
             }
         }
     }
@@ -225,9 +340,9 @@ impl CiscoSwitch {
     fn edit(&mut self, key: Key, out: &mut Vec<u8>) {
         match self.editor.key(key, out) {
             Edited::Line(line) => self.execute(&line, out),
-            Edited::Control(CTRL_Z) if matches!(self.mode, Mode::Config | Mode::ConfigSub(_)) => {
+            Edited::Control(CTRL_Z) if self.in_config_mode() => {
                 self.editor.clear();
-                self.mode = Mode::Privileged;
+                self.leave_config();
                 out.extend_from_slice(b"^Z\r\n");
                 self.print_prompt(out);
             }
@@ -235,16 +350,60 @@ impl CiscoSwitch {
         }
     }
 
-    /// A key at `Password: `: nothing is echoed.
+    /// A key at `Password: ` after `enable`: nothing is echoed; three
+    /// wrong ones and IOS gives up.
     fn password_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        let Input::Password { wrong } = self.input else {
+            return;
+        };
         if let Edited::Line(password) = self.editor.secret_key(key, out) {
-            self.input = Input::Line;
-            if password == ENABLE_PASSWORD.as_bytes() {
+            if password == self.enable_secret.as_bytes() {
+                self.input = Input::Line;
                 self.mode = Mode::Privileged;
+            } else if wrong + 1 < ENABLE_TRIES {
+                self.input = Input::Password { wrong: wrong + 1 };
+                return out.extend_from_slice(b"Password: ");
             } else {
+                self.input = Input::Line;
                 out.extend_from_slice(b"% Bad secrets\r\n\r\n");
             }
             self.print_prompt(out);
+        }
+    }
+
+    /// A key at the login's `Username: `.
+    fn username_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        match self.editor.key(key, out) {
+            Edited::Line(username) if username.is_empty() => out.extend_from_slice(b"Username: "),
+            Edited::Line(username) => {
+                self.input = Input::LoginPassword { username };
+                out.extend_from_slice(b"Password: ");
+            }
+            _ => {}
+        }
+    }
+
+    /// A key at the login's `Password: `: the right pair lands at user
+    /// EXEC, a wrong one asks again.
+    fn login_password_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        let Edited::Line(password) = self.editor.secret_key(key, out) else {
+            return;
+        };
+        let Input::LoginPassword { username } = mem::replace(&mut self.input, Input::Username)
+        else {
+            return;
+        };
+        let accepted = self
+            .login
+            .as_ref()
+            .is_some_and(|login| login.accept(&username, &password));
+        if accepted {
+            self.input = Input::Line;
+            self.mode = Mode::UserExec;
+            out.extend_from_slice(b"\r\n");
+            self.print_prompt(out);
+        } else {
+            out.extend_from_slice(b"% Login invalid\r\n\r\nUsername: ");
         }
     }
 
@@ -259,19 +418,48 @@ impl CiscoSwitch {
         }
     }
 
-    /// A key at `Proceed with reload? [confirm]`: RETURN or `y` reboots.
+    /// A key at `Proceed with reload? [confirm]`: RETURN or `y` reboots
+    /// now or schedules the reload.
     fn reload_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        self.input = Input::Line;
+        let Input::ReloadConfirm { minutes } = mem::replace(&mut self.input, Input::Line) else {
+            return;
+        };
         out.extend_from_slice(b"\r\n");
-        if matches!(key, Key::Return | Key::Char(b'y' | b'Y')) {
-            out.extend_from_slice(boot_text(SystemTime::now()).as_bytes());
-            self.mode = Mode::UserExec;
-            self.length = DEFAULT_TERMINAL_LENGTH;
-            self.booted = Instant::now();
-            self.input = Input::PressReturn;
-        } else {
-            self.print_prompt(out);
+        let confirmed = matches!(key, Key::Return | Key::Char(b'y' | b'Y'));
+        match minutes {
+            _ if !confirmed => self.print_prompt(out),
+            None => {
+                out.extend_from_slice(boot_text((self.wall)()).as_bytes());
+                self.power_on();
+            }
+            Some(minutes) => {
+                self.reload_at = Some(Reload::new(minutes, Instant::now(), self.minute));
+                self.print_prompt(out);
+            }
         }
+    }
+
+    /// A scheduled reload fires: whatever the console was doing, the
+    /// switch shuts down and boots.
+    fn reload_now(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(safety::SHUTDOWN_NOW.as_bytes());
+        out.extend_from_slice(boot_text((self.wall)()).as_bytes());
+        self.power_on();
+    }
+
+    /// The switch comes up from a boot: the startup configuration runs,
+    /// timers are gone, the console waits for RETURN.
+    fn power_on(&mut self) {
+        self.running = self.startup.clone();
+        self.mode = Mode::UserExec;
+        self.block = None;
+        self.length = DEFAULT_TERMINAL_LENGTH;
+        self.booted = Instant::now();
+        self.revert = None;
+        self.reload_at = None;
+        self.pending.clear();
+        self.editor.clear();
+        self.input = Input::PressReturn;
     }
 
     /// Runs one command line and prints its output (paged) and the prompt.
@@ -284,7 +472,7 @@ impl CiscoSwitch {
         let result = match self.mode {
             Mode::UserExec => lookup(USER_EXEC, words[0]).and_then(|run| run(self, &words)),
             Mode::Privileged => lookup(PRIVILEGED, words[0]).and_then(|run| run(self, &words)),
-            Mode::Config | Mode::ConfigSub(_) => self.configure_line(&words),
+            Mode::Config | Mode::ConfigSub(_) => self.configure_line(&words, line, false),
         };
         match result {
             // The command asked for a password or a confirmation: no prompt.
@@ -297,25 +485,6 @@ impl CiscoSwitch {
         }
     }
 
-    /// A line in a configuration mode.
-    fn configure_line(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
-        match lookup(CONFIG, words[0]) {
-            Ok(run) => run(self, words),
-            Err(Error::Invalid(at)) => {
-                let exec_only = words[0].text.len() >= 2
-                    && EXEC_ONLY
-                        .iter()
-                        .any(|name| is_abbreviation(words[0].text, name));
-                if exec_only {
-                    Err(Error::Invalid(at))
-                } else {
-                    Ok(Vec::new())
-                }
-            }
-            Err(error) => Err(error),
-        }
-    }
-
     /// Starts printing `text` through the pager (pages of the terminal
     /// length, less the `--More--` line), then the prompt.
     fn print_output(&mut self, text: Vec<u8>, out: &mut Vec<u8>) {
@@ -325,8 +494,49 @@ impl CiscoSwitch {
         }
     }
 
-    fn print_prompt(&self, out: &mut Vec<u8>) {
+    /// The prompt, then any held-back log messages and the prompt again
+    /// (`logging synchronous`, as on the switch's `line con 0`).
+    fn print_prompt(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.prompt().as_bytes());
+        self.flush_logs(out);
+    }
+
+    /// Prints the held-back messages, each on a line of its own, then the
+    /// prompt and the line typed so far again.
+    fn flush_logs(&mut self, out: &mut Vec<u8>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        for message in mem::take(&mut self.pending) {
+            out.extend_from_slice(b"\r\n");
+            out.extend_from_slice(message.as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(self.prompt().as_bytes());
+        out.extend_from_slice(self.editor.line());
+    }
+
+    /// Holds `message` (e.g. `%SYS-5-CONFIG_I: …`) with its timestamp for
+    /// the next prompt.
+    fn log(&mut self, message: &str) {
+        let line = format!("{}: {message}", log_stamp((self.wall)()));
+        self.pending.push(line);
+    }
+
+    /// Prints the held-back messages of a timer at once, over the line
+    /// being typed, when the console is at the command line; else they
+    /// wait for the next prompt.
+    fn flush_if_idle(&mut self, out: &mut Vec<u8>) {
+        if matches!(self.input, Input::Line) {
+            self.flush_logs(out);
+        }
+    }
+
+    /// Back to privileged EXEC from a configuration mode, logged.
+    fn leave_config(&mut self) {
+        self.mode = Mode::Privileged;
+        self.block = None;
+        self.log(CONFIG_I);
     }
 
     fn disable(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
@@ -340,7 +550,7 @@ impl CiscoSwitch {
         if self.mode == Mode::Privileged {
             return Ok(Vec::new());
         }
-        self.input = Input::Password;
+        self.input = Input::Password { wrong: 0 };
         Ok(b"Password: ".to_vec())
     }
 
@@ -349,24 +559,58 @@ impl CiscoSwitch {
         self.mode = Mode::UserExec;
         self.length = DEFAULT_TERMINAL_LENGTH;
         self.input = Input::PressReturn;
-        let host = &self.hostname;
+        let host = self.hostname();
         let text =
             format!("\r\n\r\n{host} con0 is now available\r\n\r\nPress RETURN to get started.\r\n");
         Ok(text.into_bytes())
     }
 
+    /// `configure terminal [revert timer N]` and `configure confirm`.
     fn configure(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
         let target = words.get(1).ok_or(Error::Incomplete)?;
-        lookup(&[("terminal", ())], *target)?;
-        no_more_words(words, 2)?;
+        if *lookup(&[("confirm", true), ("terminal", false)], *target)? {
+            no_more_words(words, 2)?;
+            return Ok(self.confirm());
+        }
+        let mut text = Vec::new();
+        if let Some(revert) = words.get(2) {
+            lookup(&[("revert", ())], *revert)?;
+            lookup(&[("timer", ())], *words.get(3).ok_or(Error::Incomplete)?)?;
+            let minutes = words.get(4).ok_or(Error::Incomplete)?;
+            let minutes = number(*minutes, 1..=120)?;
+            no_more_words(words, 5)?;
+            text = self.arm_revert(minutes);
+        }
+        no_more_words(words, 5)?;
         self.mode = Mode::Config;
-        Ok(b"Enter configuration commands, one per line.  End with CNTL/Z.\r\n".to_vec())
+        text.extend_from_slice(
+            b"Enter configuration commands, one per line.  End with CNTL/Z.\r\n",
+        );
+        Ok(text)
     }
 
+    /// `reload`, `reload in N` (minutes) and `reload cancel`.
     fn reload(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
-        no_more_words(words, 1)?;
-        self.input = Input::ReloadConfirm;
-        Ok(b"Proceed with reload? [confirm]".to_vec())
+        let Some(how) = words.get(1) else {
+            self.input = Input::ReloadConfirm { minutes: None };
+            return Ok(b"Proceed with reload? [confirm]".to_vec());
+        };
+        if *lookup(&[("cancel", true), ("in", false)], *how)? {
+            no_more_words(words, 2)?;
+            return Ok(match self.reload_at.take() {
+                Some(_) => safety::SHUTDOWN_ABORTED.as_bytes().to_vec(),
+                None => b"% No reload is scheduled.\r\n".to_vec(),
+            });
+        }
+        let minutes = number(*words.get(2).ok_or(Error::Incomplete)?, 1..=14_400)?;
+        no_more_words(words, 3)?;
+        self.input = Input::ReloadConfirm {
+            minutes: Some(minutes),
+        };
+        Ok(format!(
+            "Reload scheduled in {minutes} minutes by console\r\nProceed with reload? [confirm]"
+        )
+        .into_bytes())
     }
 
     fn write(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
@@ -374,7 +618,37 @@ impl CiscoSwitch {
             lookup(&[("memory", ())], *target)?;
         }
         no_more_words(words, 2)?;
-        Ok(b"Building configuration...\r\n[OK]\r\n".to_vec())
+        Ok(self.save())
+    }
+
+    /// `copy running-config startup-config`: asks for the destination.
+    fn copy(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        lookup(
+            &[("running-config", ())],
+            *words.get(1).ok_or(Error::Incomplete)?,
+        )?;
+        lookup(
+            &[("startup-config", ())],
+            *words.get(2).ok_or(Error::Incomplete)?,
+        )?;
+        no_more_words(words, 3)?;
+        self.input = Input::CopyDestination;
+        Ok(b"Destination filename [startup-config]? ".to_vec())
+    }
+
+    /// A key at `Destination filename [startup-config]? `.
+    fn copy_destination_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        if let Edited::Line(_) = self.editor.key(key, out) {
+            self.input = Input::Line;
+            let text = self.save();
+            self.print_output(text, out);
+        }
+    }
+
+    /// Saves the running configuration as the startup one.
+    fn save(&mut self) -> Vec<u8> {
+        self.startup = self.running.clone();
+        b"Building configuration...\r\n[OK]\r\n".to_vec()
     }
 
     fn terminal(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
@@ -411,11 +685,23 @@ impl CiscoSwitch {
 
     fn show_version(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
         let uptime = uptime_text(self.booted.elapsed().as_secs());
-        Ok(version_text(&self.hostname, &uptime).into_bytes())
+        Ok(version_text(self.hostname(), &uptime).into_bytes())
     }
 
     fn show_running_config(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
-        Ok(crlf_lines(running_config(&self.hostname)))
+        Ok(crlf_lines(self.running.show_lines()))
+    }
+
+    fn show_startup_config(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+        Ok(crlf_lines(self.startup.startup_lines()))
+    }
+
+    fn show_reload(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+        Ok(match &self.reload_at {
+            Some(reload) => reload.show(Instant::now(), self.minute),
+            None => "No reload is scheduled.\r\n".to_owned(),
+        }
+        .into_bytes())
     }
 
     fn show_tech_support(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
@@ -431,37 +717,6 @@ impl CiscoSwitch {
         self.mode = mode;
         result
     }
-
-    fn end(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
-        no_more_words(words, 1)?;
-        self.mode = Mode::Privileged;
-        Ok(Vec::new())
-    }
-
-    fn exit_config(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
-        no_more_words(words, 1)?;
-        self.mode = match self.mode {
-            Mode::ConfigSub(_) => Mode::Config,
-            _ => Mode::Privileged,
-        };
-        Ok(Vec::new())
-    }
-
-    fn set_hostname(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
-        let name = words.get(1).ok_or(Error::Incomplete)?;
-        no_more_words(words, 2)?;
-        self.hostname = String::from_utf8_lossy(name.text).into_owned();
-        Ok(Vec::new())
-    }
-
-    /// `interface X`, `line X`…: enters the configuration sub-mode `sub`.
-    fn enter(&mut self, sub: &'static str, words: &[Word]) -> Result<Vec<u8>, Error> {
-        if words.len() < 2 {
-            return Err(Error::Incomplete);
-        }
-        self.mode = Mode::ConfigSub(sub);
-        Ok(Vec::new())
-    }
 }
 
 /// The entry of `table` that `word` names or uniquely abbreviates, or the
@@ -471,6 +726,15 @@ fn lookup<'t, T>(table: &'t [(&'static str, T)], word: Word) -> Result<&'t T, Er
         Miss::Ambiguous => Error::Ambiguous(word.end()),
         Miss::Unknown => Error::Invalid(word.at),
     })
+}
+
+/// The number `word` is, within `range`, or IOS's marker under it.
+fn number(word: Word, range: std::ops::RangeInclusive<u32>) -> Result<u32, Error> {
+    std::str::from_utf8(word.text)
+        .ok()
+        .and_then(|text| text.parse::<u32>().ok())
+        .filter(|n| range.contains(n))
+        .ok_or(Error::Invalid(word.at))
 }
 
 /// Refuses words past the first `count`.
@@ -499,93 +763,10 @@ fn error_text(error: &Error, prompt_len: usize, line: &[u8], start: usize) -> St
 }
 
 /// The exact lines (without line ends) of `show running-config` on a switch
-/// named `SW1`: [`RUNNING_CONFIG_LINES`] lines from `Building
+/// named `SW1` as shipped: [`RUNNING_CONFIG_LINES`] lines from `Building
 /// configuration...` to `end`, each interface with a unique description.
 pub fn running_config_lines() -> Vec<String> {
-    running_config("SW1")
-}
-
-fn running_config(hostname: &str) -> Vec<String> {
-    const HEADER_LINES: usize = 3;
-    let mut body: Vec<String> = [
-        "!",
-        "! Last configuration change at 00:04:12 UTC Mon Mar 1 1993",
-        "!",
-        "version 15.2",
-        "no service pad",
-        "service timestamps debug datetime msec",
-        "service timestamps log datetime msec",
-        "no service password-encryption",
-        "!",
-        &format!("hostname {hostname}"),
-        "!",
-        "boot-start-marker",
-        "boot-end-marker",
-        "!",
-        "enable secret 5 $1$mERr$hx5rVt7rPNoS4wqbXKX7m0",
-        "!",
-        "no aaa new-model",
-        "switch 1 provision ws-c2960x-48ts-l",
-        "!",
-        "ip domain-name lab.example.net",
-        "!",
-        "spanning-tree mode rapid-pvst",
-        "spanning-tree extend system-id",
-        "!",
-        "vlan internal allocation policy ascending",
-        "!",
-    ]
-    .map(String::from)
-    .to_vec();
-    let tail = [
-        "interface Vlan1",
-        " ip address 192.0.2.2 255.255.255.0",
-        "!",
-        "ip default-gateway 192.0.2.1",
-        "ip http server",
-        "ip http secure-server",
-        "!",
-        "line con 0",
-        " logging synchronous",
-        "line vty 0 4",
-        " login",
-        "line vty 5 15",
-        " login",
-        "!",
-        "end",
-    ];
-    const BLOCK: usize = 6;
-    let room = RUNNING_CONFIG_LINES - HEADER_LINES - body.len() - tail.len();
-    for i in 0..room / BLOCK {
-        let (member, port) = (1 + i / 52, 1 + i % 52);
-        body.push(format!("interface GigabitEthernet{member}/0/{port}"));
-        // Long, unique descriptions, as real uplink configs have: they make
-        // the whole config larger than the default max_output of 64 KiB.
-        body.push(format!(
-            " description link-{:04} to dist-{:02}.lab.example.net Gi1/0/{port} circuit CKT-{:06} rack R{:02}U{:02} (patch panel PP-{member:02} port {port})",
-            i + 1,
-            1 + i % 8,
-            100_000 + i,
-            1 + i % 12,
-            1 + i % 42
-        ));
-        body.push(format!(" switchport access vlan {}", 10 + i % 20));
-        body.push(" switchport mode access".to_owned());
-        body.push(" spanning-tree portfast edge".to_owned());
-        body.push("!".to_owned());
-    }
-    for k in 0..room % BLOCK {
-        body.push(format!("ntp server 192.0.2.{}", 123 + k));
-    }
-    body.extend(tail.map(String::from));
-    let bytes: usize = body.iter().map(|line| line.len() + 1).sum();
-    let mut lines = vec![
-        "Building configuration...".to_owned(),
-        String::new(),
-        format!("Current configuration : {bytes} bytes"),
-    ];
-    lines.extend(body);
-    lines
+    Configuration::baseline("SW1").show_lines()
 }
 
 /// Line `n` (from 1) of `show tech-support`: 78 characters that start with
@@ -664,21 +845,31 @@ fn uptime_text(seconds: u64) -> String {
 fn boot_text(now: SystemTime) -> String {
     let clock = clock_text(now);
     let time = clock.split(" UTC").next().unwrap_or_default();
-    let lines = [
-        format!("{time}: %SYS-5-RELOAD: Reload requested by console. Reload Reason: Reload command."),
-        String::new(),
-        "System Bootstrap, Version 15.2(7r)E2, RELEASE SOFTWARE (fc1)".to_owned(),
-        "Technical Support: http://www.cisco.com/techsupport".to_owned(),
-        "Copyright (c) 2020 by cisco Systems, Inc.".to_owned(),
-        String::new(),
-        "Initializing flashfs...".to_owned(),
-        "Loading \"flash:c2960x-universalk9-mz.152-7.E4.bin\"...@@@@@@@@@@@@@@@@@@@@@@@@".to_owned(),
-        "File \"flash:c2960x-universalk9-mz.152-7.E4.bin\" uncompressed and installed, entry point: 0x3000".to_owned(),
-        "executing...".to_owned(),
-        String::new(),
-        "Press RETURN to get started!".to_owned(),
-    ];
-    String::from_utf8(crlf_lines(lines)).expect("UTF-8")
+    format!(
+        "{time}: %SYS-5-RELOAD: Reload requested by console. Reload Reason: Reload command.\r\n\r\n{}",
+        boot_banner()
+    )
+}
+
+/// The boot loader's banner, the first thing a booting switch prints.
+const BOOTSTRAP: [&str; 4] = [
+    "System Bootstrap, Version 15.2(7r)E2, RELEASE SOFTWARE (fc1)",
+    "Technical Support: http://www.cisco.com/techsupport",
+    "Copyright (c) 2020 by cisco Systems, Inc.",
+    "",
+];
+
+/// What a booting switch prints from the boot loader to `Press RETURN`.
+fn boot_banner() -> String {
+    let lines = BOOTSTRAP.into_iter().chain([
+        "Initializing flashfs...",
+        "Loading \"flash:c2960x-universalk9-mz.152-7.E4.bin\"...@@@@@@@@@@@@@@@@@@@@@@@@",
+        "File \"flash:c2960x-universalk9-mz.152-7.E4.bin\" uncompressed and installed, entry point: 0x3000",
+        "executing...",
+        "",
+        "Press RETURN to get started!",
+    ]);
+    String::from_utf8(crlf_lines(lines)).expect("ASCII")
 }
 
 /// `show clock` for `now`: `*HH:MM:SS.mmm UTC Mon Nov 30 2026` (the `*`
@@ -703,20 +894,57 @@ fn clock_text(now: SystemTime) -> String {
     )
 }
 
+/// A log message's timestamp (`service timestamps log datetime msec`):
+/// `*Nov 30 10:21:03.045`, the day padded to two places; the `*` says the
+/// clock is not set from NTP.
+fn log_stamp(now: SystemTime) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let seconds = since_epoch.as_secs();
+    let (_, month, day) = civil_from_days(seconds / 86_400);
+    format!(
+        "*{} {day:>2} {:02}:{:02}:{:02}.{:03}",
+        MONTHS[month - 1],
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+        since_epoch.subsec_millis(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
 
     /// Feeds `input` and returns what the switch printed, as text.
-    fn send(switch: &mut CiscoSwitch, input: &str) -> String {
+    pub(super) fn send(switch: &mut CiscoSwitch, input: &str) -> String {
         let mut out = Vec::new();
         switch.feed(input.as_bytes(), &mut out);
         String::from_utf8(out).expect("the switch prints UTF-8 here")
     }
 
-    fn privileged() -> CiscoSwitch {
-        let mut switch = CiscoSwitch::new("SW1");
+    /// 2026-11-30 10:21:03.045 UTC, for log timestamps.
+    fn fixed_clock() -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(1_796_034_063_045)
+    }
+
+    /// A switch with `options` whose log timestamps are [`fixed_clock`].
+    pub(super) fn switch_with(options: &SimOptions) -> CiscoSwitch {
+        let mut switch = CiscoSwitch::with_options("SW1", options);
+        switch.wall = fixed_clock;
+        switch
+    }
+
+    /// What IOS logs on leaving configuration mode, then `prompt` again.
+    pub(super) fn config_i(prompt: &str) -> String {
+        format!("{prompt}\r\n*Nov 30 10:21:03.045: {CONFIG_I}\r\n{prompt}")
+    }
+
+    pub(super) fn privileged() -> CiscoSwitch {
+        let mut switch = switch_with(&SimOptions::default());
         send(&mut switch, "\renable\rcisco\r");
         assert_eq!(switch.mode(), Mode::Privileged);
         switch
@@ -765,6 +993,8 @@ mod tests {
         assert_eq!(send(&mut switch, "\r"), "\r\nSW1#");
         assert_eq!(send(&mut switch, "disable\r"), "disable\r\nSW1>");
         send(&mut switch, "enable\r");
+        assert_eq!(send(&mut switch, "cisko\r"), "\r\nPassword: ");
+        assert_eq!(send(&mut switch, "x\r"), "\r\nPassword: ");
         assert_eq!(
             send(&mut switch, "cisko\r"),
             "\r\n% Bad secrets\r\n\r\nSW1>"
@@ -826,13 +1056,22 @@ mod tests {
             send(&mut switch, "line con 0\r"),
             "line con 0\r\ncore-1(config-line)#"
         );
-        assert_eq!(send(&mut switch, "\x1a"), "^Z\r\ncore-1#");
+        assert_eq!(
+            send(&mut switch, "\x1a"),
+            format!("^Z\r\n{}", config_i("core-1#"))
+        );
         send(&mut switch, "configure terminal\r");
         assert!(send(&mut switch, "show clock\r").contains("% Invalid input"));
         assert!(send(&mut switch, "do show clock\r").contains(" UTC "));
-        assert_eq!(send(&mut switch, "end\r"), "end\r\ncore-1#");
+        assert_eq!(
+            send(&mut switch, "end\r"),
+            format!("end\r\n{}", config_i("core-1#"))
+        );
         send(&mut switch, "conf t\r");
-        assert_eq!(send(&mut switch, "exit\r"), "exit\r\ncore-1#");
+        assert_eq!(
+            send(&mut switch, "exit\r"),
+            format!("exit\r\n{}", config_i("core-1#"))
+        );
     }
 
     #[test]
@@ -977,9 +1216,9 @@ mod tests {
         let script = "\ren\rcisco\rterm len 7\rsh run\r \r\r q\rsh ver\r\x03sh tech\r  q\
                       conf t\rint Gi1/0/2\r desc x\x7fy\r\x1aexit\rxx\r";
         let mut whole = Vec::new();
-        CiscoSwitch::new("SW1").feed(script.as_bytes(), &mut whole);
+        switch_with(&SimOptions::default()).feed(script.as_bytes(), &mut whole);
         for chunk in [1, 2, 3, 7, 64] {
-            let mut switch = CiscoSwitch::new("SW1");
+            let mut switch = switch_with(&SimOptions::default());
             let mut out = Vec::new();
             for piece in script.as_bytes().chunks(chunk) {
                 switch.feed(piece, &mut out);
@@ -1008,5 +1247,104 @@ mod tests {
         assert!(clock.ends_with("\r\nSW1>"));
         assert_eq!(clock.as_bytes()[2], b':');
         assert_eq!(&clock[12..17], " UTC ");
+    }
+
+    fn with_login() -> CiscoSwitch {
+        switch_with(&SimOptions {
+            login: Some(Credentials {
+                username: "admin".into(),
+                password: "pw".into(),
+            }),
+            enable_secret: "top".into(),
+            ..SimOptions::default()
+        })
+    }
+
+    #[test]
+    fn a_login_comes_first_and_after_logout() {
+        let mut switch = with_login();
+        assert_eq!(
+            send(&mut switch, "show\r"),
+            LOGIN_BANNER,
+            "keys before RETURN are dropped"
+        );
+        assert_eq!(
+            LOGIN_BANNER,
+            "\r\nUser Access Verification\r\n\r\nUsername: "
+        );
+        assert_eq!(send(&mut switch, "admin\r"), "admin\r\nPassword: ");
+        assert_eq!(
+            send(&mut switch, "nope\r"),
+            "\r\n% Login invalid\r\n\r\nUsername: "
+        );
+        send(&mut switch, "admin\r");
+        assert_eq!(send(&mut switch, "pw\r"), "\r\n\r\nSW1>");
+        assert_eq!(send(&mut switch, "enable\r"), "enable\r\nPassword: ");
+        assert_eq!(send(&mut switch, "cisco\r"), "\r\nPassword: ");
+        assert_eq!(send(&mut switch, "top\r"), "\r\nSW1#");
+        assert!(send(&mut switch, "logout\r").ends_with("Press RETURN to get started.\r\n"));
+        assert_eq!(send(&mut switch, "\r"), LOGIN_BANNER);
+    }
+
+    #[test]
+    fn write_and_copy_save_the_startup_configuration() {
+        let mut switch = privileged();
+        send(&mut switch, "conf t\rhostname edge\rend\r");
+        assert_ne!(switch.startup_configuration(), switch.configuration());
+        assert_eq!(
+            send(&mut switch, "write memory\r"),
+            "write memory\r\nBuilding configuration...\r\n[OK]\r\nedge#"
+        );
+        assert_eq!(switch.startup_configuration(), switch.configuration());
+        send(&mut switch, "conf t\rhostname edge2\rend\r");
+        assert_eq!(
+            send(&mut switch, "copy run start\r"),
+            "copy run start\r\nDestination filename [startup-config]? "
+        );
+        assert_eq!(
+            send(&mut switch, "\r"),
+            "\r\nBuilding configuration...\r\n[OK]\r\nedge2#"
+        );
+        send(&mut switch, "terminal length 0\r");
+        let text = send(&mut switch, "show startup-config\r");
+        let bytes: usize = switch.configuration().iter().map(|l| l.len() + 1).sum();
+        assert!(text.starts_with(&format!(
+            "show startup-config\r\nUsing {bytes} out of 524288 bytes\r\n!\r\n"
+        )));
+        assert!(text.contains("\r\nhostname edge2\r\n"));
+        let text = send(&mut switch, "show running-config\r");
+        assert!(text.contains(&format!("\r\nCurrent configuration : {bytes} bytes\r\n")));
+    }
+
+    #[test]
+    fn reload_boots_the_startup_configuration() {
+        let mut switch = privileged();
+        send(&mut switch, "conf t\rhostname lost\rend\r");
+        send(&mut switch, "reload\r");
+        let boot = send(&mut switch, "\r");
+        assert!(boot.ends_with("Press RETURN to get started!\r\n"));
+        assert_eq!(send(&mut switch, "\r"), "\r\nSW1>");
+    }
+
+    #[test]
+    fn rommon_resets_into_ios() {
+        let mut switch = switch_with(&SimOptions {
+            rommon: true,
+            ..SimOptions::default()
+        });
+        assert!(switch.in_rommon());
+        assert_eq!(send(&mut switch, "\r"), "\r\nrommon 1 > ");
+        assert_eq!(
+            send(&mut switch, "show version\r"),
+            "show version\r\nmonitor: command \"show\" not found\r\nrommon 2 > "
+        );
+        let boot = send(&mut switch, "reset\r");
+        assert!(
+            boot.starts_with("reset\r\n\r\nSystem Bootstrap"),
+            "{boot:?}"
+        );
+        assert!(boot.ends_with("Press RETURN to get started!\r\n"));
+        assert!(!switch.in_rommon());
+        assert_eq!(send(&mut switch, "\r"), "\r\nSW1>");
     }
 }

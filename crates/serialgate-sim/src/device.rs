@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -18,6 +18,7 @@ use super::cisco::CiscoSwitch;
 use super::huawei::HuaweiRouter;
 use super::junos::JunosRouter;
 use super::menu::BiosMenu;
+use super::options::SimOptions;
 use super::procurve::ProCurveSwitch;
 use super::pty::{Link, Pty};
 use super::shell::ColourShell;
@@ -113,9 +114,10 @@ impl FromStr for Profile {
     }
 }
 
-/// A profile's state machine.
+/// A profile's state machine. (The switch is boxed: it carries its
+/// configurations and is far larger than the others.)
 enum Device {
-    Cisco(CiscoSwitch),
+    Cisco(Box<CiscoSwitch>),
     Junos(JunosRouter),
     Huawei(HuaweiRouter),
     ProCurve(ProCurveSwitch),
@@ -130,11 +132,11 @@ enum Device {
 const BYTE_PACE: Duration = Duration::from_millis(1);
 
 impl Device {
-    fn new(profile: Profile) -> Device {
+    fn new(profile: Profile, options: &SimOptions) -> Device {
         match profile {
-            Profile::CiscoIos => Device::Cisco(CiscoSwitch::new("SW1")),
-            Profile::JuniperJunos => Device::Junos(JunosRouter::new()),
-            Profile::HuaweiVrp => Device::Huawei(HuaweiRouter::new()),
+            Profile::CiscoIos => Device::Cisco(Box::new(CiscoSwitch::with_options("SW1", options))),
+            Profile::JuniperJunos => Device::Junos(JunosRouter::with_options(options)),
+            Profile::HuaweiVrp => Device::Huawei(HuaweiRouter::with_options(options)),
             Profile::HpProcurve => Device::ProCurve(ProCurveSwitch::new()),
             Profile::AnsiColour => Device::Shell(ColourShell::new()),
             Profile::Menu => Device::Menu(BiosMenu::new()),
@@ -153,6 +155,45 @@ impl Device {
             Device::Menu(menu) => menu.feed(input, out),
             Device::Utf8(router) => router.feed(input, out),
             Device::Silent => {}
+        }
+    }
+
+    /// When the device's next timer fires (a revert timer, a commit
+    /// confirmed, a scheduled reload), if one is armed.
+    fn next_deadline(&self) -> Option<Instant> {
+        match self {
+            Device::Cisco(switch) => switch.next_deadline(),
+            Device::Junos(router) => router.next_deadline(),
+            _ => None,
+        }
+    }
+
+    /// Fires the timers due at `now`, appending what the device prints.
+    fn tick(&mut self, now: Instant, out: &mut Vec<u8>) {
+        match self {
+            Device::Cisco(switch) => switch.tick(now, out),
+            Device::Junos(router) => router.tick(now, out),
+            _ => {}
+        }
+    }
+
+    /// The configuration in force (see [`SimHandle::configuration`]).
+    fn configuration(&self) -> Vec<String> {
+        match self {
+            Device::Cisco(switch) => switch.configuration(),
+            Device::Junos(router) => router.configuration(),
+            Device::Huawei(router) => router.configuration(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether the device is in a configuration mode.
+    fn in_config_mode(&self) -> bool {
+        match self {
+            Device::Cisco(switch) => switch.in_config_mode(),
+            Device::Junos(router) => router.in_config_mode(),
+            Device::Huawei(router) => router.in_config_mode(),
+            _ => false,
         }
     }
 
@@ -186,6 +227,9 @@ pub struct SimHandle {
     path: PathBuf,
     slave_path: PathBuf,
     shared: Arc<Shared>,
+    /// The device's state machine, which the task feeds and the handle
+    /// reads (configuration, mode).
+    device: Arc<Mutex<Device>>,
     injects: mpsc::UnboundedSender<Inject>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -205,6 +249,16 @@ impl fmt::Debug for SimHandle {
 /// slave at `link` if given (an existing symlink there is replaced). Must be
 /// called within a tokio runtime.
 pub async fn spawn(profile: Profile, link: Option<PathBuf>) -> io::Result<SimHandle> {
+    spawn_with(profile, link, SimOptions::default()).await
+}
+
+/// [`spawn`] with `options`: a login, the enable secret, the length of a
+/// device minute for its timers, a Cisco starting in ROMMON.
+pub async fn spawn_with(
+    profile: Profile,
+    link: Option<PathBuf>,
+    options: SimOptions,
+) -> io::Result<SimHandle> {
     let pty = Pty::open()?;
     let slave_path = pty.slave_path().to_owned();
     let link = link
@@ -217,9 +271,10 @@ pub async fn spawn(profile: Profile, link: Option<PathBuf>) -> io::Result<SimHan
     let shared = Arc::new(Shared::default());
     let (injects, inject_rx) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
+    let device = Arc::new(Mutex::new(Device::new(profile, &options)));
     let task = tokio::spawn(run(
         pty,
-        Device::new(profile),
+        device.clone(),
         shared.clone(),
         inject_rx,
         stop.clone(),
@@ -228,6 +283,7 @@ pub async fn spawn(profile: Profile, link: Option<PathBuf>) -> io::Result<SimHan
         path,
         slave_path,
         shared,
+        device,
         injects,
         stop,
         task: Mutex::new(Some(task)),
@@ -255,6 +311,20 @@ impl SimHandle {
         if self.injects.send(Inject(bytes.to_vec(), written)).is_ok() {
             let _ = wait.await;
         }
+    }
+
+    /// The configuration in force now: Cisco's running-config lines (from
+    /// the first `!` to `end`), Junos' active (committed) configuration as
+    /// `set` lines, Huawei's current configuration lines. Empty for other
+    /// profiles. Tests check what a configuration session changed.
+    pub fn configuration(&self) -> Vec<String> {
+        self.device.lock().unwrap().configuration()
+    }
+
+    /// Whether the device is in a configuration mode (Cisco config and
+    /// config-*, Junos `[edit]`, Huawei system view and below) right now.
+    pub fn in_config_mode(&self) -> bool {
+        self.device.lock().unwrap().in_config_mode()
     }
 
     /// Every byte the device has received so far.
@@ -319,10 +389,11 @@ impl Drop for SimHandle {
 
 /// The device task: reads what the slave's user sends, feeds the device and
 /// writes its replies and the injected bytes, in order. Input keeps being
-/// read while output waits for a slow reader.
+/// read while output waits for a slow reader. It wakes at the device's next
+/// deadline, if any, so timers fire without input.
 async fn run(
     pty: Pty,
-    mut device: Device,
+    device: Arc<Mutex<Device>>,
     shared: Arc<Shared>,
     mut injects: mpsc::UnboundedReceiver<Inject>,
     stop: CancellationToken,
@@ -334,8 +405,10 @@ async fn run(
     let mut written = 0;
     let (mut total_queued, mut total_written) = (0u64, 0u64);
     let mut acks: VecDeque<(u64, oneshot::Sender<()>)> = VecDeque::new();
-    let one_byte = device.byte_at_a_time();
+    let one_byte = device.lock().unwrap().byte_at_a_time();
     loop {
+        let deadline = device.lock().unwrap().next_deadline();
+        let wake = tokio::time::Instant::from_std(deadline.unwrap_or_else(Instant::now));
         let end = if one_byte {
             output.len().min(written + 1)
         } else {
@@ -350,13 +423,16 @@ async fn run(
                 Ok(n) => {
                     shared.received.lock().unwrap().extend_from_slice(&input[..n]);
                     shared.arrived.notify_waiters();
-                    device.feed(&input[..n], &mut output);
+                    device.lock().unwrap().feed(&input[..n], &mut output);
                 }
                 Err(error) => {
                     tracing::debug!(%error, "simulated device: reading the pty master failed");
                     break;
                 }
             },
+            () = tokio::time::sleep_until(wake), if deadline.is_some() => {
+                device.lock().unwrap().tick(Instant::now(), &mut output);
+            }
             inject = injects.recv() => match inject {
                 Some(Inject(bytes, ack)) => {
                     output.extend_from_slice(&bytes);

@@ -116,6 +116,19 @@ impl HuaweiRouter {
         }
     }
 
+    /// A router with `options` (not yet used: the same router as [`new`](Self::new)).
+    pub fn with_options(_options: &crate::SimOptions) -> HuaweiRouter {
+        HuaweiRouter::new()
+    }
+    /// The configuration in force; not modelled yet.
+    pub fn configuration(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Whether the router is in a configuration mode.
+    pub fn in_config_mode(&self) -> bool {
+        self.view != View::User
+    }
+
     /// The current view.
     pub fn view(&self) -> &View {
         &self.view

@@ -146,6 +146,25 @@ impl JunosRouter {
         }
     }
 
+    /// A router with `options` (not yet used: the same router as [`new`](Self::new)).
+    pub fn with_options(_options: &crate::SimOptions) -> JunosRouter {
+        JunosRouter::new()
+    }
+    /// When a timer fires; none yet.
+    pub fn next_deadline(&self) -> Option<std::time::Instant> {
+        None
+    }
+    /// Fires the timers due at `now`; none yet.
+    pub fn tick(&mut self, _now: std::time::Instant, _out: &mut Vec<u8>) {}
+    /// The configuration in force; not modelled yet.
+    pub fn configuration(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Whether the router is in a configuration mode.
+    pub fn in_config_mode(&self) -> bool {
+        self.mode == Mode::Configuration
+    }
+
     /// The current CLI mode.
     pub fn mode(&self) -> Mode {
         self.mode
@@ -345,7 +364,7 @@ impl JunosRouter {
         let prompt_len = self.prompt().len();
         let result = match self.mode {
             Mode::Operational => self.operational(&words),
-            Mode::Configuration => self.configuration(&words),
+            Mode::Configuration => self.configuration_command(&words),
         };
         match result {
             Ok(Output::Text(text)) => {
@@ -418,7 +437,7 @@ impl JunosRouter {
     }
 
     /// A command in configuration mode.
-    fn configuration(&mut self, words: &[Word]) -> Result<Output, (usize, &'static str)> {
+    fn configuration_command(&mut self, words: &[Word]) -> Result<Output, (usize, &'static str)> {
         let command = resolve(words[0].text, CONFIGURATION).map_err(|_| (0, "unknown command."))?;
         match command {
             "show" => Ok(Output::Text(crlf_lines(configuration_lines()))),

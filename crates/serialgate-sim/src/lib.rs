@@ -7,9 +7,11 @@ mod device;
 pub mod huawei;
 pub mod junos;
 pub mod menu;
+mod options;
 pub mod procurve;
 pub mod pty;
 pub mod shell;
 pub mod utf8;
 
-pub use device::{Profile, SimHandle, spawn};
+pub use device::{Profile, SimHandle, spawn, spawn_with};
+pub use options::{Credentials, SimOptions};

@@ -1,0 +1,79 @@
+//! What a test (or `serialgate simulate`) may ask of a simulated device
+//! beyond its profile: a login, an enable secret, how long its minutes
+//! last, where it boots.
+
+use std::time::Duration;
+
+use super::cisco::ENABLE_PASSWORD;
+
+/// Options a test (or `serialgate simulate`) gives a simulated device.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// When set, the device asks for a login first (and again after
+    /// `exit`/`logout`/`quit` from the top exec level).
+    pub login: Option<Credentials>,
+    /// The enable secret (Cisco `enable`); default "cisco" (the existing
+    /// [`ENABLE_PASSWORD`]).
+    pub enable_secret: String,
+    /// How long a device "minute" lasts for timers (commit confirmed N,
+    /// revert timer N, reload in N). Default 60 s; tests use e.g. 200 ms.
+    pub minute: Duration,
+    /// Cisco only: start at the ROMMON prompt instead of the IOS CLI.
+    pub rommon: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            login: None,
+            enable_secret: ENABLE_PASSWORD.to_owned(),
+            minute: Duration::from_secs(60),
+            rommon: false,
+        }
+    }
+}
+
+/// A user name and password a device's login accepts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credentials {
+    /// The user name typed at `Username:` or `login:`.
+    pub username: String,
+    /// The password typed (unechoed) at `Password:`.
+    pub password: String,
+}
+
+impl Credentials {
+    /// Credentials from `USER:PASS` (the password may contain `:`), as
+    /// `serialgate simulate --login` takes them.
+    pub fn parse(text: &str) -> Option<Credentials> {
+        let (username, password) = text.split_once(':')?;
+        (!username.is_empty()).then(|| Credentials {
+            username: username.to_owned(),
+            password: password.to_owned(),
+        })
+    }
+
+    /// Whether `username` and `password` are these.
+    pub fn accept(&self, username: &[u8], password: &[u8]) -> bool {
+        username == self.username.as_bytes() && password == self.password.as_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_from_user_colon_pass() {
+        let c = Credentials::parse("admin:s3:cret").unwrap();
+        assert_eq!(
+            (c.username.as_str(), c.password.as_str()),
+            ("admin", "s3:cret")
+        );
+        assert!(c.accept(b"admin", b"s3:cret"));
+        assert!(!c.accept(b"admin", b"s3"));
+        assert_eq!(Credentials::parse("nopass"), None);
+        assert_eq!(Credentials::parse(":x"), None);
+        assert_eq!(SimOptions::default().enable_secret, "cisco");
+    }
+}
