@@ -114,11 +114,11 @@ impl FromStr for Profile {
     }
 }
 
-/// A profile's state machine. (The switch is boxed: it carries its
-/// configurations and is far larger than the others.)
+/// A profile's state machine. (The switch and the router are boxed: they
+/// carry their configurations and are far larger than the others.)
 enum Device {
     Cisco(Box<CiscoSwitch>),
-    Junos(JunosRouter),
+    Junos(Box<JunosRouter>),
     Huawei(HuaweiRouter),
     ProCurve(ProCurveSwitch),
     Shell(ColourShell),
@@ -135,7 +135,7 @@ impl Device {
     fn new(profile: Profile, options: &SimOptions) -> Device {
         match profile {
             Profile::CiscoIos => Device::Cisco(Box::new(CiscoSwitch::with_options("SW1", options))),
-            Profile::JuniperJunos => Device::Junos(JunosRouter::with_options(options)),
+            Profile::JuniperJunos => Device::Junos(Box::new(JunosRouter::with_options(options))),
             Profile::HuaweiVrp => Device::Huawei(HuaweiRouter::with_options(options)),
             Profile::HpProcurve => Device::ProCurve(ProCurveSwitch::new()),
             Profile::AnsiColour => Device::Shell(ColourShell::new()),

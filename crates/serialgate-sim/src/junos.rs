@@ -1,13 +1,16 @@
 //! A Juniper Junos router console (an MX named `mx1`, user `admin`) as a
 //! synchronous state machine: bytes in, bytes out, no I/O.
 
+mod config;
+
 use std::mem;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::cli::{
     CTRL_C, CTRL_L, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit,
     TAB, Word, crlf_lines, page_lines, resolve, spaces, split_words, utc_text,
 };
+use super::options::{Credentials, SimOptions};
 
 /// The CLI user.
 pub const USER: &str = "admin";
@@ -65,16 +68,31 @@ enum Input {
     More(Pager),
     /// The user name at `login: `.
     Login,
-    /// The password at `Password:`, not echoed.
-    Password,
+    /// The password at `Password:`, not echoed; the user name typed.
+    Password(Vec<u8>),
+    /// Nothing on screen yet: RETURN brings the login (with a login set).
+    Idle,
+    /// The answer to `Exit with uncommitted changes? [yes,no] (yes) `.
+    ExitConfirm,
+}
+
+/// A `commit confirmed` waiting for a confirmation.
+#[derive(Debug)]
+struct Confirm {
+    /// When the configuration rolls back.
+    deadline: Instant,
+    /// The active configuration it rolls back to.
+    previous: Vec<String>,
 }
 
 /// Operational-mode commands.
 const OPERATIONAL: &[&str] = &["configure", "exit", "quit", "set", "show"];
 /// Configuration-mode commands.
 const CONFIGURATION: &[&str] = &[
-    "commit", "delete", "edit", "exit", "quit", "run", "set", "show", "top", "up",
+    "commit", "delete", "edit", "exit", "quit", "rollback", "run", "set", "show", "top", "up",
 ];
+/// What `commit` takes.
+const COMMIT: &[&str] = &["and-quit", "check", "confirmed"];
 /// What `show` shows.
 const SHOW: &[&str] = &["configuration", "interfaces", "system", "version"];
 /// What `show system` shows.
@@ -89,8 +107,10 @@ const HIERARCHIES: &[&str] = &[
     "policy-options",
     "protocols",
     "routing-options",
+    "security",
     "snmp",
     "system",
+    "vlans",
 ];
 /// Pipes after `|`.
 const PIPES: &[&str] = &["count", "except", "match", "no-more"];
@@ -123,6 +143,24 @@ pub struct JunosRouter {
     /// `set cli screen-width`; 0: no wrapping.
     width: usize,
     booted: SystemTime,
+    /// The user logged in, who the prompt names.
+    user: String,
+    /// What the login accepts, if set; else any user and password will do.
+    login: Option<Credentials>,
+    /// How long a minute of `commit confirmed N` lasts.
+    minute: Duration,
+    /// The committed configuration, as `set` statements.
+    active: Vec<String>,
+    /// The configuration being edited.
+    candidate: Vec<String>,
+    /// Earlier active configurations, the latest first (`rollback N`).
+    history: Vec<Vec<String>>,
+    /// `## Last commit: …` above `show configuration`.
+    last_commit: String,
+    /// A `commit confirmed` not yet confirmed.
+    confirm: Option<Confirm>,
+    /// The wall clock for the broadcast and commit times (fixed in tests).
+    wall: fn() -> SystemTime,
 }
 
 impl Default for JunosRouter {
@@ -135,32 +173,82 @@ impl JunosRouter {
     /// A router at operational mode, printing nothing until it receives
     /// something.
     pub fn new() -> JunosRouter {
+        JunosRouter::with_options(&SimOptions::default())
+    }
+
+    /// A router with `options`: a login first (the user it names is the
+    /// prompt's), shorter minutes for `commit confirmed`.
+    pub fn with_options(options: &SimOptions) -> JunosRouter {
+        let lines = configuration_lines();
+        let active = config::from_braces(&lines);
         JunosRouter {
             mode: Mode::Operational,
-            input: Input::Line,
+            input: if options.login.is_some() {
+                Input::Idle
+            } else {
+                Input::Line
+            },
             keys: Keys::default(),
             editor: LineEditor::default(),
             length: DEFAULT_SCREEN_LENGTH,
             width: DEFAULT_SCREEN_WIDTH,
             booted: SystemTime::now(),
+            user: options
+                .login
+                .as_ref()
+                .map_or(USER, |login| login.username.as_str())
+                .to_owned(),
+            login: options.login.clone(),
+            minute: options.minute,
+            candidate: active.clone(),
+            active,
+            history: Vec::new(),
+            last_commit: lines[0].clone(),
+            confirm: None,
+            wall: SystemTime::now,
         }
     }
 
-    /// A router with `options` (not yet used: the same router as [`new`](Self::new)).
-    pub fn with_options(_options: &crate::SimOptions) -> JunosRouter {
-        JunosRouter::new()
+    /// When the pending `commit confirmed` rolls back, if one is.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.confirm.as_ref().map(|c| c.deadline)
     }
-    /// When a timer fires; none yet.
-    pub fn next_deadline(&self) -> Option<std::time::Instant> {
-        None
+
+    /// At `now`, an unconfirmed commit rolls back: the active (and the
+    /// candidate) configuration returns to the one before, and Junos
+    /// broadcasts it to the terminal.
+    pub fn tick(&mut self, now: Instant, out: &mut Vec<u8>) {
+        if self.confirm.as_ref().is_none_or(|c| c.deadline > now) {
+            return;
+        }
+        let Some(confirm) = self.confirm.take() else {
+            return;
+        };
+        let rolled_back = mem::replace(&mut self.active, confirm.previous);
+        self.history.insert(0, rolled_back);
+        self.candidate = self.active.clone();
+        let time = utc_text((self.wall)());
+        let time = time.get(11..16).unwrap_or_default();
+        out.extend_from_slice(
+            format!(
+                "\r\n\r\nBroadcast Message from root@{HOSTNAME}\r\n        (no tty) at {time} UTC...\r\n\r\n\
+                 Commit was not confirmed; automatic rollback complete.\r\n\r\n"
+            )
+            .as_bytes(),
+        );
     }
-    /// Fires the timers due at `now`; none yet.
-    pub fn tick(&mut self, _now: std::time::Instant, _out: &mut Vec<u8>) {}
-    /// The configuration in force; not modelled yet.
+
+    /// The active (committed) configuration as `set` lines.
     pub fn configuration(&self) -> Vec<String> {
-        Vec::new()
+        self.active.iter().map(|s| format!("set {s}")).collect()
     }
-    /// Whether the router is in a configuration mode.
+
+    /// The candidate configuration as `set` lines.
+    pub fn candidate(&self) -> Vec<String> {
+        self.candidate.iter().map(|s| format!("set {s}")).collect()
+    }
+
+    /// Whether the router is in configuration mode (`[edit]`).
     pub fn in_config_mode(&self) -> bool {
         self.mode == Mode::Configuration
     }
@@ -176,7 +264,7 @@ impl JunosRouter {
             Mode::Operational => '>',
             Mode::Configuration => '#',
         };
-        format!("{USER}@{HOSTNAME}{end} ")
+        format!("{}@{HOSTNAME}{end} ", self.user)
     }
 
     /// Consumes `input`, bytes the router received on its console, and
@@ -190,7 +278,14 @@ impl JunosRouter {
                 Input::Line => self.edit(key, out),
                 Input::More(_) => self.more_key(key, out),
                 Input::Login => self.login_key(key, out),
-                Input::Password => self.password_key(key, out),
+                Input::Password(_) => self.password_key(key, out),
+                Input::Idle => {
+                    if key == Key::Return {
+                        self.input = Input::Login;
+                        out.extend_from_slice(login_banner().as_bytes());
+                    }
+                }
+                Input::ExitConfirm => self.exit_confirm_key(key, out),
             }
         }
     }
@@ -320,35 +415,74 @@ impl JunosRouter {
         out.extend_from_slice(self.prompt_lines().as_bytes());
     }
 
-    /// The prompt, with `[edit]` above it in configuration mode.
+    /// The prompt, with `[edit]` above it in configuration mode (and,
+    /// while a `commit confirmed` waits, how long it has left).
     fn prompt_lines(&self) -> String {
         match self.mode {
             Mode::Operational => self.prompt(),
-            Mode::Configuration => format!("[edit]\r\n{}", self.prompt()),
+            Mode::Configuration => {
+                let pending = match &self.confirm {
+                    Some(confirm) => {
+                        let left = confirm.deadline.saturating_duration_since(Instant::now());
+                        let minutes = (left.as_secs_f64()
+                            / self.minute.as_secs_f64().max(f64::MIN_POSITIVE))
+                        .ceil();
+                        format!("# commit confirmed will be rolled back in {minutes} minutes\r\n")
+                    }
+                    None => String::new(),
+                };
+                format!("{pending}[edit]\r\n{}", self.prompt())
+            }
         }
+    }
+
+    /// A key at `Exit with uncommitted changes? [yes,no] (yes) `.
+    fn exit_confirm_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        let Edited::Line(answer) = self.editor.key(key, out) else {
+            return;
+        };
+        self.input = Input::Line;
+        let answer = String::from_utf8_lossy(&answer).trim().to_ascii_lowercase();
+        if answer.is_empty() || "yes".starts_with(&answer) {
+            self.mode = Mode::Operational;
+            out.extend_from_slice(b"Exiting configuration mode\r\n");
+        }
+        self.print_prompt(out);
     }
 
     /// A key at `login: `.
     fn login_key(&mut self, key: Key, out: &mut Vec<u8>) {
         match self.editor.key(key, out) {
             Edited::Line(user) if user.is_empty() => out.extend_from_slice(b"login: "),
-            Edited::Line(_) => {
-                self.input = Input::Password;
+            Edited::Line(user) => {
+                self.input = Input::Password(user);
                 out.extend_from_slice(b"Password:");
             }
             _ => {}
         }
     }
 
-    /// A key at `Password:`: any password will do.
+    /// A key at `Password:`: the login's pair (or, with none set, any)
+    /// logs in.
     fn password_key(&mut self, key: Key, out: &mut Vec<u8>) {
-        if let Edited::Line(_) = self.editor.secret_key(key, out) {
-            self.input = Input::Line;
-            out.extend_from_slice(
-                b"\r\n--- JUNOS 21.4R3.15 Kernel 64-bit  JNPR-12.1-20230303.e56d7d4_buil\r\n",
-            );
-            out.extend_from_slice(self.prompt().as_bytes());
+        let Edited::Line(password) = self.editor.secret_key(key, out) else {
+            return;
+        };
+        let Input::Password(user) = mem::replace(&mut self.input, Input::Login) else {
+            return;
+        };
+        let accepted = self
+            .login
+            .as_ref()
+            .is_none_or(|login| login.accept(&user, &password));
+        if !accepted {
+            return out.extend_from_slice(b"Login incorrect\r\nlogin: ");
         }
+        self.input = Input::Line;
+        out.extend_from_slice(
+            b"\r\n--- JUNOS 21.4R3.15 Kernel 64-bit  JNPR-12.1-20230303.e56d7d4_buil\r\n",
+        );
+        out.extend_from_slice(self.prompt().as_bytes());
     }
 
     /// Runs one command line.
@@ -362,9 +496,16 @@ impl JunosRouter {
             return out.extend_from_slice(self.prompt_lines().as_bytes());
         }
         let prompt_len = self.prompt().len();
-        let result = match self.mode {
-            Mode::Operational => self.operational(&words),
-            Mode::Configuration => self.configuration_command(&words),
+        let special = pipes.and_then(|pipes| self.special_pipe(&words, pipes));
+        let (result, pipes) = match special {
+            Some(special) => special,
+            None => (
+                match self.mode {
+                    Mode::Operational => self.operational(&words),
+                    Mode::Configuration => self.configuration_command(&words, line),
+                },
+                pipes,
+            ),
         };
         match result {
             Ok(Output::Text(text)) => {
@@ -385,10 +526,15 @@ impl JunosRouter {
             Ok(Output::Logout) => {
                 self.mode = Mode::Operational;
                 self.input = Input::Login;
-                out.extend_from_slice(format!("\r\n{HOSTNAME} (ttyu0)\r\n\r\nlogin: ").as_bytes());
+                out.extend_from_slice(login_banner().as_bytes());
             }
+            Ok(Output::Asked(text)) => out.extend_from_slice(&text),
             Err((at, message)) => {
-                let text = error_text(prompt_len + words[at].at, message);
+                // Past the last word: the marker goes after the line.
+                let column = words
+                    .get(at)
+                    .map_or_else(|| words[words.len() - 1].end() + 1, |word| word.at);
+                let text = error_text(prompt_len + column, message);
                 self.print_output(text, false, out);
             }
         }
@@ -427,7 +573,11 @@ impl JunosRouter {
             "configure" => {
                 no_more(words, 1)?;
                 self.mode = Mode::Configuration;
-                Ok(Output::Text(b"Entering configuration mode\r\n".to_vec()))
+                let mut text = b"Entering configuration mode\r\n".to_vec();
+                if self.candidate != self.active {
+                    text.extend_from_slice(UNCOMMITTED.as_bytes());
+                }
+                Ok(Output::Text(text))
             }
             _ => {
                 no_more(words, 1)?;
@@ -437,10 +587,14 @@ impl JunosRouter {
     }
 
     /// A command in configuration mode.
-    fn configuration_command(&mut self, words: &[Word]) -> Result<Output, (usize, &'static str)> {
+    fn configuration_command(
+        &mut self,
+        words: &[Word],
+        line: &[u8],
+    ) -> Result<Output, (usize, &'static str)> {
         let command = resolve(words[0].text, CONFIGURATION).map_err(|_| (0, "unknown command."))?;
         match command {
-            "show" => Ok(Output::Text(crlf_lines(configuration_lines()))),
+            "show" => Ok(Output::Text(crlf_lines(self.shown(&self.candidate)))),
             "run" => {
                 let mode = mem::replace(&mut self.mode, Mode::Operational);
                 let result = self.operational(&words[1..]);
@@ -448,23 +602,180 @@ impl JunosRouter {
                 result.map_err(|(at, message)| (at + 1, message))
             }
             "set" | "delete" => {
+                if words.len() < 2 {
+                    return Err((1, "missing argument."));
+                }
                 keyword(words, 1, HIERARCHIES).map_err(|(at, _)| (at, "syntax error."))?;
-                if words.len() < 3 {
+                let last = words[words.len() - 1].str();
+                if words.len() < 3 && command == "set" {
                     return Err((1, "syntax error."));
+                }
+                if command == "set" && config::NEEDS_VALUE.contains(&last.as_str()) {
+                    return Err((words.len(), "missing argument."));
+                }
+                // The statement as typed, quotes and all, the hierarchy in full.
+                let rest = String::from_utf8_lossy(&line[words[2.min(words.len() - 1)].at..]);
+                let hierarchy = resolve(words[1].text, HIERARCHIES).unwrap_or_default();
+                let statement = if words.len() > 2 {
+                    format!("{hierarchy} {rest}")
+                } else {
+                    hierarchy.to_owned()
+                };
+                if command == "set" {
+                    config::set(&mut self.candidate, &statement);
+                } else if !config::delete(&mut self.candidate, &statement) {
+                    return Ok(Output::Text(b"warning: statement not found\r\n".to_vec()));
                 }
                 Ok(Output::Quiet)
             }
-            "commit" => {
-                no_more(words, 1)?;
-                Ok(Output::Text(b"commit complete\r\n".to_vec()))
+            "commit" => self.commit(words),
+            "rollback" => {
+                let number = match words.get(1) {
+                    None => 0,
+                    Some(word) => word
+                        .str()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n <= 49)
+                        .ok_or((1, "syntax error, expecting <number>."))?,
+                };
+                no_more(words, 2)?;
+                self.candidate = match number {
+                    0 => self.active.clone(),
+                    n => match self.history.get(n - 1) {
+                        Some(earlier) => earlier.clone(),
+                        None => {
+                            let text = format!("error: rollback {n} does not exist\r\n");
+                            return Ok(Output::Text(text.into_bytes()));
+                        }
+                    },
+                };
+                Ok(Output::Text(b"load complete\r\n".to_vec()))
             }
             "exit" | "quit" => {
-                no_more(words, 1)?;
+                if let Some(word) = words.get(1) {
+                    resolve(word.text, &["configuration-mode"])
+                        .map_err(|_| (1, "syntax error, expecting <command>."))?;
+                }
+                no_more(words, 2)?;
+                if self.candidate != self.active {
+                    self.input = Input::ExitConfirm;
+                    return Ok(Output::Asked(
+                        format!("{UNCOMMITTED}Exit with uncommitted changes? [yes,no] (yes) ")
+                            .into_bytes(),
+                    ));
+                }
                 self.mode = Mode::Operational;
                 Ok(Output::Text(b"Exiting configuration mode\r\n".to_vec()))
             }
             _ => Ok(Output::Quiet),
         }
+    }
+
+    /// `commit`, `commit check`, `commit confirmed [N]`, `commit and-quit`.
+    fn commit(&mut self, words: &[Word]) -> Result<Output, (usize, &'static str)> {
+        let how = match words.get(1) {
+            Some(_) => Some(keyword(words, 1, COMMIT)?),
+            None => None,
+        };
+        let minutes = match (how, words.get(2)) {
+            (Some("confirmed"), Some(word)) => {
+                let minutes = word
+                    .str()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=65_535).contains(n))
+                    .ok_or((2, "syntax error, expecting <number>."))?;
+                no_more(words, 3)?;
+                minutes
+            }
+            _ => {
+                no_more(words, 2)?;
+                10
+            }
+        };
+        let errors = config::check(&self.candidate);
+        if !errors.is_empty() {
+            let mut lines = errors;
+            lines.push("error: configuration check-out failed".to_owned());
+            return Ok(Output::Text(crlf_lines(lines)));
+        }
+        if how == Some("check") {
+            // Junos takes a check as the confirmation, too.
+            self.confirm = None;
+            return Ok(Output::Text(b"configuration check succeeds\r\n".to_vec()));
+        }
+        let previous = mem::replace(&mut self.active, self.candidate.clone());
+        let mut text = String::new();
+        if how == Some("confirmed") {
+            let deadline = Instant::now() + self.minute * minutes;
+            let previous = match self.confirm.take() {
+                Some(pending) => pending.previous,
+                None => previous.clone(),
+            };
+            self.confirm = Some(Confirm { deadline, previous });
+            text = format!(
+                "commit confirmed will be automatically rolled back in {minutes} minutes unless confirmed\r\n"
+            );
+        } else {
+            self.confirm = None;
+        }
+        self.history.insert(0, previous);
+        self.history.truncate(49);
+        self.last_commit = format!(
+            "## Last commit: {} by {}",
+            utc_text((self.wall)()),
+            self.user
+        );
+        text.push_str("commit complete\r\n");
+        if how == Some("and-quit") {
+            self.mode = Mode::Operational;
+            text.push_str("Exiting configuration mode\r\n");
+        }
+        Ok(Output::Text(text.into_bytes()))
+    }
+
+    /// `show configuration` of `statements`: the last commit, then braces.
+    fn shown(&self, statements: &[String]) -> Vec<String> {
+        let mut lines = vec![self.last_commit.clone()];
+        lines.extend(config::braces(statements));
+        lines
+    }
+
+    /// Pipes the configuration's own commands take: `show | compare` in
+    /// configuration mode, and `| display set` after `show` (configuration
+    /// mode) or `show configuration`.
+    /// Returns the output and the pipes after the first.
+    #[allow(clippy::type_complexity)]
+    fn special_pipe<'p>(
+        &self,
+        words: &[Word],
+        pipes: &'p [u8],
+    ) -> Option<(Result<Output, (usize, &'static str)>, Option<&'p [u8]>)> {
+        let (first, rest) = match memchr::memchr(b'|', pipes) {
+            Some(bar) => (&pipes[..bar], Some(&pipes[bar + 1..])),
+            None => (pipes, None),
+        };
+        let pipe: Vec<String> = split_words(first).iter().map(Word::str).collect();
+        let pipe: Vec<&str> = pipe.iter().map(String::as_str).collect();
+        let show = resolve(words[0].text, &["show"]).is_ok();
+        let statements = match (self.mode, words.len()) {
+            (Mode::Configuration, 1) if show => &self.candidate,
+            (Mode::Operational, 2)
+                if show && resolve(words[1].text, &["configuration"]).is_ok() =>
+            {
+                &self.active
+            }
+            _ => return None,
+        };
+        let lines = match pipe[..] {
+            ["compare"] if self.mode == Mode::Configuration => {
+                config::compare(&self.active, &self.candidate)
+            }
+            ["display", "set"] => statements.iter().map(|s| format!("set {s}")).collect(),
+            _ => return None,
+        };
+        Some((Ok(Output::Text(crlf_lines(lines))), rest))
     }
 
     /// `show …` in operational mode.
@@ -473,7 +784,7 @@ impl JunosRouter {
         let text = match what {
             "configuration" => {
                 no_more(words, 2)?;
-                crlf_lines(configuration_lines())
+                crlf_lines(self.shown(&self.active))
             }
             "system" => {
                 let what = keyword(words, 2, SHOW_SYSTEM)?;
@@ -506,6 +817,17 @@ enum Output {
     Quiet,
     /// The session ends: `login: `.
     Logout,
+    /// A question: printed as is, no prompt after it.
+    Asked(Vec<u8>),
+}
+
+/// What Junos says of a candidate that differs from the active
+/// configuration, entering or leaving configuration mode.
+const UNCOMMITTED: &str = "The configuration has been changed but not committed\r\n";
+
+/// What the console prints asking for a login.
+fn login_banner() -> String {
+    format!("\r\n{HOSTNAME} (ttyu0)\r\n\r\nlogin: ")
 }
 
 /// The keyword of `names` at `words[index]`, or where and why not.
@@ -703,6 +1025,7 @@ pub fn configuration_lines() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::{Credentials, SimOptions};
 
     fn send(router: &mut JunosRouter, input: &str) -> String {
         let mut out = Vec::new();
@@ -897,5 +1220,174 @@ mod tests {
             };
             assert_eq!(strip(&out), strip(&whole), "chunks of {chunk}");
         }
+    }
+
+    /// A router in configuration mode, its clock fixed at 2026-11-30
+    /// 10:21:03 UTC.
+    fn configuring() -> JunosRouter {
+        let mut router = JunosRouter::new();
+        router.wall = || std::time::UNIX_EPOCH + Duration::from_secs(1_796_034_063);
+        send(&mut router, "\rconfigure\r");
+        router
+    }
+
+    #[test]
+    fn a_login_checks_the_credentials_and_names_the_prompt() {
+        let mut router = JunosRouter::with_options(&SimOptions {
+            login: Some(Credentials {
+                username: "ops".into(),
+                password: "pw".into(),
+            }),
+            ..SimOptions::default()
+        });
+        assert_eq!(send(&mut router, "\r"), "\r\nmx1 (ttyu0)\r\n\r\nlogin: ");
+        assert_eq!(send(&mut router, "ops\r"), "ops\r\nPassword:");
+        assert_eq!(send(&mut router, "bad\r"), "\r\nLogin incorrect\r\nlogin: ");
+        send(&mut router, "ops\r");
+        let banner = send(&mut router, "pw\r");
+        assert!(banner.starts_with("\r\n\r\n--- JUNOS "), "{banner:?}");
+        assert!(banner.ends_with("\r\nops@mx1> "));
+    }
+
+    #[test]
+    fn set_compare_and_commit() {
+        let mut router = configuring();
+        assert_eq!(
+            send(&mut router, "set system host-name mx2\r"),
+            "set system host-name mx2\r\n[edit]\r\nadmin@mx1# "
+        );
+        send(
+            &mut router,
+            "set interfaces ge-0/0/1 description \"to core\"\r",
+        );
+        assert_eq!(
+            send(&mut router, "show | compare\r"),
+            "show | compare\r\n[edit system]\r\n-  host-name mx1;\r\n+  host-name mx2;\r\n\
+             [edit interfaces ge-0/0/1]\r\n+  description \"to core\";\r\n\r\n[edit]\r\nadmin@mx1# "
+        );
+        assert_eq!(
+            send(&mut router, "commit check\r"),
+            "commit check\r\nconfiguration check succeeds\r\n\r\n[edit]\r\nadmin@mx1# "
+        );
+        assert!(
+            router
+                .configuration()
+                .contains(&"set system host-name mx1".to_owned())
+        );
+        assert_eq!(
+            send(&mut router, "commit\r"),
+            "commit\r\ncommit complete\r\n\r\n[edit]\r\nadmin@mx1# "
+        );
+        let active = router.configuration();
+        assert!(active.contains(&"set system host-name mx2".to_owned()));
+        assert!(active.contains(&"set interfaces ge-0/0/1 description \"to core\"".to_owned()));
+        send(&mut router, "delete interfaces ge-0/0/1\r");
+        assert_eq!(
+            send(&mut router, "rollback 0\r"),
+            "rollback 0\r\nload complete\r\n\r\n[edit]\r\nadmin@mx1# "
+        );
+        assert_eq!(
+            send(&mut router, "exit\r"),
+            "exit\r\nExiting configuration mode\r\n\r\nadmin@mx1> "
+        );
+        let text = send(
+            &mut router,
+            "show configuration | display set | match host-name\r",
+        );
+        assert_eq!(
+            text,
+            "show configuration | display set | match host-name\r\nset system host-name mx2\r\n\r\nadmin@mx1> "
+        );
+        send(&mut router, "set cli screen-length 0\r");
+        let shown = send(&mut router, "show configuration\r");
+        assert!(shown.contains("\r\n## Last commit: 2026-11-30 10:21:03 UTC by admin\r\n"));
+        assert!(
+            shown.contains("\r\n    ge-0/0/1 {\r\n        description \"to core\";\r\n    }\r\n")
+        );
+    }
+
+    #[test]
+    fn syntax_errors_missing_arguments_and_failed_checks() {
+        let mut router = configuring();
+        assert_eq!(
+            send(&mut router, "set sytem host-name x\r"),
+            "set sytem host-name x\r\n               ^\r\nsyntax error.\r\n\r\n[edit]\r\nadmin@mx1# "
+        );
+        assert_eq!(
+            send(&mut router, "set system host-name\r"),
+            "set system host-name\r\n                                ^\r\nmissing argument.\r\n\r\n[edit]\r\nadmin@mx1# "
+        );
+        send(
+            &mut router,
+            "set interfaces ge-0/0/99 unit 0 family inet address 10.9.9.9\r",
+        );
+        let failed = "[edit interfaces]\r\n  'ge-0/0/99'\r\n    error: interface ge-0/0/99 does not exist on this router (no such FPC, PIC or port)\r\n\
+                      [edit interfaces ge-0/0/99 unit 0 family inet]\r\n  'address 10.9.9.9'\r\n    error: address 10.9.9.9 has no prefix length (write 10.9.9.9/LENGTH)\r\n\
+                      error: configuration check-out failed\r\n";
+        assert_eq!(
+            send(&mut router, "commit check\r"),
+            format!("commit check\r\n{failed}\r\n[edit]\r\nadmin@mx1# ")
+        );
+        let before = router.configuration();
+        assert_eq!(
+            send(&mut router, "commit\r"),
+            format!("commit\r\n{failed}\r\n[edit]\r\nadmin@mx1# ")
+        );
+        assert_eq!(router.configuration(), before, "nothing committed");
+        assert_eq!(
+            send(&mut router, "exit\r"),
+            "exit\r\nThe configuration has been changed but not committed\r\nExit with uncommitted changes? [yes,no] (yes) "
+        );
+        assert_eq!(send(&mut router, "no\r"), "no\r\n\r\n[edit]\r\nadmin@mx1# ");
+        send(&mut router, "exit\r");
+        assert_eq!(
+            send(&mut router, "\r"),
+            "\r\nExiting configuration mode\r\n\r\nadmin@mx1> "
+        );
+        assert!(!router.in_config_mode());
+        assert_eq!(
+            send(&mut router, "configure\r"),
+            "configure\r\nEntering configuration mode\r\nThe configuration has been changed but not committed\r\n\r\n[edit]\r\nadmin@mx1# "
+        );
+    }
+
+    #[test]
+    fn an_unconfirmed_commit_rolls_back_with_a_broadcast() {
+        let mut router = configuring();
+        let before = router.configuration();
+        send(&mut router, "set system host-name mx9\r");
+        assert_eq!(
+            send(&mut router, "commit confirmed 2\r"),
+            "commit confirmed 2\r\ncommit confirmed will be automatically rolled back in 2 minutes unless confirmed\r\n\
+             commit complete\r\n\r\n# commit confirmed will be rolled back in 2 minutes\r\n[edit]\r\nadmin@mx1# "
+        );
+        assert!(
+            router
+                .configuration()
+                .contains(&"set system host-name mx9".to_owned())
+        );
+        let deadline = router.next_deadline().unwrap();
+        let mut out = Vec::new();
+        router.tick(deadline - Duration::from_millis(1), &mut out);
+        assert!(out.is_empty(), "not yet");
+        router.tick(deadline, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\r\n\r\nBroadcast Message from root@mx1\r\n        (no tty) at 10:21 UTC...\r\n\r\n\
+             Commit was not confirmed; automatic rollback complete.\r\n\r\n"
+        );
+        assert_eq!(router.configuration(), before);
+        assert_eq!(router.candidate(), before);
+        assert_eq!(router.next_deadline(), None);
+        // A later commit confirms.
+        send(
+            &mut router,
+            "set system host-name mx9\rcommit confirmed 1\r",
+        );
+        assert_eq!(
+            send(&mut router, "commit\r"),
+            "commit\r\ncommit complete\r\n\r\n[edit]\r\nadmin@mx1# "
+        );
+        assert_eq!(router.next_deadline(), None);
     }
 }
