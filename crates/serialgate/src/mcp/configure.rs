@@ -196,7 +196,7 @@ fn extra_patterns(patterns: &Option<Vec<String>>) -> Result<Vec<regex::Regex>, G
                 .map_err(|e| {
                     GateError::new(
                         ErrorCode::BadRegex,
-                        format!("error pattern {:?}: {e}", shown(p)),
+                        format!("error pattern {}: {e}", shown(p)),
                     )
                 })
         })
@@ -316,7 +316,7 @@ impl GateServer {
             let reply = driver.send(&enter, None).await?;
             if driver.judge(&reply.prompt) != Some(DeviceMode::Config) {
                 return Err(GateError::invalid(format!(
-                    "{enter:?} did not enter configuration mode (the device answered {:?} at {:?}); nothing else was sent",
+                    "{enter:?} did not enter configuration mode (the device answered {} at {}); nothing else was sent",
                     shown(reply.output.trim()),
                     shown(&reply.prompt)
                 ))
@@ -338,7 +338,12 @@ impl GateServer {
                         line: line.clone(),
                         ok,
                         output,
-                        error: errors.into_iter().next(),
+                        // The message, not the `^` marker line before it.
+                        error: errors
+                            .iter()
+                            .find(|e| e.trim() != "^")
+                            .or(errors.first())
+                            .cloned(),
                     });
                     if !ok && stop_on_error {
                         break;

@@ -203,7 +203,7 @@ impl<'a> ModeDriver<'a> {
             ),
             _ => {
                 let what = match echo {
-                    Some(line) => format!("{:?}", shown(line)),
+                    Some(line) => shown(line),
                     None if secret => "a stored secret".to_owned(),
                     None => "a line ending".to_owned(),
                 };
@@ -211,7 +211,7 @@ impl<'a> ModeDriver<'a> {
                 return Err(GateError::new(
                     ErrorCode::Timeout,
                     format!(
-                        "after {what} the device showed no prompt within {} s; it printed: {:?}. \
+                        "after {what} the device showed no prompt within {} s; it printed: {}. \
                          Look with read_output, or raise timeout",
                         self.timeout.as_secs_f64(),
                         shown(seen.trim())
@@ -276,7 +276,7 @@ impl<'a> ModeDriver<'a> {
                     return Err(GateError::new(
                         ErrorCode::PortUnavailable,
                         format!(
-                            "the device is at its boot loader or ROMMON ({:?}), not at a CLI; nothing more was sent. \
+                            "the device is at its boot loader or ROMMON ({}), not at a CLI; nothing more was sent. \
                              Boot it (e.g. `boot` or `reset` with send_command) and try again",
                             shown(&prompt)
                         ),
@@ -363,11 +363,28 @@ impl<'a> ModeDriver<'a> {
             };
             prompt = reply.prompt;
             mode = self.judge(&prompt);
+            // A command that leaves the device where it was would only be
+            // sent again: say what happened instead.
+            if mode == Some(found) && !matches!(found, DeviceMode::Login | DeviceMode::Password) {
+                let sent = self.steps.last().cloned().unwrap_or_default();
+                let said = reply.output.trim();
+                return Err(GateError::invalid(format!(
+                    "{sent} and the device stayed in {} mode at {}{}; nothing more was sent. \
+                     Look with read_output, or fix the command in the preset's modes table",
+                    found.as_str(),
+                    shown(&prompt),
+                    if said.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", saying {}", shown(said))
+                    }
+                )));
+            }
         }
         Err(GateError::new(
             ErrorCode::Timeout,
             format!(
-                "the device did not reach {} in {MAX_MODE_STEPS} steps; it is at {:?}. Steps: {}",
+                "the device did not reach {} in {MAX_MODE_STEPS} steps; it is at {}. Steps: {}",
                 target.as_str(),
                 shown(&prompt),
                 self.steps.join("; ")
@@ -404,7 +421,7 @@ impl<'a> ModeDriver<'a> {
         GateError::new(
             ErrorCode::Forbidden,
             format!(
-                "the device refused the stored credentials at {what} (it asks again: {:?}); nothing more was tried, \
+                "the device refused the stored credentials at {what} (it asks again: {}); nothing more was tried, \
                  so that the account is not locked out: check the credentials file of {}",
                 shown(prompt),
                 self.conn.name
@@ -423,7 +440,7 @@ impl<'a> ModeDriver<'a> {
 
     fn unknown_prompt(&self, prompt: &str) -> GateError {
         GateError::invalid(format!(
-            "the device's prompt {:?} is none of the modes preset {} knows; nothing more was sent. \
+            "the device's prompt {} is none of the modes preset {} knows; nothing more was sent. \
              Look with read_output, or describe the prompt in the preset's modes table",
             shown(prompt),
             self.conn.profile.preset

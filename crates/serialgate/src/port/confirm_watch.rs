@@ -131,7 +131,7 @@ impl Port {
                 let text = log.copy_range(start, head);
                 if let Some(found) = pattern.find(&text) {
                     let said = crate::error::shown(&String::from_utf8_lossy(found.as_bytes()));
-                    self.rolled_back(id, &format!("the device rolled the change back: {said:?}"));
+                    self.rolled_back(id, &format!("the device rolled the change back: {said}"));
                     return;
                 }
                 scanned = head;
