@@ -1,10 +1,14 @@
 //! A Huawei VRP router console (sysname `HUAWEI`) as a synchronous state
 //! machine: bytes in, bytes out, no I/O.
 
+mod config;
+
 use super::cli::{
     CTRL_Z, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit, Word,
     crlf_lines, page_lines, resolve, spaces, split_words,
 };
+use super::options::{Credentials, SimOptions};
+use config::Current;
 
 /// The system name a router starts with.
 pub const SYSNAME: &str = "HUAWEI";
@@ -52,23 +56,109 @@ enum Input {
     Line,
     /// A key at the pager; the rest of the output waits.
     More(Pager),
+    /// Nothing on screen yet: a key brings the login (with a login set).
+    Idle,
+    /// The user name at `Username:`.
+    Username,
+    /// The password at `Password:`, not echoed; the user name typed.
+    Password(Vec<u8>),
+    /// The answer to `save`'s `Continue? [Y/N]:`.
+    SaveConfirm,
 }
 
-/// Commands of every view.
-const ANY_VIEW: &[&str] = &["display", "quit", "return", "screen-length"];
+/// Why VRP refuses a line, as its `Error:` line words it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    Unrecognized,
+    Incomplete,
+    Ambiguous,
+    /// A parameter of the right form naming nothing (a missing port).
+    Wrong,
+}
+
+impl From<Miss> for Fault {
+    fn from(miss: Miss) -> Fault {
+        match miss {
+            Miss::Unknown => Fault::Unrecognized,
+            Miss::Ambiguous => Fault::Ambiguous,
+        }
+    }
+}
+
+/// Where a line went wrong (a column of the line) and why.
+type Refusal = (usize, Fault);
+
 /// Commands of the user view.
-const USER_VIEW: &[&str] = &["display", "quit", "return", "screen-length", "system-view"];
-/// Commands of the system view.
-const SYSTEM_VIEW: &[&str] = &[
+const USER_VIEW: &[&str] = &[
     "display",
-    "interface",
     "quit",
     "return",
+    "save",
     "screen-length",
-    "sysname",
+    "system-view",
 ];
+/// Commands of the system view.
+const SYSTEM_VIEW: &[&str] = &[
+    "aaa",
+    "acl",
+    "bgp",
+    "clock",
+    "display",
+    "header",
+    "info-center",
+    "interface",
+    "ip",
+    "isis",
+    "lldp",
+    "ntp-service",
+    "ospf",
+    "quit",
+    "return",
+    "route-policy",
+    "save",
+    "screen-length",
+    "snmp-agent",
+    "stelnet",
+    "sysname",
+    "telnet",
+    "undo",
+    "user-interface",
+    "vlan",
+];
+/// Commands of an interface view.
+const INTERFACE_VIEW: &[&str] = &[
+    "dcn",
+    "description",
+    "display",
+    "duplex",
+    "ip",
+    "isis",
+    "lldp",
+    "mpls",
+    "mtu",
+    "negotiation",
+    "ospf",
+    "port",
+    "quit",
+    "return",
+    "save",
+    "screen-length",
+    "shutdown",
+    "speed",
+    "statistic",
+    "traffic-policy",
+    "trust",
+    "undo",
+];
+/// Interface types, as VRP names them.
+const INTERFACE_TYPES: &[&str] = &["Eth-Trunk", "GigabitEthernet", "LoopBack", "NULL", "Vlanif"];
 /// What `display` shows.
-const DISPLAY: &[&str] = &["current-configuration", "version"];
+const DISPLAY: &[&str] = &["current-configuration", "saved-configuration", "version"];
+/// What `save` asks.
+pub const SAVE_QUESTION: &str =
+    "Warning: The current configuration will be written to the device. Continue? [Y/N]:";
+/// What a confirmed `save` prints.
+pub const SAVE_DONE: &str = "Now saving the current configuration to the slot 1 ..\r\nInfo: Save the configuration successfully.\r\n";
 
 /// A Huawei router as seen on its console port, running VRP.
 ///
@@ -78,15 +168,16 @@ const DISPLAY: &[&str] = &["current-configuration", "version"];
 /// `ESC[42D` after a key; `q` ends the output and the prompt is drawn over
 /// the erased pager), and the prompt: `<HUAWEI>`, `[HUAWEI]` after
 /// `system-view`, `[HUAWEI-GigabitEthernet0/0/1]` in an interface. It starts
-/// silent; the first RETURN shows the prompt. Commands (unique
-/// abbreviations work): `display current-configuration`
-/// ([`current_configuration_lines`]), `display version`, `screen-length 0
-/// temporary`, `system-view`, `sysname`, `interface`, `quit`, `return`
-/// (and Ctrl-Z). Unknown words get `Error: Unrecognized command found at
-/// '^' position.` under a `^` marker.
+/// silent (or, with a login set, at `Username:` after a key); the first
+/// RETURN shows the prompt. Commands (unique abbreviations work): `display
+/// current-configuration` (the current configuration, at first
+/// [`current_configuration_lines`]), `display saved-configuration`,
+/// `display version`, `screen-length 0 temporary`, `system-view`,
+/// `sysname`, `interface` with `description`, `ip address`, `shutdown` and
+/// `undo`, other system-view lines, `save`, `quit`, `return` (and Ctrl-Z).
+/// Refused lines get VRP's `Error: … found at '^' position.` under a `^`.
 #[derive(Debug)]
 pub struct HuaweiRouter {
-    sysname: String,
     view: View,
     input: Input,
     keys: Keys,
@@ -94,6 +185,12 @@ pub struct HuaweiRouter {
     editor: LineEditor,
     /// `screen-length`; 0: no paging.
     length: usize,
+    /// The configuration in force, which holds the sysname.
+    current: Current,
+    /// What `save` wrote.
+    saved: Current,
+    /// What the login accepts, if the console asks for one.
+    login: Option<Credentials>,
 }
 
 impl Default for HuaweiRouter {
@@ -106,27 +203,26 @@ impl HuaweiRouter {
     /// A router in the user view, printing nothing until it receives
     /// something.
     pub fn new() -> HuaweiRouter {
+        HuaweiRouter::with_options(&SimOptions::default())
+    }
+
+    /// A router with `options` (a login first).
+    pub fn with_options(options: &SimOptions) -> HuaweiRouter {
+        let current = Current::new(current_configuration_lines());
         HuaweiRouter {
-            sysname: SYSNAME.to_owned(),
             view: View::User,
-            input: Input::Line,
+            input: if options.login.is_some() {
+                Input::Idle
+            } else {
+                Input::Line
+            },
             keys: Keys::default(),
             editor: LineEditor::default(),
             length: DEFAULT_SCREEN_LENGTH,
+            saved: current.clone(),
+            current,
+            login: options.login.clone(),
         }
-    }
-
-    /// A router with `options` (not yet used: the same router as [`new`](Self::new)).
-    pub fn with_options(_options: &crate::SimOptions) -> HuaweiRouter {
-        HuaweiRouter::new()
-    }
-    /// The configuration in force; not modelled yet.
-    pub fn configuration(&self) -> Vec<String> {
-        Vec::new()
-    }
-    /// Whether the router is in a configuration mode.
-    pub fn in_config_mode(&self) -> bool {
-        self.view != View::User
     }
 
     /// The current view.
@@ -134,9 +230,24 @@ impl HuaweiRouter {
         &self.view
     }
 
+    /// Whether the router is in the system view or below.
+    pub fn in_config_mode(&self) -> bool {
+        self.view != View::User
+    }
+
+    /// The current configuration's lines.
+    pub fn configuration(&self) -> Vec<String> {
+        self.current.lines().to_vec()
+    }
+
+    /// The saved configuration's lines (what `save` wrote).
+    pub fn saved_configuration(&self) -> Vec<String> {
+        self.saved.lines().to_vec()
+    }
+
     /// The prompt of the current view.
     pub fn prompt(&self) -> String {
-        let name = &self.sysname;
+        let name = self.current.sysname();
         match &self.view {
             View::User => format!("<{name}>"),
             View::System => format!("[{name}]"),
@@ -154,7 +265,52 @@ impl HuaweiRouter {
             match self.input {
                 Input::Line => self.edit(key, out),
                 Input::More(_) => self.more_key(key, out),
+                Input::Idle => {
+                    self.input = Input::Username;
+                    out.extend_from_slice(b"\r\nLogin authentication\r\n\r\n\r\nUsername:");
+                }
+                Input::Username => {
+                    if let Edited::Line(user) = self.editor.key(key, out) {
+                        self.input = Input::Password(user);
+                        out.extend_from_slice(b"Password:");
+                    }
+                }
+                Input::Password(_) => self.password_key(key, out),
+                Input::SaveConfirm => self.save_key(key, out),
             }
+        }
+    }
+
+    /// A key at `Password:`: the login's pair gets the user view.
+    fn password_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        let Edited::Line(password) = self.editor.secret_key(key, out) else {
+            return;
+        };
+        let Input::Password(user) = std::mem::replace(&mut self.input, Input::Username) else {
+            return;
+        };
+        if self
+            .login
+            .as_ref()
+            .is_some_and(|login| login.accept(&user, &password))
+        {
+            self.input = Input::Line;
+            self.view = View::User;
+            self.print_prompt(out);
+        } else {
+            out.extend_from_slice(b"Error: Local authentication is rejected.\r\n\r\nUsername:");
+        }
+    }
+
+    /// The answer to `save`'s question: `y` saves.
+    fn save_key(&mut self, key: Key, out: &mut Vec<u8>) {
+        if let Edited::Line(answer) = self.editor.key(key, out) {
+            self.input = Input::Line;
+            if matches!(&answer[..], b"y" | b"Y" | b"yes" | b"YES" | b"Yes") {
+                self.saved = self.current.clone();
+                out.extend_from_slice(SAVE_DONE.as_bytes());
+            }
+            self.print_prompt(out);
         }
     }
 
@@ -194,16 +350,19 @@ impl HuaweiRouter {
             return self.print_prompt(out);
         }
         let prompt_len = self.prompt().len();
-        match self.command(&words) {
+        match self.command(&words, line, false) {
+            Ok(text) if !matches!(self.input, Input::Line) => out.extend_from_slice(&text),
             Ok(text) => match Pager::start(PAGER, text, page_lines(self.length), out) {
                 Some(pager) => self.input = Input::More(pager),
                 None => self.print_prompt(out),
             },
-            Err((column, error)) => {
+            Err((column, fault)) => {
                 let caret = prompt_len + column;
-                let message = match error {
-                    Miss::Unknown => "Unrecognized command",
-                    Miss::Ambiguous => "Ambiguous command",
+                let message = match fault {
+                    Fault::Unrecognized => "Unrecognized command",
+                    Fault::Incomplete => "Incomplete command",
+                    Fault::Ambiguous => "Ambiguous command",
+                    Fault::Wrong => "Wrong parameter",
                 };
                 out.extend_from_slice(
                     format!(
@@ -217,35 +376,57 @@ impl HuaweiRouter {
         }
     }
 
-    /// A command in the current view: its output, or the column where it
-    /// went wrong and why.
-    fn command(&mut self, words: &[Word]) -> Result<Vec<u8>, (usize, Miss)> {
+    /// A command in the current view (`undo`: after `undo`): its output,
+    /// or where and why it was refused. An interface view takes the system
+    /// view's commands too, and returns to the system view for them.
+    fn command(&mut self, words: &[Word], line: &[u8], undo: bool) -> Result<Vec<u8>, Refusal> {
         let table = match self.view {
             View::User => USER_VIEW,
             View::System => SYSTEM_VIEW,
-            View::Interface(_) => ANY_VIEW,
+            View::Interface(_) => INTERFACE_VIEW,
         };
-        let first = resolve(words[0].text, table);
-        // Interface views take any other configuration line.
-        if first == Err(Miss::Unknown) && matches!(self.view, View::Interface(_)) {
-            return Ok(Vec::new());
+        let first = match resolve(words[0].text, table) {
+            Err(Miss::Unknown) if matches!(self.view, View::Interface(_)) => {
+                let name =
+                    resolve(words[0].text, SYSTEM_VIEW).map_err(|m| (words[0].at, m.into()))?;
+                let view = std::mem::replace(&mut self.view, View::System);
+                let result = self.system_command(name, words, line, undo);
+                if result.is_err() {
+                    self.view = view;
+                }
+                return result;
+            }
+            found => found.map_err(|miss| (words[0].at, Fault::from(miss)))?,
+        };
+        if undo
+            && matches!(
+                first,
+                "display" | "quit" | "return" | "save" | "screen-length" | "undo"
+            )
+        {
+            return Err((words[0].at, Fault::Unrecognized));
         }
-        match first.map_err(|miss| (words[0].at, miss))? {
+        match first {
             "display" => {
                 let what = word(words, 1, DISPLAY)?;
                 no_more(words, 2)?;
                 Ok(match what {
                     "version" => crlf_lines(VERSION),
-                    _ => crlf_lines(current_configuration_lines()),
+                    "saved-configuration" => crlf_lines(self.saved.lines()),
+                    _ => crlf_lines(self.current.lines()),
                 })
             }
             "screen-length" => {
                 let length = words
                     .get(1)
-                    .and_then(|w| std::str::from_utf8(w.text).ok())
-                    .and_then(|w| w.parse::<usize>().ok())
-                    .filter(|&n| n <= 512)
-                    .ok_or_else(|| incomplete_or_bad(words, 1))?;
+                    .ok_or_else(|| incomplete_or_bad(words, 1))
+                    .and_then(|w| {
+                        w.str()
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|&n| n <= 512)
+                            .ok_or((w.at, Fault::Wrong))
+                    })?;
                 word(words, 2, &["temporary"])?;
                 no_more(words, 3)?;
                 self.length = length;
@@ -256,63 +437,224 @@ impl HuaweiRouter {
                 self.view = View::System;
                 Ok(b"Enter system view, return user view with Ctrl+Z.\r\n".to_vec())
             }
-            "sysname" => {
-                let name = words.get(1).ok_or_else(|| incomplete_or_bad(words, 1))?;
-                no_more(words, 2)?;
-                self.sysname = name.str();
-                Ok(Vec::new())
-            }
-            "interface" => {
-                let name = words.get(1).ok_or_else(|| incomplete_or_bad(words, 1))?;
-                no_more(words, 2)?;
-                self.view = View::Interface(name.str());
-                Ok(Vec::new())
+            "save" => {
+                no_more(words, 1)?;
+                self.input = Input::SaveConfirm;
+                Ok(SAVE_QUESTION.as_bytes().to_vec())
             }
             "quit" => {
                 no_more(words, 1)?;
-                self.view = match self.view {
-                    View::Interface(_) => View::System,
-                    _ => View::User,
-                };
+                match self.view {
+                    View::Interface(_) => self.view = View::System,
+                    View::System => self.view = View::User,
+                    View::User if self.login.is_some() => {
+                        self.input = Input::Idle;
+                        return Ok(
+                            b"\r\n  Configuration console exit, please press any key to log on\r\n"
+                                .to_vec(),
+                        );
+                    }
+                    View::User => {}
+                }
                 Ok(Vec::new())
             }
-            _ => {
+            "return" => {
                 no_more(words, 1)?;
                 self.view = View::User;
                 Ok(Vec::new())
             }
+            "undo" => {
+                if words.len() < 2 {
+                    return Err(incomplete_or_bad(words, 1));
+                }
+                self.command(&words[1..], line, true)
+            }
+            _ if self.view == View::System => self.system_command(first, words, line, undo),
+            _ => self.interface_command(first, words, line, undo),
         }
+    }
+
+    /// A command of the system view that changes the configuration.
+    fn system_command(
+        &mut self,
+        name: &str,
+        words: &[Word],
+        line: &[u8],
+        undo: bool,
+    ) -> Result<Vec<u8>, Refusal> {
+        match name {
+            "sysname" if undo => {
+                no_more(words, 1)?;
+                self.current.set_sysname(SYSNAME);
+            }
+            "sysname" => {
+                let sysname = words.get(1).ok_or_else(|| incomplete_or_bad(words, 1))?;
+                no_more(words, 2)?;
+                self.current.set_sysname(&sysname.str());
+            }
+            "interface" => {
+                let (interface, used) = self.interface_name(words)?;
+                no_more(words, 1 + used)?;
+                if undo {
+                    self.current
+                        .remove_global(&format!("interface {interface}"));
+                } else {
+                    self.current.ensure_interface(&interface);
+                    self.view = View::Interface(interface);
+                }
+            }
+            // Displays and the like come back here from an interface view.
+            "display" | "quit" | "return" | "save" | "screen-length" | "undo" => {
+                return self.command(words, line, undo);
+            }
+            _ => {
+                if words.len() < 2 {
+                    return Err(incomplete_or_bad(words, 1));
+                }
+                let text = joined(name, &words[1..]);
+                if undo {
+                    self.current.remove_global(&text);
+                } else {
+                    self.current.set_global(&text);
+                }
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// A command of an interface view, applied to its section.
+    fn interface_command(
+        &mut self,
+        name: &str,
+        words: &[Word],
+        line: &[u8],
+        undo: bool,
+    ) -> Result<Vec<u8>, Refusal> {
+        let View::Interface(interface) = &self.view else {
+            return Ok(Vec::new());
+        };
+        let head = format!("interface {interface}");
+        let rest = &words[1..];
+        let (text, key) = match name {
+            "shutdown" => {
+                no_more(words, 1)?;
+                let text = if undo { "undo shutdown" } else { "shutdown" };
+                self.current.set_child(&head, text, 1);
+                return Ok(Vec::new());
+            }
+            "description" if undo => ("description".to_owned(), 1),
+            "description" => {
+                let first = rest.first().ok_or_else(|| incomplete_or_bad(words, 1))?;
+                let raw = String::from_utf8_lossy(&line[first.at..])
+                    .trim_end()
+                    .to_owned();
+                (format!("description {raw}"), 1)
+            }
+            "ip" => {
+                let sub = word(words, 1, &["address", "binding", "mtu"])?;
+                if sub == "address" && !undo {
+                    let address = ipv4(words, 2)?;
+                    let mask = ipv4(words, 3)?;
+                    no_more(words, 4)?;
+                    (format!("ip address {address} {mask}"), 2)
+                } else {
+                    (joined(&format!("ip {sub}"), &words[2..]), 2)
+                }
+            }
+            _ => {
+                if rest.is_empty() && !undo {
+                    return Err(incomplete_or_bad(words, 1));
+                }
+                (joined(name, rest), 1)
+            }
+        };
+        if undo {
+            self.current.remove_child(&head, &text);
+        } else {
+            self.current.set_child(&head, &text, key);
+        }
+        Ok(Vec::new())
+    }
+
+    /// The interface `interface …` names (`GigabitEthernet0/0/1`, `GE0/0/1`,
+    /// `LoopBack 0`), in full, and how many words it took.
+    fn interface_name(&self, words: &[Word]) -> Result<(String, usize), Refusal> {
+        let word = *words.get(1).ok_or_else(|| incomplete_or_bad(words, 1))?;
+        let split = word
+            .text
+            .iter()
+            .position(u8::is_ascii_digit)
+            .unwrap_or(word.text.len());
+        let prefix = &word.text[..split];
+        let kind = if prefix.eq_ignore_ascii_case(b"ge") {
+            "GigabitEthernet"
+        } else {
+            resolve(prefix, INTERFACE_TYPES).map_err(|miss| (word.at, Fault::from(miss)))?
+        };
+        let (number, at, used) = if split == word.text.len() {
+            let next = *words.get(2).ok_or_else(|| incomplete_or_bad(words, 2))?;
+            (next.str(), next.at, 2)
+        } else {
+            (
+                String::from_utf8_lossy(&word.text[split..]).into_owned(),
+                word.at + split,
+                1,
+            )
+        };
+        let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+        if !number.split('/').all(digits) {
+            return Err((at, Fault::Wrong));
+        }
+        let name = format!("{kind}{number}");
+        if kind == "GigabitEthernet" && !self.current.has_interface(&name) {
+            return Err((at, Fault::Wrong));
+        }
+        Ok((name, used))
     }
 }
 
-/// The keyword of `names` at `words[index]`.
-fn word(
-    words: &[Word],
-    index: usize,
-    names: &[&'static str],
-) -> Result<&'static str, (usize, Miss)> {
+/// `command` and `words`, one space apart.
+fn joined(command: &str, words: &[Word]) -> String {
+    let mut text = command.to_owned();
+    for word in words {
+        text.push(' ');
+        text.push_str(&word.str());
+    }
+    text
+}
+
+/// The IPv4 address at `words[index]`.
+fn ipv4(words: &[Word], index: usize) -> Result<std::net::Ipv4Addr, Refusal> {
     let word = words
         .get(index)
         .ok_or_else(|| incomplete_or_bad(words, index))?;
-    resolve(word.text, names).map_err(|miss| (word.at, miss))
+    word.str().parse().map_err(|_| (word.at, Fault::Wrong))
+}
+
+/// The keyword of `names` at `words[index]`.
+fn word(words: &[Word], index: usize, names: &[&'static str]) -> Result<&'static str, Refusal> {
+    let word = words
+        .get(index)
+        .ok_or_else(|| incomplete_or_bad(words, index))?;
+    resolve(word.text, names).map_err(|miss| (word.at, miss.into()))
 }
 
 /// Where the marker goes when `words[index]` is missing or bad: under it,
-/// or past the end of the line.
-fn incomplete_or_bad(words: &[Word], index: usize) -> (usize, Miss) {
+/// or past the end of the line (an incomplete command).
+fn incomplete_or_bad(words: &[Word], index: usize) -> Refusal {
     match words.get(index) {
-        Some(word) => (word.at, Miss::Unknown),
+        Some(word) => (word.at, Fault::Unrecognized),
         None => {
             let last = words.last().expect("a command has a word");
-            (last.at + last.text.len() + 1, Miss::Unknown)
+            (last.at + last.text.len() + 1, Fault::Incomplete)
         }
     }
 }
 
 /// Refuses words past the first `count`.
-fn no_more(words: &[Word], count: usize) -> Result<(), (usize, Miss)> {
+fn no_more(words: &[Word], count: usize) -> Result<(), Refusal> {
     match words.get(count) {
-        Some(extra) => Err((extra.at, Miss::Unknown)),
+        Some(extra) => Err((extra.at, Fault::Unrecognized)),
         None => Ok(()),
     }
 }
@@ -384,6 +726,7 @@ pub fn current_configuration_lines() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::{Credentials, SimOptions};
 
     fn send(router: &mut HuaweiRouter, input: &str) -> String {
         let mut out = Vec::new();
@@ -432,7 +775,10 @@ mod tests {
             send(&mut router, "foo\r"),
             "foo\r\n        ^\r\nError: Unrecognized command found at '^' position.\r\n<HUAWEI>"
         );
-        assert!(send(&mut router, "display\r").contains("Error: Unrecognized command"));
+        assert_eq!(
+            send(&mut router, "display\r"),
+            "display\r\n                ^\r\nError: Incomplete command found at '^' position.\r\n<HUAWEI>"
+        );
     }
 
     #[test]
@@ -497,5 +843,95 @@ mod tests {
             }
             assert!(out == whole, "chunks of {chunk}");
         }
+    }
+
+    /// The section of `head` in the router's configuration, to its `#`.
+    fn section(router: &HuaweiRouter, head: &str) -> Vec<String> {
+        let lines = router.configuration();
+        let at = lines.iter().position(|l| l == head).expect(head);
+        lines[at..]
+            .iter()
+            .take_while(|l| *l != "#")
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn configuration_changes_save_and_errors() {
+        let mut router = HuaweiRouter::new();
+        send(&mut router, "\rsystem-view\r");
+        assert!(router.in_config_mode());
+        assert_eq!(send(&mut router, "sysname PE1\r"), "sysname PE1\r\n[PE1]");
+        assert!(router.configuration().contains(&"sysname PE1".to_owned()));
+        assert_eq!(
+            send(&mut router, "interface LoopBack 7\r"),
+            "interface LoopBack 7\r\n[PE1-LoopBack7]"
+        );
+        send(&mut router, "description  mgmt loop\r");
+        send(&mut router, "ip address 192.0.2.7 255.255.255.255\r");
+        send(&mut router, "shutdown\r");
+        assert_eq!(
+            section(&router, "interface LoopBack7"),
+            [
+                "interface LoopBack7",
+                " description mgmt loop",
+                " ip address 192.0.2.7 255.255.255.255",
+                " shutdown"
+            ]
+        );
+        send(&mut router, "undo shutdown\rundo description\r");
+        assert_eq!(
+            section(&router, "interface LoopBack7")[1..],
+            [" ip address 192.0.2.7 255.255.255.255", " undo shutdown"]
+        );
+        assert_eq!(
+            send(&mut router, "ip address 192.0.2.7\r"),
+            "ip address 192.0.2.7\r\n                                    ^\r\nError: Incomplete command found at '^' position.\r\n[PE1-LoopBack7]"
+        );
+        assert_eq!(
+            send(&mut router, "foo\r"),
+            "foo\r\n               ^\r\nError: Unrecognized command found at '^' position.\r\n[PE1-LoopBack7]"
+        );
+        assert_eq!(send(&mut router, "quit\r"), "quit\r\n[PE1]");
+        assert_eq!(
+            send(&mut router, "interface GE0/3/0\r"),
+            "interface GE0/3/0\r\n                 ^\r\nError: Wrong parameter found at '^' position.\r\n[PE1]"
+        );
+        assert_eq!(send(&mut router, "return\r"), "return\r\n<PE1>");
+        assert_ne!(router.saved_configuration(), router.configuration());
+        assert_eq!(
+            send(&mut router, "save\r"),
+            format!("save\r\n{SAVE_QUESTION}")
+        );
+        assert_eq!(send(&mut router, "y\r"), format!("y\r\n{SAVE_DONE}<PE1>"));
+        assert_eq!(
+            SAVE_DONE.lines().last(),
+            Some("Info: Save the configuration successfully.")
+        );
+        assert_eq!(router.saved_configuration(), router.configuration());
+    }
+
+    #[test]
+    fn a_login_comes_first_and_after_quit() {
+        let mut router = HuaweiRouter::with_options(&SimOptions {
+            login: Some(Credentials {
+                username: "admin".into(),
+                password: "Huawei@123".into(),
+            }),
+            ..SimOptions::default()
+        });
+        assert_eq!(
+            send(&mut router, "\r"),
+            "\r\nLogin authentication\r\n\r\n\r\nUsername:"
+        );
+        assert_eq!(send(&mut router, "admin\r"), "admin\r\nPassword:");
+        assert_eq!(
+            send(&mut router, "wrong\r"),
+            "\r\nError: Local authentication is rejected.\r\n\r\nUsername:"
+        );
+        send(&mut router, "admin\r");
+        assert_eq!(send(&mut router, "Huawei@123\r"), "\r\n<HUAWEI>");
+        assert!(send(&mut router, "quit\r").contains("please press any key to log on"));
+        assert!(send(&mut router, "\r").ends_with("Username:"));
     }
 }
