@@ -222,7 +222,7 @@ pub(super) fn huawei_vrp() -> ModeRules {
         configure: some("system-view"),
         end_config: some("return"),
         save: some("save"),
-        save_replies: vec![AutoReply::new("[Y/N]", "y")],
+        save_replies: vec![AutoReply::new("[Y/N]", "y\r")],
         save_ok: some(r"(?i)successfully"),
         ..ModeRules::default()
     }
