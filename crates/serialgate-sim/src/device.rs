@@ -532,6 +532,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn timers_fire_without_input_and_the_handle_sees_the_state() {
+        let options = SimOptions {
+            minute: Duration::from_millis(50),
+            ..SimOptions::default()
+        };
+        let sim = spawn_with(Profile::JuniperJunos, None, options)
+            .await
+            .unwrap();
+        let mut port = open(sim.path());
+        port.write_all(b"configure\r").await.unwrap();
+        read_until(&mut port, b"admin@mx1# ").await;
+        assert!(sim.in_config_mode());
+        port.write_all(b"set system host-name mx2\r").await.unwrap();
+        read_until(&mut port, b"admin@mx1# ").await;
+        port.write_all(b"commit confirmed 1\r").await.unwrap();
+        let seen = read_until(&mut port, b"[edit]\r\nadmin@mx1# ").await;
+        let seen = String::from_utf8(seen).unwrap();
+        assert!(seen.contains("commit complete\r\n"), "{seen:?}");
+        assert!(
+            sim.configuration()
+                .contains(&"set system host-name mx2".to_owned())
+        );
+        // Nothing more is sent: the rollback comes on its own.
+        read_until(&mut port, b"automatic rollback complete.\r\n\r\n").await;
+        assert!(
+            sim.configuration()
+                .contains(&"set system host-name mx1".to_owned())
+        );
+        let cisco = spawn(Profile::CiscoIos, None).await.unwrap();
+        assert_eq!(
+            cisco.configuration().last().map(String::as_str),
+            Some("end")
+        );
+        assert!(!cisco.in_config_mode());
+        assert!(
+            spawn(Profile::Silent, None)
+                .await
+                .unwrap()
+                .configuration()
+                .is_empty()
+        );
+    }
+
+    #[tokio::test]
     async fn every_profile_answers_on_a_real_pty() {
         for (profile, wake, reply) in [
             (Profile::JuniperJunos, &b"\r"[..], &b"admin@mx1> "[..]),

@@ -56,6 +56,16 @@ enum Command {
         /// Symlink to create pointing at the pseudo-terminal.
         #[arg(long)]
         link: Option<PathBuf>,
+        /// Ask for a login first: USER:PASS.
+        #[arg(long, value_name = "USER:PASS")]
+        login: Option<String>,
+        /// How long a device minute lasts for its timers (commit confirmed,
+        /// revert timer, reload in), in milliseconds.
+        #[arg(long, value_name = "N", default_value_t = 60_000)]
+        minute_ms: u64,
+        /// Cisco only: start at the ROMMON prompt.
+        #[arg(long)]
+        rommon: bool,
     },
     /// Start a simulated switch and the gateway, and drive a short agent
     /// session through the real MCP path.
@@ -102,7 +112,29 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::UdevRules { config } => udev_rules(config.as_deref()),
-            Command::Simulate { profile, link } => simulate(&profile, link).await,
+            Command::Simulate {
+                profile,
+                link,
+                login,
+                minute_ms,
+                rommon,
+            } => {
+                let login = match login {
+                    Some(text) => {
+                        Some(serialgate_sim::Credentials::parse(&text).ok_or_else(|| {
+                            anyhow::anyhow!("--login wants USER:PASS, got `{text}`")
+                        })?)
+                    }
+                    None => None,
+                };
+                let options = serialgate_sim::SimOptions {
+                    login,
+                    minute: std::time::Duration::from_millis(minute_ms),
+                    rommon,
+                    ..serialgate_sim::SimOptions::default()
+                };
+                simulate(&profile, link, options).await
+            }
             Command::Demo => serialgate::demo::run().await,
             // The one command with an exit status of its own (detached,
             // ended by the gateway, or by a signal).
@@ -150,9 +182,13 @@ fn list_ports() {
     );
 }
 
-async fn simulate(profile: &str, link: Option<PathBuf>) -> anyhow::Result<()> {
+async fn simulate(
+    profile: &str,
+    link: Option<PathBuf>,
+    options: serialgate_sim::SimOptions,
+) -> anyhow::Result<()> {
     let profile: serialgate_sim::Profile = profile.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let device = serialgate_sim::spawn(profile, link).await?;
+    let device = serialgate_sim::spawn_with(profile, link, options).await?;
     eprintln!(
         "simulated device on {} (Ctrl-C to stop)",
         device.path().display()
