@@ -495,3 +495,136 @@ async fn save_config_on_cisco_and_huawei_is_judged_by_the_device() {
     let e = site.agent.err("save_config", json!({})).await;
     assert!(e.contains("keeps every commit"), "{e}");
 }
+
+#[tokio::test]
+async fn over_http_only_a_token_allowed_to_may_log_in_with_stored_credentials() {
+    use serialgate_testkit::client::GateClient;
+    use serialgate_testkit::daemon::tokens_toml;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("sw1");
+    let options = SimOptions {
+        login: Some(sim::Credentials {
+            username: "admin".into(),
+            password: LOGIN_PASSWORD.into(),
+        }),
+        ..cisco_options()
+    };
+    let sim = sim::spawn_with(Profile::CiscoIos, Some(link.clone()), options)
+        .await
+        .expect("simulated switch");
+    let creds = dir.path().join("sw1.credentials");
+    std::fs::write(&creds, credentials_file(true)).expect("credentials");
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let tokens = tokens_toml(
+        dir.path(),
+        &[
+            ("ops", "ops-secret-0123456789", r#"["sw*"]"#, "write"),
+            ("noc", "noc-secret-0123456789", r#"["sw*"]"#, "write"),
+            ("audit", "audit-secret-0123456789", r#"["sw*"]"#, "read"),
+        ],
+    )
+    .replace(
+        "secret_file = \"noc.token\"",
+        "secret_file = \"noc.token\"\nuse_credentials = true",
+    );
+    let config = dir.path().join("serialgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\ncredentials = \"sw1.credentials\"\n\n{tokens}",
+            link.display()
+        ),
+    )
+    .expect("config");
+    let notify = NotifySocket::bind(dir.path());
+    let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
+    let url = daemon.http_url().await;
+    notify.expect("READY=1").await;
+    let session = |secret: &'static str| {
+        let url = url.clone();
+        async move {
+            let client = GateClient::connect_http(&url, Some(secret))
+                .await
+                .expect("MCP over HTTP");
+            client
+                .call("connect", json!({"port": "sw1"}))
+                .await
+                .expect("call")
+                .ok();
+            client
+        }
+    };
+    // A read token does not even see the configuration tools work.
+    let audit = session("audit-secret-0123456789").await;
+    let e = audit
+        .call("send_config", json!({"lines": ["ntp server 10.0.0.9"]}))
+        .await
+        .expect("call")
+        .err();
+    assert!(e.starts_with("forbidden: "), "{e}");
+    // A write token without use_credentials is told what to set; the
+    // device got the user name prompt's wake-up and nothing secret.
+    let ops = session("ops-secret-0123456789").await;
+    let e = ops
+        .call("set_mode", json!({"mode": "privileged"}))
+        .await
+        .expect("call")
+        .err();
+    assert!(
+        e.contains("may not use stored credentials") && e.contains("use_credentials"),
+        "{e}"
+    );
+    assert!(!String::from_utf8_lossy(&sim.received()).contains("admin"));
+    drop(ops);
+    // The token allowed to logs in.
+    let noc = session("noc-secret-0123456789").await;
+    let reached = noc
+        .call("connect", json!({"port": "sw1", "take_over": true}))
+        .await
+        .expect("call");
+    drop(reached);
+    let reached = noc
+        .call("set_mode", json!({"mode": "privileged"}))
+        .await
+        .expect("call")
+        .ok();
+    assert_eq!(reached["mode"], "privileged", "{reached:#}");
+}
+
+#[tokio::test]
+async fn an_ios_revert_timer_left_unconfirmed_takes_the_change_back() {
+    let options = SimOptions {
+        minute: Duration::from_millis(300),
+        ..cisco_options()
+    };
+    let site = Site::start(Profile::CiscoIos, options, Some(&credentials_file(true))).await;
+    let result = site
+        .agent
+        .ok(
+            "send_config",
+            json!({"lines": ["ntp server 10.9.9.9"], "commit": "confirmed", "confirm_minutes": 1}),
+        )
+        .await;
+    assert_eq!(
+        result["commit"]["command"], "configure terminal revert timer 1",
+        "{result:#}"
+    );
+    assert_eq!(result["applied"], 1, "{result:#}");
+    assert!(
+        site.sim
+            .configuration()
+            .iter()
+            .any(|l| l == "ntp server 10.9.9.9")
+    );
+    let status = wait_for_event(&site.agent, "not confirmed").await;
+    assert!(status["pending_confirm"].is_null(), "{status:#}");
+    assert!(
+        !site
+            .sim
+            .configuration()
+            .iter()
+            .any(|l| l.contains("10.9.9.9")),
+        "reverted: {:?}",
+        site.sim.configuration()
+    );
+}

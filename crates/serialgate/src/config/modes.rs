@@ -148,7 +148,7 @@ pub(super) fn cisco_ios() -> ModeRules {
         save_ok: some(r"\[OK\]"),
         revert_timer: some("configure terminal revert timer {minutes}"),
         revert_confirm: some("configure confirm"),
-        rolled_back: some(r"(?i)ROLLBK_CNFMD_CHG|rollback confirmed change|rolling back"),
+        rolled_back: some(r"ROLLBK_CNFMD_CHG_ROLLBACK_START|Start rolling to"),
         ..ModeRules::default()
     }
 }
