@@ -62,12 +62,26 @@ impl ConsoleConn {
     /// Opens the WebSocket at `url` (`ws://HOST:PORT/ports/sw1/console`)
     /// with `token` as the bearer token; the HTTP refusal otherwise.
     pub async fn connect_ws(url: &str, token: Option<&str>) -> Result<ConsoleConn, String> {
+        let bearer = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = bearer
+            .as_deref()
+            .map(|b| ("authorization", b))
+            .into_iter()
+            .collect();
+        ConsoleConn::connect_ws_with(url, &headers).await
+    }
+
+    /// Opens the WebSocket at `url` with these extra request headers (a
+    /// browser's `Cookie` and `Origin`); the HTTP refusal otherwise.
+    pub async fn connect_ws_with(
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<ConsoleConn, String> {
         let mut request = url.into_client_request().map_err(|e| e.to_string())?;
-        if let Some(token) = token {
-            let value = format!("Bearer {token}")
-                .parse()
-                .map_err(|e| format!("{e}"))?;
-            request.headers_mut().insert("authorization", value);
+        for (name, value) in headers {
+            let name: http::HeaderName = name.parse().map_err(|e| format!("{e}"))?;
+            let value = value.parse().map_err(|e| format!("{e}"))?;
+            request.headers_mut().insert(name, value);
         }
         let connected = tokio::time::timeout(WITHIN, tokio_tungstenite::connect_async(request))
             .await

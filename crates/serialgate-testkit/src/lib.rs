@@ -14,14 +14,18 @@
 //!   [`rig::Gate`]), and the helpers the tests share.
 //! - [`load`]: many talking devices and many HTTP sessions, nothing lost
 //!   (the load test and its bench).
+//! - [`web`]: the web view's site (two devices, the daemon over HTTP,
+//!   four tokens); [`browser`]: headless Chromium over WebDriver.
 #![deny(missing_docs)]
 
 pub mod binary;
+pub mod browser;
 pub mod client;
 pub mod console;
 pub mod daemon;
 pub mod load;
 pub mod rig;
+pub mod web;
 
 pub use binary::binary;
 pub use client::{GateClient, Outcome};

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::Audit;
@@ -78,6 +79,9 @@ struct Shared {
     shutdown: CancellationToken,
     /// The audit trail of every session write, shared by all ports.
     audit: Audit,
+    /// Bumped when ports are added or removed (reload, ad hoc), so that
+    /// views of every port (the web view's ports page) list them again.
+    ports_changed: watch::Sender<u64>,
 }
 
 struct Entry {
@@ -113,6 +117,7 @@ impl Gateway {
                 ports: Mutex::new(ports),
                 shutdown,
                 audit,
+                ports_changed: watch::Sender::new(0),
             }),
         }
     }
@@ -237,7 +242,17 @@ impl Gateway {
             }
             *crate::sync::write(&self.shared.config) = Arc::new(config);
         }
+        self.ports_changed();
         (added, removed, changed)
+    }
+
+    /// Changes whenever ports are added or removed.
+    pub fn watch_ports(&self) -> watch::Receiver<u64> {
+        self.shared.ports_changed.subscribe()
+    }
+
+    fn ports_changed(&self) {
+        self.shared.ports_changed.send_modify(|g| *g += 1);
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
@@ -429,6 +444,9 @@ impl Gateway {
             }
             free
         };
+        if inserted {
+            self.ports_changed();
+        }
         if !inserted {
             // Another session opened a port by that name meanwhile.
             gp.port.close().await;
@@ -455,6 +473,7 @@ impl Gateway {
             }
         };
         if let Some(port) = closing {
+            self.ports_changed();
             port.close().await;
         }
     }

@@ -66,6 +66,10 @@ pub enum Mode {
     Attach,
     /// Watches and never writes; typed bytes are refused.
     Spy,
+    /// Watches without taking the write hold, and may take it later (the
+    /// web view: an open tab must not lock agents out): `acquire`,
+    /// `force`, or typing, which claims the hold when it is free.
+    Watch,
     /// Takes the write hold, from whoever has it, where the caller's
     /// access allows taking over; the previous holder is told.
     Force,

@@ -244,6 +244,7 @@ impl Attached<'_> {
         if !self.spy {
             let held = match hello.mode {
                 Mode::Force => self.force(),
+                Mode::Watch => Ok(()),
                 _ => self.port.claim_writer(&self.actor, false),
             };
             if let (Err(e), Mode::Force) = (held, hello.mode) {

@@ -17,6 +17,14 @@
 //! the connections ([`crate::daemon::http::listener`], `429`), to the MCP
 //! sessions it owns ([`crate::daemon::http::sessions`], `403`), and counts
 //! the response for the shutdown drain ([`crate::daemon::http::drain`]).
+//!
+//! In front of the console WebSockets (`/ports/{name}/console`,
+//! `/console`) the web view's session cookie may stand in for the bearer
+//! token, because a browser cannot put `Authorization` on a WebSocket:
+//! then, and whenever a request to them carries an `Origin` (a browser's
+//! always does), the origin must be the server's own, else `403`; so a page
+//! of another site can never open a console, signed in or not (with
+//! `auth = "none"` too, where the `Host` must also be a loopback name).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,6 +42,8 @@ use crate::config::TokenConfig;
 use crate::daemon::http::drain::{CallInFlight, InFlight};
 use crate::daemon::http::listener::Admission;
 use crate::daemon::http::sessions::{self, SessionOwners};
+use crate::daemon::http::web::cookie_session::{self, WebSessions};
+use crate::daemon::http::web::origin;
 use crate::gateway::Gateway;
 use crate::mcp::access::Caller;
 
@@ -59,8 +69,9 @@ enum Refusal {
 }
 
 /// The token whose secret is `presented`, found in constant time: every
-/// token's digest is compared, and the loop never stops early.
-fn find_token<'a>(tokens: &'a [TokenConfig], presented: &[u8]) -> Option<&'a TokenConfig> {
+/// token's digest is compared, and the loop never stops early. The web
+/// view's sign-in uses it too.
+pub fn find_token<'a>(tokens: &'a [TokenConfig], presented: &[u8]) -> Option<&'a TokenConfig> {
     let digest: [u8; 32] = sha2::Sha256::digest(presented).into();
     let mut found = u64::MAX;
     for (i, token) in tokens.iter().enumerate() {
@@ -143,6 +154,61 @@ pub(super) struct Gatekeeper {
     ///
     /// [`ListenerLimits::max_per_token`]: crate::daemon::http::listener::ListenerLimits::max_per_token
     pub(super) max_connections_per_token: usize,
+    /// In front of the console WebSockets: the web view's sessions, whose
+    /// cookie stands in for a bearer token (with the origin checked);
+    /// `None` in front of `/mcp`, which takes bearer tokens only.
+    pub(super) browsers: Option<WebSessions>,
+}
+
+/// Why a browser's request to a console WebSocket was refused (`403`).
+fn cross_origin() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "this console may only be opened by the web view's own pages\n",
+    )
+        .into_response()
+}
+
+impl Gatekeeper {
+    /// Who a request comes from: its bearer token, or (console WebSockets
+    /// only) its web session cookie. `Err` is the response that refuses
+    /// it.
+    fn caller(&self, peer: SocketAddr, request: &Request) -> Result<Caller, Box<Response>> {
+        let headers = request.headers();
+        if let Some(browsers) = &self.browsers {
+            let foreign = origin::has_origin(headers) && !origin::same_origin(headers);
+            let rebound = matches!(self.auth, Auth::None) && !origin::host_is_loopback(headers);
+            if foreign || rebound {
+                tracing::warn!(
+                    "{peer}: refused {} {}: a browser of another origin",
+                    request.method(),
+                    request.uri()
+                );
+                return Err(Box::new(cross_origin()));
+            }
+            if let Auth::Tokens(gateway) = &self.auth
+                && !headers.contains_key(header::AUTHORIZATION)
+                && cookie_session::session_id(headers).is_some()
+            {
+                return browsers.caller(headers, gateway).ok_or_else(|| {
+                    tracing::warn!(
+                        "{peer}: refused {} {}: an unknown or expired web session",
+                        request.method(),
+                        request.uri()
+                    );
+                    Box::new(unauthorized(&Refusal::Unknown))
+                });
+            }
+        }
+        self.auth.check(headers).map_err(|refusal| {
+            tracing::warn!(
+                "{peer}: refused {} {}: {refusal:?} bearer token",
+                request.method(),
+                request.uri()
+            );
+            Box::new(unauthorized(&refusal))
+        })
+    }
 }
 
 /// The middleware in front of `/mcp`: 401 without a known token; 403 for a
@@ -155,16 +221,9 @@ pub(super) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let caller = match gate.auth.check(request.headers()) {
+    let caller = match gate.caller(peer, &request) {
         Ok(caller) => caller,
-        Err(refusal) => {
-            tracing::warn!(
-                "{peer}: refused {} {}: {refusal:?} bearer token",
-                request.method(),
-                request.uri()
-            );
-            return unauthorized(&refusal);
-        }
+        Err(refused) => return *refused,
     };
     if let Some(admission) = request.extensions().get::<Admission>()
         && !admission.authenticated(&caller.name, gate.max_connections_per_token)

@@ -1,9 +1,9 @@
 //! The attach protocol over a WebSocket on the HTTP listener, for people
 //! at a remote terminal (and the browser view): `GET /ports/{name}/console`
 //! attaches to that port, `GET /console` to the port the hello names (or
-//! lists them). The bearer token is checked by the same middleware as
-//! `/mcp`; its port globs and access apply to what the person may watch
-//! and write. A text message is a JSON message, a binary message data.
+//! lists them). The bearer token (or, from the web view's own pages, its
+//! session cookie) is checked by the same middleware as `/mcp`; its port
+//! globs and access apply to what the person may watch and write. A text message is a JSON message, a binary message data.
 
 use std::sync::Arc;
 

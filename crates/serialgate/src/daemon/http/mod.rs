@@ -13,6 +13,8 @@
 //!   for.
 //! - [`listener`]: the connections, under limits that nobody on the
 //!   network can exhaust without a token.
+//! - [`web`]: the web view (`/web/`), a browser's sign-in and pages; its
+//!   session cookie also opens the console WebSockets.
 //!
 //! This module assembles them; `auth` uses `sessions`, `drain` and
 //! `listener`, and none of those four imports this module.
@@ -45,6 +47,7 @@ mod console_ws;
 pub mod drain;
 pub mod listener;
 pub mod sessions;
+pub mod web;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,8 +78,9 @@ pub fn check_exposure(config: &Config, listen: &str, loopback: bool) -> anyhow::
         .map_err(|e| anyhow::anyhow!("cannot serve HTTP on {listen}: {e}"))
 }
 
-/// The axum app: rmcp's streamable HTTP service at `/mcp`, behind the
-/// authentication middleware. `cancel` ends every session and stream.
+/// The axum app: rmcp's streamable HTTP service at `/mcp` and the console
+/// WebSockets, behind the authentication middleware, and the web view
+/// with its own sign-in. `cancel` ends every session and stream.
 fn app(
     config: &Config,
     gateway: &Gateway,
@@ -111,17 +115,38 @@ fn app(
         sessions,
         max_body,
         max_connections_per_token: limits.max_per_token,
+        browsers: None,
+    };
+    let browsers = web::cookie_session::WebSessions::default();
+    let console_gate = Gatekeeper {
+        browsers: Some(browsers.clone()),
+        ..gate.clone()
     };
     let console = console_ws::ConsoleState {
         gateway: gateway.clone(),
         cancel: cancel.clone(),
     };
-    Router::new()
+    let consoles = Router::new()
         .route("/ports/{name}/console", get(console_ws::attach_port))
         .route("/console", get(console_ws::attach_any))
         .with_state(console)
+        .route_layer(middleware::from_fn_with_state(console_gate, authenticate));
+    let web = web::router(web::WebState {
+        gateway: gateway.clone(),
+        sessions: browsers,
+        open: config.server.auth == AuthMode::None,
+        throttle: web::throttle::Throttle::default(),
+        cancel: cancel.clone(),
+        max_connections_per_token: limits.max_per_token,
+    });
+    // `/mcp` and every unknown path pass the bearer-token middleware (a
+    // stranger learns nothing, not even which paths exist); the consoles
+    // and the web view bring their own.
+    Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(gate, authenticate))
+        .merge(consoles)
+        .merge(web)
 }
 
 /// Runs the daemon with MCP over streamable HTTP at `http://LISTEN/mcp`
@@ -185,6 +210,7 @@ pub async fn serve_http(
         SHUTDOWN_GRACE,
     ));
     eprintln!("serialgate: listening on http://{local}/mcp");
+    eprintln!("serialgate: web view at http://{local}/web/");
     tracing::info!(
         "serving MCP at http://{local}/mcp ({} token(s), auth {:?})",
         config.tokens.len(),

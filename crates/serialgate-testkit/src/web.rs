@@ -1,0 +1,98 @@
+//! The site the web view's tests run against: two simulated devices (a
+//! Cisco switch `sw1` and a Junos router `sw2`), the real daemon serving
+//! HTTP with a transcript directory and four tokens, and an agent's MCP
+//! session over HTTP when a test wants one.
+
+use std::path::PathBuf;
+
+use serialgate_sim::{Profile, SimHandle};
+
+use crate::client::GateClient;
+use crate::daemon::{Daemon, NotifySocket, tokens_toml};
+
+/// A write token's secret (`noc`, ports `sw*`).
+pub const NOC: &str = "noc-secret-0123456789";
+/// A read token's secret (`audit`, ports `sw*`).
+pub const AUDIT: &str = "audit-secret-0123456789";
+/// An admin token's secret that reaches no port of the site (`lab`,
+/// ports `lab-*`).
+pub const LAB: &str = "lab-secret-0123456789";
+/// The agent's write token (`agent`, ports `sw*`).
+pub const AGENT: &str = "agent-secret-0123456789";
+
+/// The daemon, its devices and where it listens.
+pub struct WebSite {
+    /// The switch on port `sw1`.
+    pub sw1: SimHandle,
+    /// The router on port `sw2`.
+    pub sw2: SimHandle,
+    /// The daemon.
+    pub daemon: Daemon,
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub base: String,
+    /// The site's directory (config, tokens, logs).
+    pub dir: tempfile::TempDir,
+    _notify: NotifySocket,
+}
+
+impl WebSite {
+    /// Starts the devices and the daemon; returns once it listens and
+    /// its ports had their first open attempt.
+    pub async fn start() -> WebSite {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sw1 = serialgate_sim::spawn(Profile::CiscoIos, Some(dir.path().join("sw1")))
+            .await
+            .expect("simulated switch");
+        let sw2 = serialgate_sim::spawn(Profile::JuniperJunos, Some(dir.path().join("sw2")))
+            .await
+            .expect("simulated router");
+        let tokens = tokens_toml(
+            dir.path(),
+            &[
+                ("noc", NOC, r#"["sw*"]"#, "write"),
+                ("audit", AUDIT, r#"["sw*"]"#, "read"),
+                ("lab", LAB, r#"["lab-*"]"#, "admin"),
+                ("agent", AGENT, r#"["sw*"]"#, "write"),
+            ],
+        );
+        let config = dir.path().join("serialgate.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[server]\nlog_dir = \"logs\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n[ports.sw2]\ndevice = {:?}\npreset = \"juniper-junos\"\n\n{tokens}",
+                dir.path().join("sw1").display(),
+                dir.path().join("sw2").display(),
+            ),
+        )
+        .expect("write config");
+        let notify = NotifySocket::bind(dir.path());
+        let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
+        let url = daemon.http_url().await;
+        notify.expect("READY=1").await;
+        WebSite {
+            sw1,
+            sw2,
+            daemon,
+            base: url.trim_end_matches("/mcp").to_owned(),
+            dir,
+            _notify: notify,
+        }
+    }
+
+    /// `base` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// An agent's MCP session over HTTP with the `agent` token.
+    pub async fn agent(&self) -> GateClient {
+        GateClient::connect_http(&self.url("/mcp"), Some(AGENT))
+            .await
+            .expect("an MCP session over HTTP")
+    }
+
+    /// Where `sw1`'s device link is (to plug a new switch in there).
+    pub fn sw1_link(&self) -> PathBuf {
+        self.dir.path().join("sw1")
+    }
+}

@@ -1,0 +1,302 @@
+//! The ports page's feed: `GET /web/ports/live`, a WebSocket that sends a
+//! snapshot of every port the token may see, then a new one whenever a
+//! port's state, its people or its write holder change (at once), or its
+//! output grows (at most once per [`OUTPUT_REFRESH`], for the byte counts
+//! and the last line). Nothing polls: each port's state, presence and log
+//! head are watched, and the gateway says when ports come and go.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Extension, State};
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt};
+use serde::Serialize;
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::{WebState, access_name};
+use crate::console::session::SLOW_WATCHER;
+use crate::gateway::GatewayPort;
+use crate::mcp::access::Caller;
+use crate::port::{Participant, Port, PortEvent, PortState};
+
+/// The shortest time between two snapshots sent because output arrived.
+pub const OUTPUT_REFRESH: Duration = Duration::from_secs(1);
+/// Bytes of a port's newest output searched for its last line.
+const TAIL_BYTES: u64 = 512;
+/// Characters of the last line shown.
+const LAST_LINE_CHARS: usize = 160;
+
+/// One snapshot, as the page receives it.
+#[derive(Serialize)]
+struct Snapshot {
+    r#type: &'static str,
+    /// The signed-in token.
+    token: String,
+    /// Its access (`read`, `write`, `admin`).
+    access: &'static str,
+    /// What the byte counts count from.
+    bytes_since: &'static str,
+    ports: Vec<PortView>,
+}
+
+/// One port on the page.
+#[derive(Serialize)]
+struct PortView {
+    name: String,
+    device: String,
+    preset: String,
+    state: PortState,
+    /// Why it is down, or what its loss was, when not open.
+    reason: Option<String>,
+    /// The port's mode (console, shell, …) once ports report one; `null`
+    /// until then, and the page says "not reported".
+    mode: Option<String>,
+    watchers: Vec<Participant>,
+    holder: Option<HolderView>,
+    reconnects: u64,
+    last_line: String,
+    bytes_read: u64,
+    bytes_written: u64,
+    last_loss: Option<PortEvent>,
+}
+
+/// The write holder, and whether it is a person or an agent.
+#[derive(Serialize)]
+struct HolderView {
+    who: String,
+    since: String,
+    /// `person` (at a console) or `agent` (an MCP session).
+    kind: &'static str,
+}
+
+/// `GET /web/ports/live`: the WebSocket of the ports page.
+pub async fn live(
+    State(state): State<WebState>,
+    Extension(caller): Extension<Arc<Caller>>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    upgrade
+        .max_message_size(4096)
+        .on_upgrade(move |socket| feed(socket, state, caller))
+}
+
+/// What wakes a feed: `now` for a state or presence change, `output` for
+/// new bytes. `Notify` keeps one permit, so wake-ups coalesce.
+#[derive(Default)]
+struct Wakes {
+    now: Notify,
+    output: Notify,
+}
+
+/// Sends snapshots until the browser leaves, is too slow, or shutdown.
+async fn feed(socket: WebSocket, state: WebState, caller: Arc<Caller>) {
+    let (mut sink, mut stream) = socket.split();
+    let mut ports_rx = state.gateway.watch_ports();
+    loop {
+        ports_rx.borrow_and_update();
+        let visible: Vec<GatewayPort> = state
+            .gateway
+            .ports()
+            .into_iter()
+            .filter(|p| caller.may_use_port(p.port.name()))
+            .collect();
+        let wakes = Arc::new(Wakes::default());
+        let mut watchers = JoinSet::new();
+        for gp in &visible {
+            watchers.spawn(watch_port(gp.port.clone(), wakes.clone()));
+        }
+        let mut pending: Option<Instant> = None;
+        let mut last_sent = Instant::now();
+        if !send(&mut sink, &snapshot(&caller, &visible)).await {
+            return;
+        }
+        loop {
+            let due = pending.unwrap_or_else(Instant::now);
+            tokio::select! {
+                changed = ports_rx.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    break;
+                }
+                () = wakes.now.notified() => {}
+                () = wakes.output.notified() => {
+                    if pending.is_none() {
+                        pending = Some((last_sent + OUTPUT_REFRESH).max(Instant::now()));
+                    }
+                    continue;
+                }
+                () = tokio::time::sleep_until(due), if pending.is_some() => {}
+                message = stream.next() => match message {
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                    // The page sends nothing; anything it does is ignored.
+                    Some(Ok(_)) => continue,
+                },
+                () = state.cancel.cancelled() => {
+                    let _ = sink.close().await;
+                    return;
+                }
+            }
+            pending = None;
+            last_sent = Instant::now();
+            if !send(&mut sink, &snapshot(&caller, &visible)).await {
+                return;
+            }
+        }
+    }
+}
+
+/// Sends one snapshot; false when the browser is gone or took longer than
+/// [`SLOW_WATCHER`] to take it.
+async fn send(
+    sink: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    snapshot: &Snapshot,
+) -> bool {
+    let Ok(text) = serde_json::to_string(snapshot) else {
+        return false;
+    };
+    matches!(
+        tokio::time::timeout(SLOW_WATCHER, sink.send(Message::Text(text.into()))).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Wakes the feed when `port` changes, until the port closes.
+async fn watch_port(port: Port, wakes: Arc<Wakes>) {
+    let mut state = port.watch_state();
+    let mut presence = port.watch_presence();
+    let mut head = port.log().subscribe();
+    loop {
+        tokio::select! {
+            changed = state.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                wakes.now.notify_one();
+            }
+            changed = presence.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                wakes.now.notify_one();
+            }
+            changed = head.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                wakes.output.notify_one();
+            }
+        }
+    }
+}
+
+fn snapshot(caller: &Caller, ports: &[GatewayPort]) -> Snapshot {
+    Snapshot {
+        r#type: "ports",
+        token: caller.name.clone(),
+        access: access_name(caller.access),
+        bytes_since: "the daemon started",
+        ports: ports.iter().map(view).collect(),
+    }
+}
+
+fn view(gp: &GatewayPort) -> PortView {
+    let port = &gp.port;
+    let log = port.log();
+    let head = log.head();
+    let state = port.state();
+    let watchers = port.people();
+    let holder = port.holder().map(|h| HolderView {
+        kind: if watchers.iter().any(|p| p.session == h.session) {
+            "person"
+        } else {
+            "agent"
+        },
+        who: h.who,
+        since: h.since,
+    });
+    let last_loss = port.last_loss();
+    let reason = match state {
+        PortState::Open => None,
+        PortState::Down => port.down_reason(),
+        _ => last_loss.as_ref().map(|e| e.what.clone()),
+    };
+    PortView {
+        name: port.name().to_owned(),
+        device: gp.config.device.clone(),
+        preset: gp.config.preset.clone(),
+        state,
+        reason,
+        mode: None,
+        watchers,
+        holder,
+        reconnects: port.reconnects(),
+        last_line: last_line(&log.copy_range(head.saturating_sub(TAIL_BYTES), head)),
+        bytes_read: head,
+        bytes_written: port.bytes_written(),
+        last_loss,
+    }
+}
+
+/// The last non-blank line of `tail` as a terminal would leave it: escape
+/// sequences and control characters dropped, a carriage return starting
+/// the line over, cut to [`LAST_LINE_CHARS`].
+fn last_line(tail: &[u8]) -> String {
+    let text = String::from_utf8_lossy(tail);
+    let mut lines: Vec<String> = vec![String::new()];
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                // CSI and other sequences: up to their final letter.
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                }
+                for f in chars.by_ref() {
+                    if f.is_ascii_alphabetic() || f == '~' {
+                        break;
+                    }
+                }
+            }
+            '\n' => lines.push(String::new()),
+            '\r' => {
+                if chars.peek() != Some(&'\n')
+                    && let Some(line) = lines.last_mut()
+                {
+                    line.clear();
+                }
+            }
+            c if c.is_control() => {}
+            c => {
+                if let Some(line) = lines.last_mut() {
+                    line.push(c);
+                }
+            }
+        }
+    }
+    lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim_end().chars().take(LAST_LINE_CHARS).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_line_is_what_a_terminal_shows() {
+        assert_eq!(last_line(b"show clock\r\n12:00 UTC\r\nSW1#"), "SW1#");
+        assert_eq!(last_line(b"SW1#\r\n\r\n"), "SW1#");
+        assert_eq!(last_line(b"\x1b[1;31mred\x1b[0m done\r\n"), "red done");
+        assert_eq!(last_line(b"--More--\r        \rline"), "line");
+        assert_eq!(last_line(b""), "");
+        assert_eq!(last_line(&[b'x'; 400]).len(), LAST_LINE_CHARS);
+    }
+}

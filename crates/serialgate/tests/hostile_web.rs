@@ -1,0 +1,330 @@
+//! The web view against hostile HTTP, no browser: what it shows before
+//! sign-in (the form, nothing else), wrong, oversized and cross-origin
+//! sign-ins, forged and signed-out cookies, path traversal in asset paths,
+//! cross-origin WebSockets, throttled guessing, and downloads held to the
+//! token's ports.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, ORIGIN, SET_COOKIE};
+use serde_json::json;
+use serialgate_testkit::console::ConsoleConn;
+use serialgate_testkit::web::{LAB, NOC, WebSite};
+
+/// A client that shows redirects instead of following them.
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("an HTTP client")
+}
+
+/// POSTs the sign-in form with `secret` and `origin`.
+async fn sign_in(site: &WebSite, secret: &str, origin: Option<&str>) -> reqwest::Response {
+    let mut request = http()
+        .post(site.url("/web/signin"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(format!("token={secret}"));
+    if let Some(origin) = origin {
+        request = request.header(ORIGIN, origin);
+    }
+    request.send().await.expect("POST /web/signin")
+}
+
+/// Signs in with `secret`; the `name=value` of the session cookie.
+async fn cookie(site: &WebSite, secret: &str) -> String {
+    let response = sign_in(site, secret, Some(&site.base)).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let set = response.headers()[SET_COOKIE]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    set.split(';').next().expect("name=value").to_owned()
+}
+
+async fn get(site: &WebSite, path: &str, cookie: Option<&str>) -> reqwest::Response {
+    let mut request = http().get(site.url(path));
+    if let Some(cookie) = cookie {
+        request = request.header(COOKIE, cookie);
+    }
+    request.send().await.expect("GET")
+}
+
+#[tokio::test]
+async fn before_sign_in_only_the_form_is_shown() {
+    let site = WebSite::start().await;
+    let page = get(&site, "/web/", None).await;
+    assert_eq!(page.status(), StatusCode::SEE_OTHER);
+    assert_eq!(page.headers()["location"], "/web/signin");
+    for path in [
+        "/web/assets/ports.js",
+        "/web/assets/console.js",
+        "/web/assets/xterm.js",
+        "/web/assets/app.css",
+        "/web/whoami",
+        "/web/ports/live",
+        "/web/console/sw1/transcript",
+    ] {
+        let r = get(&site, path, None).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let body = r.text().await.unwrap_or_default();
+        assert!(!body.contains("sw1") && body.len() < 100, "{path}: {body}");
+    }
+    assert_eq!(
+        get(&site, "/web/console/sw1", None).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let form = get(&site, "/web/signin", None).await;
+    assert_eq!(form.status(), StatusCode::OK);
+    let csp = form.headers()[CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(csp.starts_with("default-src 'self'"), "{csp}");
+    let html = form.text().await.unwrap_or_default();
+    assert!(
+        html.contains("<form method=\"post\" action=\"/web/signin\""),
+        "{html}"
+    );
+    assert!(!html.contains("sw1") && !html.contains("://"), "{html}");
+    assert!(!html.contains("<script"), "the form needs no script");
+}
+
+#[tokio::test]
+async fn wrong_oversized_and_cross_origin_sign_ins_are_refused_and_not_logged() {
+    let mut site = WebSite::start().await;
+    let guess = "guessed-secret-777";
+    let r = sign_in(&site, guess, Some(&site.base)).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(!r.headers().contains_key(SET_COOKIE));
+    let lines = site.daemon.stderr.lines_until("web sign-in refused").await;
+    assert!(lines.iter().all(|l| !l.contains(guess)), "{lines:?}");
+    assert!(
+        lines.last().is_some_and(|l| l.contains("127.0.0.1")),
+        "{lines:?}"
+    );
+    // Oversized: refused without comparing; a huge body is not read.
+    let r = sign_in(&site, &"x".repeat(5000), Some(&site.base)).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = sign_in(&site, &"x".repeat(100_000), Some(&site.base)).await;
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // The right token from another site's page, or with no Origin at all.
+    for origin in [Some("http://evil.example"), None] {
+        let r = sign_in(&site, NOC, origin).await;
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{origin:?}");
+        assert!(!r.headers().contains_key(SET_COOKIE));
+    }
+    // A hostile string reflected nowhere.
+    let r = sign_in(&site, "<script>alert(1)</script>", Some(&site.base)).await;
+    let html = r.text().await.unwrap_or_default();
+    assert!(!html.contains("<script>alert"), "{html}");
+}
+
+#[tokio::test]
+async fn guessing_is_throttled_by_address() {
+    let site = WebSite::start().await;
+    for i in 0..10 {
+        let r = sign_in(&site, &format!("guess-{i}"), Some(&site.base)).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "guess {i}");
+    }
+    let r = sign_in(&site, NOC, Some(&site.base)).await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn a_forged_or_signed_out_cookie_opens_nothing() {
+    let site = WebSite::start().await;
+    let noc = cookie(&site, NOC).await;
+    let me = get(&site, "/web/whoami", Some(&noc)).await;
+    assert_eq!(me.status(), StatusCode::OK);
+    assert_eq!(
+        me.json::<serde_json::Value>().await.expect("JSON"),
+        json!({"token": "noc", "access": "write"})
+    );
+    let page = get(&site, "/web/", Some(&noc)).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let csp = page.headers()[CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(csp.starts_with("default-src 'self'"), "{csp}");
+    for forged in [
+        format!("serialgate_session={}", "0".repeat(64)),
+        "serialgate_session=../../etc/passwd".to_owned(),
+        format!("serialgate_session={}", "a".repeat(5000)),
+        NOC.to_owned(),
+    ] {
+        let r = get(&site, "/web/whoami", Some(&forged)).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{forged:.80}");
+    }
+    // Sign-out from another origin does nothing; from the page it ends
+    // the session on the server, whatever the browser keeps.
+    let out = |origin: &'static str| {
+        http()
+            .post(site.url("/web/signout"))
+            .header(COOKIE, noc.clone())
+            .header(ORIGIN, origin)
+            .send()
+    };
+    assert_eq!(
+        out("http://evil.example").await.expect("POST").status(),
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        get(&site, "/web/whoami", Some(&noc)).await.status(),
+        StatusCode::OK
+    );
+    let origin: &'static str = Box::leak(site.base.clone().into_boxed_str());
+    let r = out(origin).await.expect("POST");
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(
+        r.headers()[SET_COOKIE]
+            .to_str()
+            .unwrap_or_default()
+            .contains("Max-Age=0")
+    );
+    assert_eq!(
+        get(&site, "/web/whoami", Some(&noc)).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test]
+async fn asset_paths_reach_only_the_assets() {
+    let site = WebSite::start().await;
+    let noc = cookie(&site, NOC).await;
+    let css = get(&site, "/web/assets/app.css", Some(&noc)).await;
+    assert_eq!(css.status(), StatusCode::OK);
+    assert!(
+        css.headers()[CONTENT_TYPE]
+            .to_str()
+            .unwrap_or_default()
+            .starts_with("text/css")
+    );
+    for path in [
+        "/web/assets/..%2F..%2F..%2FCargo.toml",
+        "/web/assets/%2e%2e%2fsrc%2fmain.rs",
+        "/web/assets/..%5c..%5cCargo.toml",
+        "/web/assets/xterm.js%00.css",
+        "/web/assets/vendor%2Fxterm%2FLICENSE",
+        "/web/assets/",
+        "/web/assets/a/b",
+        "/web/assets/%2Fetc%2Fpasswd",
+    ] {
+        let r = get(&site, path, Some(&noc)).await;
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        assert!(
+            status == StatusCode::NOT_FOUND || status == StatusCode::UNAUTHORIZED,
+            "{path}: {status}"
+        );
+        assert!(body.len() < 100, "{path}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn websockets_from_other_origins_are_refused() {
+    let site = WebSite::start().await;
+    let noc = cookie(&site, NOC).await;
+    let ws = site.base.replacen("http://", "ws://", 1);
+    let console = format!("{ws}/ports/sw1/console");
+    let live = format!("{ws}/web/ports/live");
+    let evil = "http://evil.example";
+    let bearer = format!("Bearer {NOC}");
+    for (url, headers) in [
+        (&console, vec![("cookie", noc.as_str()), ("origin", evil)]),
+        (
+            &console,
+            vec![("authorization", bearer.as_str()), ("origin", evil)],
+        ),
+        (&live, vec![("cookie", noc.as_str()), ("origin", evil)]),
+        (&live, vec![("cookie", noc.as_str())]),
+    ] {
+        let refused = ConsoleConn::connect_ws_with(url, &headers).await.err();
+        assert_eq!(refused.as_deref(), Some("HTTP 403"), "{url} {headers:?}");
+    }
+    let forged = format!("serialgate_session={}", "f".repeat(64));
+    let refused = ConsoleConn::connect_ws_with(
+        &console,
+        &[("cookie", forged.as_str()), ("origin", site.base.as_str())],
+    )
+    .await
+    .err();
+    assert_eq!(refused.as_deref(), Some("HTTP 401"));
+    // From the page's own origin, the cookie opens the console.
+    let mut conn = ConsoleConn::connect_ws_with(
+        &console,
+        &[("cookie", noc.as_str()), ("origin", site.base.as_str())],
+    )
+    .await
+    .expect("the console WebSocket");
+    conn.send_json(&json!({"type": "hello", "port": "sw1", "mode": "watch"}))
+        .await;
+    let attached = conn.until_json("attached").await;
+    assert_eq!(attached["you"], "noc on console", "{attached}");
+    assert_eq!(attached["writing"], false, "watching takes no hold");
+    let mut feed = ConsoleConn::connect_ws_with(
+        &live,
+        &[("cookie", noc.as_str()), ("origin", site.base.as_str())],
+    )
+    .await
+    .expect("the ports feed");
+    let snapshot = feed.until_json("ports").await;
+    let names: Vec<&str> = snapshot["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["sw1", "sw2"], "{snapshot}");
+    assert_eq!(snapshot["ports"][0]["watchers"][0]["who"], "noc on console");
+}
+
+#[tokio::test]
+async fn transcripts_download_within_the_tokens_ports() {
+    let site = WebSite::start().await;
+    site.sw1.inject(b"\r\nfrom the switch\r\nSW1>").await;
+    let noc = cookie(&site, NOC).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = get(&site, "/web/console/sw1/transcript", Some(&noc)).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        let disposition = r.headers()["content-disposition"]
+            .to_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(disposition.contains("sw1-transcript.txt"), "{disposition}");
+        if r.text()
+            .await
+            .unwrap_or_default()
+            .contains("from the switch")
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the transcript lacks the output"
+        );
+        // The transcript writer says nothing over HTTP when it has caught up.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A token whose globs miss sw1 learns nothing about it.
+    let lab = cookie(&site, LAB).await;
+    for path in [
+        "/web/console/sw1/transcript",
+        "/web/console/nope/transcript",
+    ] {
+        let r = get(&site, path, Some(&lab)).await;
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+    let long = format!("/web/console/{}/transcript", "x".repeat(3000));
+    assert_eq!(
+        get(&site, &long, Some(&noc)).await.status(),
+        StatusCode::NOT_FOUND
+    );
+}

@@ -1,0 +1,72 @@
+// The ports page: one row per port the token sees, replaced whenever the
+// daemon pushes a snapshot over /web/ports/live.
+"use strict";
+
+(() => {
+  const { el } = serialgate;
+  const body = document.querySelector("#ports tbody");
+
+  const since = (rfc3339) => {
+    const at = new Date(rfc3339);
+    return isNaN(at) ? rfc3339 : at.toLocaleTimeString();
+  };
+
+  const row = (port) => {
+    const tr = el("tr");
+    tr.dataset.port = port.name;
+    tr.dataset.state = port.state;
+    if (["lost", "down", "closed"].includes(port.state)) tr.className = "trouble";
+
+    const name = el("td");
+    const link = el("a", port.name);
+    link.href = `/web/console/${encodeURIComponent(port.name)}`;
+    name.append(link);
+
+    const state = el("td");
+    state.append(el("span", port.state, `state state-${port.state}`));
+    if (port.reason) state.append(el("span", port.reason, "reason"));
+
+    const device = el("td", `${port.device} · ${port.preset}`);
+    const mode = port.mode
+      ? el("td", port.mode)
+      : el("td", "not reported", "placeholder");
+
+    const watching = el("td");
+    if (port.watchers.length === 0) watching.append(el("span", "nobody", "placeholder"));
+    for (const w of port.watchers) {
+      watching.append(el("div", `${w.who}${w.spy ? " (spy)" : ""} since ${since(w.since)}`, "person"));
+    }
+
+    const holder = el("td");
+    if (port.holder) {
+      holder.append(el("div", `${port.holder.kind}: ${port.holder.who}`, port.holder.kind));
+      holder.append(el("div", `since ${since(port.holder.since)}`, "note"));
+    } else {
+      holder.append(el("span", "free", "placeholder"));
+    }
+
+    const bytes = el("td", `${port.bytes_read.toLocaleString()} · ${port.bytes_written.toLocaleString()}`);
+    tr.append(name, state, device, mode, watching, holder, el("td", port.reconnects),
+      el("td", port.last_line, "last"), bytes);
+    return tr;
+  };
+
+  const render = (snapshot) => {
+    body.replaceChildren(...snapshot.ports.map(row));
+    document.getElementById("empty").hidden = snapshot.ports.length > 0;
+    document.getElementById("who").textContent = `${snapshot.token} (${snapshot.access})`;
+    document.getElementById("bytes-note").textContent =
+      `Bytes in (from the device) and out (to it) since ${snapshot.bytes_since}; `
+      + "counts and last lines refresh at most once a second while output flows.";
+    document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
+  };
+
+  serialgate.live("/web/ports/live", {
+    message(event) {
+      const snapshot = JSON.parse(event.data);
+      if (snapshot.type !== "ports") return false;
+      render(snapshot);
+      return true;
+    },
+  });
+})();
