@@ -628,3 +628,128 @@ async fn an_ios_revert_timer_left_unconfirmed_takes_the_change_back() {
         site.sim.configuration()
     );
 }
+
+/// Whether the router's active configuration has a line containing `text`.
+fn active_has(sim: &SimHandle, text: &str) -> bool {
+    sim.configuration().iter().any(|l| l.contains(text))
+}
+
+#[tokio::test]
+async fn a_junos_commit_check_that_fails_reports_the_errors_and_leaves_nothing_behind() {
+    let site = Site::start(Profile::JuniperJunos, SimOptions::default(), None).await;
+    let line = "set interfaces ge-0/0/99 unit 0 family inet address 10.9.9.9";
+    let result = site
+        .agent
+        .ok("send_config", json!({"lines": [line], "commit": "check"}))
+        .await;
+    // The router takes the line into the candidate; only the check finds
+    // what is wrong with it.
+    assert_eq!(result["verdicts"][0]["ok"], true, "{result:#}");
+    assert_eq!(result["commit"]["command"], "commit check", "{result:#}");
+    assert_eq!(result["commit"]["ok"], false, "{result:#}");
+    let output = result["commit"]["output"].as_str().unwrap_or_default();
+    assert!(
+        output.contains("ge-0/0/99 does not exist") && output.contains("check-out failed"),
+        "the router's reasons are in the result: {result:#}"
+    );
+    assert_eq!(result["applied"], 0, "{result:#}");
+    assert_eq!(result["not_applied"], json!([line]), "{result:#}");
+    assert_eq!(result["mode"], "exec", "{result:#}");
+    assert!(!active_has(&site.sim, "ge-0/0/99"));
+    // The candidate was discarded: a later change commits only its own line.
+    let next = site
+        .agent
+        .ok(
+            "send_config",
+            json!({"lines": ["set system host-name mx9"]}),
+        )
+        .await;
+    assert_eq!(next["commit"]["ok"], true, "{next:#}");
+    assert!(active_has(&site.sim, "host-name mx9"));
+    assert!(!active_has(&site.sim, "ge-0/0/99"));
+    // A check that passes applies nothing either.
+    let passed = site
+        .agent
+        .ok(
+            "send_config",
+            json!({"lines": ["set system host-name mx10"], "commit": "check"}),
+        )
+        .await;
+    assert_eq!(passed["commit"]["ok"], true, "{passed:#}");
+    assert_eq!(passed["applied"], 0, "{passed:#}");
+    assert!(active_has(&site.sim, "host-name mx9"));
+    assert!(!active_has(&site.sim, "host-name mx10"));
+}
+
+#[tokio::test]
+async fn junos_rollback_loads_an_earlier_commit_and_refuses_what_cannot_be() {
+    let site = Site::start(Profile::JuniperJunos, SimOptions::default(), None).await;
+    for name in ["mx2", "mx3"] {
+        let result = site
+            .agent
+            .ok(
+                "send_config",
+                json!({"lines": [format!("set system host-name {name}")]}),
+            )
+            .await;
+        assert_eq!(result["commit"]["ok"], true, "{result:#}");
+    }
+    assert!(active_has(&site.sim, "host-name mx3"));
+    let back = site.agent.ok("rollback", json!({"to": 1})).await;
+    assert_eq!(back["ok"], true, "{back:#}");
+    assert_eq!(
+        back["commands"],
+        json!(["rollback 1", "commit"]),
+        "{back:#}"
+    );
+    assert_eq!(back["mode"], "exec", "{back:#}");
+    assert!(
+        active_has(&site.sim, "host-name mx2") && !active_has(&site.sim, "host-name mx3"),
+        "{:?}",
+        site.sim.configuration()
+    );
+    // Discarding an empty candidate is harmless and says so.
+    let discarded = site.agent.ok("rollback", json!({})).await;
+    assert_eq!(discarded["ok"], true, "{discarded:#}");
+    assert_eq!(discarded["commands"], json!(["rollback 0"]));
+    // A commit the router does not have is its error, judged as one.
+    let missing = site.agent.ok("rollback", json!({"to": 40})).await;
+    assert_eq!(missing["ok"], false, "{missing:#}");
+    assert!(
+        missing["error_lines"]
+            .to_string()
+            .contains("rollback 40 does not exist"),
+        "{missing:#}"
+    );
+    assert!(active_has(&site.sim, "host-name mx2"));
+    let refused = site.agent.err("rollback", json!({"to": 50})).await;
+    assert!(refused.starts_with("invalid_argument:"), "{refused}");
+}
+
+#[tokio::test]
+async fn a_device_without_a_candidate_refuses_rollback_and_commit_modes() {
+    let site = Site::start(
+        Profile::CiscoIos,
+        cisco_options(),
+        Some(&credentials_file(true)),
+    )
+    .await;
+    let before = site.sim.configuration();
+    let refused = site.agent.err("rollback", json!({})).await;
+    assert!(
+        refused.starts_with("invalid_argument:") && refused.contains("no candidate"),
+        "{refused}"
+    );
+    let refused = site
+        .agent
+        .err(
+            "send_config",
+            json!({"lines": ["hostname sw9"], "commit": "check"}),
+        )
+        .await;
+    assert!(
+        refused.starts_with("invalid_argument:") && refused.contains("nothing was sent"),
+        "{refused}"
+    );
+    assert_eq!(site.sim.configuration(), before);
+}

@@ -36,7 +36,7 @@ use toml::Spanned;
 
 pub use self::credentials::Credentials;
 pub use self::diagnostics::ConfigError;
-pub use self::modes::{DeviceMode, ModeRules};
+pub use self::modes::{DeviceMode, ModePrompts, ModeRules};
 pub use self::raw::parse_size;
 pub use self::resolve::PortConfig;
 pub use self::server::{

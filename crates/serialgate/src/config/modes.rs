@@ -191,7 +191,10 @@ pub(super) fn juniper_junos() -> ModeRules {
     }
 }
 
-/// Arista EOS: IOS-like modes; `write memory` saves.
+/// Arista EOS: IOS-like modes, with changes made in a configuration
+/// session (`configure session`: a candidate of its own, `(config-s-…)#`)
+/// that `commit` applies and `abort` drops, both back to privileged; a
+/// check shows the session's differences and aborts. `write memory` saves.
 pub(super) fn arista_eos() -> ModeRules {
     ModeRules {
         recovery: some(r"Aboot#? ?$"),
@@ -202,8 +205,11 @@ pub(super) fn arista_eos() -> ModeRules {
         exec: some(r"> ?$"),
         enable: some("enable"),
         disable: some("disable"),
-        configure: some("configure terminal"),
+        configure: some("configure session"),
         end_config: some("end"),
+        commit: some("commit"),
+        commit_check: some("show session-config diffs"),
+        discard: some("abort"),
         save: some("write memory"),
         save_ok: some(r"(?i)copy completed successfully|\[OK\]"),
         ..ModeRules::default()
@@ -369,17 +375,36 @@ fn check_mode_regex(
     }
 }
 
-/// The mode `prompt` (the prompt text the device printed last) is in,
-/// by the first of `rules`' prompt regexes that matches; `None` when none
-/// does. Regexes that do not compile (checked at load) never match.
-pub fn mode_of(rules: &ModeRules, prompt: &str) -> Option<DeviceMode> {
-    let prompt = prompt.trim_start_matches(['\r', '\n', '\0']);
-    rules.prompts().into_iter().find_map(|(mode, pattern)| {
-        regex::Regex::new(pattern)
-            .ok()
-            .filter(|re| re.is_match(prompt))
-            .map(|_| mode)
-    })
+/// A family's prompt regexes compiled once, for judging prompts as often
+/// as every `status` call asks without compiling them again.
+#[derive(Debug, Clone, Default)]
+pub struct ModePrompts {
+    judged: Vec<(DeviceMode, regex::Regex)>,
+}
+
+impl ModePrompts {
+    /// Compiles `rules`' prompt regexes in the order they are judged.
+    /// Regexes that do not compile (checked at load) are left out: they
+    /// never match.
+    pub fn new(rules: &ModeRules) -> ModePrompts {
+        ModePrompts {
+            judged: rules
+                .prompts()
+                .into_iter()
+                .filter_map(|(mode, pattern)| regex::Regex::new(pattern).ok().map(|re| (mode, re)))
+                .collect(),
+        }
+    }
+
+    /// The mode `prompt` (the prompt text the device printed last) is in,
+    /// by the first prompt regex that matches; `None` when none does.
+    pub fn mode_of(&self, prompt: &str) -> Option<DeviceMode> {
+        let prompt = prompt.trim_start_matches(['\r', '\n', '\0']);
+        self.judged
+            .iter()
+            .find(|(_, re)| re.is_match(prompt))
+            .map(|(mode, _)| *mode)
+    }
 }
 
 #[cfg(test)]
@@ -430,10 +455,17 @@ mod tests {
         ];
         for (rules, prompts) in cases {
             for (prompt, mode) in *prompts {
-                assert_eq!(mode_of(rules, prompt), Some(*mode), "{prompt:?}");
+                assert_eq!(
+                    ModePrompts::new(rules).mode_of(prompt),
+                    Some(*mode),
+                    "{prompt:?}"
+                );
             }
         }
-        assert_eq!(mode_of(&ModeRules::default(), "SW1#"), None);
+        assert_eq!(
+            ModePrompts::new(&ModeRules::default()).mode_of("SW1#"),
+            None
+        );
     }
 
     #[test]
@@ -467,7 +499,10 @@ mod tests {
         );
         assert_eq!(modes.enable, None, "\"\" removes a command");
         assert_eq!(modes.configure.as_deref(), Some("conf t"));
-        assert_eq!(mode_of(modes, "SW1(cfg)#"), Some(DeviceMode::Config));
+        assert_eq!(
+            ModePrompts::new(modes).mode_of("SW1(cfg)#"),
+            Some(DeviceMode::Config)
+        );
         assert_eq!(
             modes.end_config.as_deref(),
             Some("end"),

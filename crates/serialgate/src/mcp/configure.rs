@@ -299,6 +299,23 @@ impl GateServer {
             }
             (mode, _) => mode,
         };
+        if candidate {
+            let (missing, key) = match commit {
+                Some(CommitMode::Check) => (rules.commit_check.is_none(), "commit_check"),
+                Some(CommitMode::Confirmed) => {
+                    (rules.commit_confirmed.is_none(), "commit_confirmed")
+                }
+                _ => (false, ""),
+            };
+            if missing {
+                return Err(GateError::invalid(format!(
+                    "preset {} has no {key} command, so this commit mode cannot be offered; \
+                     omit commit to commit plainly (a user preset can set modes.{key}); nothing was sent",
+                    conn.profile.preset
+                ))
+                .into());
+            }
+        }
         let stop_on_error = a.stop_on_error.unwrap_or(true);
         let mut driver = ModeDriver::new(self, &conn, &context, timeout)?;
         let actor = self.session.actor().describe();

@@ -216,6 +216,7 @@ fn build_profile(config: &PortConfig, a: &ConnectArgs) -> Result<Profile, GateEr
         error_patterns,
         paging_off: config.paging_off.clone(),
         modes: config.modes.clone(),
+        mode_prompts: crate::config::ModePrompts::new(&config.modes),
     })
 }
 

@@ -10,7 +10,6 @@ use super::args::parse;
 use super::describe::size;
 use super::{GateServer, ToolError};
 use crate::config::DeviceMode;
-use crate::config::modes::mode_of;
 use crate::devices::{self, SerialDevice};
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::GatewayPort;
@@ -295,7 +294,7 @@ impl GateServer {
             bytes_written: port.bytes_written(),
             blocked_prompt: blocked_prompt(&tail),
             mode: super::mode::last_prompt(&conn.profile.prompt, &tail)
-                .and_then(|prompt| mode_of(&conn.profile.modes, &prompt)),
+                .and_then(|prompt| conn.profile.mode_prompts.mode_of(&prompt)),
             pending_confirm: port.pending_confirm(),
             reconnects: port.reconnects(),
             last_loss: port.last_loss(),

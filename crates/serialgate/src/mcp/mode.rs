@@ -24,7 +24,7 @@ use super::dialogue::wait_hooks;
 use super::session::Connection;
 use super::{GateServer, ToolError};
 use crate::clean::{CleanOptions, clean_output, error_lines};
-use crate::config::{Credentials, DeviceMode, ModeRules, modes::mode_of};
+use crate::config::{Credentials, DeviceMode, ModeRules};
 use crate::error::{ErrorCode, GateError, shown};
 use crate::log::lossy_text;
 use crate::matcher::Prompt;
@@ -238,7 +238,7 @@ impl<'a> ModeDriver<'a> {
 
     /// The mode of `prompt`.
     pub fn judge(&self, prompt: &str) -> Option<DeviceMode> {
-        mode_of(self.rules(), prompt)
+        self.conn.profile.mode_prompts.mode_of(prompt)
     }
 
     /// The device's mode now: from the prompt the log ends with, or, when

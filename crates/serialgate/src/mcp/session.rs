@@ -58,6 +58,8 @@ pub struct Profile {
     pub paging_off: Option<String>,
     /// The preset's modes and configuration commands.
     pub modes: crate::config::ModeRules,
+    /// `modes`' prompt regexes, compiled once per connection.
+    pub mode_prompts: crate::config::ModePrompts,
 }
 
 /// A cleaned output a `send_command` linked as a resource: the range and
