@@ -1,7 +1,7 @@
 //! The site the web view's tests run against: two simulated devices (a
 //! Cisco switch `sw1` and a Junos router `sw2`), the real daemon serving
-//! HTTP with a transcript directory and four tokens, and an agent's MCP
-//! session over HTTP when a test wants one.
+//! HTTP with a transcript directory, a state directory and four tokens,
+//! and an agent's MCP session over HTTP when a test wants one.
 
 use std::path::PathBuf;
 
@@ -30,9 +30,9 @@ pub struct WebSite {
     pub daemon: Daemon,
     /// `http://127.0.0.1:PORT`, no trailing slash.
     pub base: String,
-    /// The site's directory (config, tokens, logs).
+    /// The site's directory (config, tokens, logs, state).
     pub dir: tempfile::TempDir,
-    _notify: NotifySocket,
+    notify: NotifySocket,
 }
 
 impl WebSite {
@@ -59,7 +59,7 @@ impl WebSite {
         std::fs::write(
             &config,
             format!(
-                "[server]\nlog_dir = \"logs\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n[ports.sw2]\ndevice = {:?}\npreset = \"juniper-junos\"\n\n{tokens}",
+                "[server]\nlog_dir = \"logs\"\nstate_dir = \"state\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n[ports.sw2]\ndevice = {:?}\npreset = \"juniper-junos\"\n\n{tokens}",
                 dir.path().join("sw1").display(),
                 dir.path().join("sw2").display(),
             ),
@@ -75,8 +75,24 @@ impl WebSite {
             daemon,
             base: url.trim_end_matches("/mcp").to_owned(),
             dir,
-            _notify: notify,
+            notify,
         }
+    }
+
+    /// Stops the daemon (SIGTERM) and waits for it to exit.
+    pub async fn stop(&mut self) {
+        self.daemon.signal(libc::SIGTERM);
+        self.daemon.exit().await;
+    }
+
+    /// Starts the daemon again on the address it had, after [`stop`](Self::stop).
+    pub async fn start_again(&mut self) {
+        let config = self.dir.path().join("serialgate.toml");
+        let listen = self.base.trim_start_matches("http://").to_owned();
+        self.daemon = Daemon::spawn(Some(&config), &self.notify, &["--http", &listen]);
+        self.daemon.http_url().await;
+        // The stopped daemon's STOPPING=1 may come first.
+        while !self.notify.next().await.starts_with("READY=1") {}
     }
 
     /// `base` + `path`.

@@ -20,6 +20,30 @@ use tokio::sync::watch;
 pub struct OutputLog {
     inner: Arc<Mutex<Retained>>,
     head_tx: Arc<watch::Sender<u64>>,
+    /// Names this log among every log of every run of the daemon.
+    id: u64,
+}
+
+/// A number no other log of this or another run of the daemon has: a
+/// random base drawn once per process, plus a count.
+fn next_log_id() -> u64 {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static BASE: OnceLock<u64> = OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let base = *BASE.get_or_init(|| {
+        let mut raw = [0u8; 8];
+        // Without randomness, the time still tells runs apart.
+        getrandom::fill(&mut raw).map_or_else(
+            |_| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            },
+            |()| u64::from_le_bytes(raw),
+        )
+    });
+    base.wrapping_add(COUNT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The retained bytes and their position in the stream.
@@ -118,7 +142,15 @@ impl OutputLog {
                 retention: retention.max(1),
             })),
             head_tx: Arc::new(head_tx),
+            id: next_log_id(),
         }
+    }
+
+    /// What tells this log from any other, also after a restart: offsets
+    /// start again at 0 in a new log, so a client resuming at an offset
+    /// checks that it is the same log first.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     fn lock(&self) -> MutexGuard<'_, Retained> {

@@ -201,6 +201,33 @@ impl LogDir {
         Ok(File::from(fd))
     }
 
+    /// Replaces the file `name` with `bytes` at once: written to
+    /// `name.new` (mode 600: it may hold what only the daemon should
+    /// read), synced, then renamed over `name`, so a reader or a crash
+    /// sees the old file or the new one, never half of one. Whatever was
+    /// left at `name.new` is unlinked first (a link planted there is
+    /// removed, never followed); a directory there is refused.
+    pub fn replace(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        let staged = format!("{name}.new");
+        let _ = self.remove(&staged);
+        let fd = nix::fcntl::openat(
+            &self.fd,
+            staged.as_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        )
+        .map_err(|e| self.refusal(&staged, e, SFlag::S_IFREG))?;
+        let mut file = File::from(fd);
+        file.write_all(bytes)?;
+        file.sync_data()?;
+        self.rename(&staged, name).map_err(|e| {
+            error(
+                io::Error::from(e).kind(),
+                format!("cannot replace {}: {e}", self.path.join(name).display()),
+            )
+        })
+    }
+
     /// The error for a name that could not be opened as a `want` (a
     /// regular file or a directory): a link or something else there gets a
     /// message saying so and what to do.
@@ -428,6 +455,26 @@ mod tests {
         assert!(e.to_string().contains("not a regular file"), "{e}");
         let e = log_dir.open_read("f.log").unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
+    }
+
+    #[test]
+    fn a_replaced_file_is_private_and_planted_links_are_never_followed() {
+        let dir = private_dir();
+        let target = victim(dir.path());
+        let log_dir = LogDir::open(dir.path()).unwrap();
+        // A link planted where the new file is staged, and one where the
+        // file itself goes: both are replaced, the target never touched.
+        std::os::unix::fs::symlink(&target, dir.path().join("state.new")).unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("state")).unwrap();
+        log_dir.replace("state", b"one\n").unwrap();
+        let path = dir.path().join("state");
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\n");
+        assert_eq!(mode(&path), 0o600);
+        log_dir.replace("state", b"two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+        assert!(!dir.path().join("state.new").exists());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
     }
 

@@ -328,3 +328,99 @@ async fn transcripts_download_within_the_tokens_ports() {
         StatusCode::NOT_FOUND
     );
 }
+
+#[tokio::test]
+async fn many_ports_feeds_each_keep_up_and_a_stalled_or_noisy_one_holds_nobody_back() {
+    let site = WebSite::start().await;
+    let noc = cookie(&site, NOC).await;
+    let live = format!(
+        "{}/web/ports/live",
+        site.base.replacen("http://", "ws://", 1)
+    );
+    let headers = [("cookie", noc.as_str()), ("origin", site.base.as_str())];
+    let mut feeds = Vec::new();
+    for _ in 0..40 {
+        let mut feed = ConsoleConn::connect_ws_with(&live, &headers)
+            .await
+            .expect("a ports feed");
+        feed.until_json("ports").await;
+        feeds.push(feed);
+    }
+    // One browser that never reads, one that sends junk, one that sends
+    // more than a page ever would.
+    let _stalled = ConsoleConn::connect_ws_with(&live, &headers)
+        .await
+        .expect("a ports feed");
+    let mut noisy = ConsoleConn::connect_ws_with(&live, &headers)
+        .await
+        .expect("a ports feed");
+    noisy.until_json("ports").await;
+    noisy
+        .send_raw(b"{\"type\":\"hello\",\"port\":\"../etc\"}")
+        .await;
+    let mut oversized = ConsoleConn::connect_ws_with(&live, &headers)
+        .await
+        .expect("a ports feed");
+    oversized.until_json("ports").await;
+    oversized.send_raw(&vec![b'x'; 64 * 1024]).await;
+    oversized.until_closed().await;
+
+    // The switch prints: every reader, the noisy one too, sees it.
+    site.sw1.inject(b"\r\nfeed marker 4711\r\nSW1>").await;
+    for feed in feeds.iter_mut().chain(std::iter::once(&mut noisy)) {
+        loop {
+            let snapshot = feed.until_json("ports").await;
+            if snapshot["ports"][0]["last_line"] == "SW1>" {
+                assert_eq!(snapshot["ports"][0]["mode"], "exec", "{snapshot}");
+                break;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_resume_in_another_log_replays_instead_of_trusting_the_offset() {
+    let site = WebSite::start().await;
+    let noc = cookie(&site, NOC).await;
+    let console = format!(
+        "{}/ports/sw1/console",
+        site.base.replacen("http://", "ws://", 1)
+    );
+    let headers = [("cookie", noc.as_str()), ("origin", site.base.as_str())];
+    site.sw1.inject(b"line one\r\nline two\r\nSW1>").await;
+    let mut first = ConsoleConn::connect_ws_with(&console, &headers)
+        .await
+        .expect("the console WebSocket");
+    first
+        .send_json(&json!({"type": "hello", "port": "sw1", "mode": "watch"}))
+        .await;
+    let attached = first.until_json("attached").await;
+    first.until_output("SW1>").await;
+    let log = attached["log"].as_str().expect("a log id").to_owned();
+    // The same log (its output is in now): resumed where asked.
+    let mut same = ConsoleConn::connect_ws_with(&console, &headers)
+        .await
+        .expect("the console WebSocket");
+    same.send_json(
+        &json!({"type": "hello", "port": "sw1", "mode": "watch", "from": 5, "log": log}),
+    )
+    .await;
+    assert_eq!(same.until_json("attached").await["start"], 5);
+    // A log id that is not this log's (forged, or from before a restart),
+    // absurd offsets, an oversized id: a replay from what is retained.
+    for (from, forged) in [
+        (5u64, "0123456789abcdef".to_owned()),
+        (u64::MAX, "x".repeat(10_000)),
+    ] {
+        let mut other = ConsoleConn::connect_ws_with(&console, &headers)
+            .await
+            .expect("the console WebSocket");
+        other
+            .send_json(&json!({"type": "hello", "port": "sw1", "mode": "watch", "from": from, "log": forged}))
+            .await;
+        let attached = other.until_json("attached").await;
+        assert_eq!(attached["start"], 0, "replayed from the start: {attached}");
+        assert_eq!(attached["log"], log.as_str());
+        other.until_output("line one").await;
+    }
+}

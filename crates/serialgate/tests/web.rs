@@ -82,6 +82,9 @@ async fn a_wrong_token_sees_only_the_sign_in_form_and_a_right_one_sees_the_ports
         // Output shows as the port's last line, with its bytes counted.
         site.sw2.inject(b"\r\n\x1b[1madmin@mx1>\x1b[0m ").await;
         browser.until(&row("sw2"), "admin@mx1>").await;
+        // The mode is the preset's judgement of the prompt it ends with.
+        site.sw2.inject(b"\r\n[edit]\r\nadmin@mx1# ").await;
+        browser.until(&row("sw2"), "config").await;
 
         // Unplugged: the row turns lost at once, without a reload.
         site.sw1.close().await;
@@ -191,7 +194,7 @@ async fn a_read_token_watches_and_its_keys_reach_nothing() {
 }
 
 #[tokio::test]
-async fn a_console_page_says_so_when_the_daemon_goes_away() {
+async fn a_console_page_resumes_after_a_dropped_connection_and_rides_out_a_restart() {
     if !browser_here() {
         return;
     }
@@ -203,10 +206,44 @@ async fn a_console_page_says_so_when_the_daemon_goes_away() {
         browser.until_text("#events", "attached as noc").await;
         site.sw1.inject(b"before the drop\r\n").await;
         browser.until_screen("before the drop").await;
+
+        // The connection drops and comes back by itself, resuming where it
+        // was: what the switch said meanwhile shows once, nothing twice.
+        browser
+            .eval("window.serialgateTest.drop(); return true;")
+            .await;
+        site.sw1.inject(b"while away\r\n").await;
+        browser.until_text("#events", "resuming at").await;
+        let screen = browser.until_screen("while away").await;
+        assert_eq!(screen.matches("while away").count(), 1, "{screen}");
+        assert_eq!(screen.matches("before the drop").count(), 1, "{screen}");
+
         // The daemon stops: a banner says so and the page keeps trying.
-        site.daemon.signal(libc::SIGTERM);
-        site.daemon.exit().await;
+        site.stop().await;
         browser.until_text("#banner", "reconnecting").await;
+        // Back (the sign-in kept in its state directory): the page
+        // reconnects by itself, still signed in, and the new output shows.
+        site.start_again().await;
+        browser.until_text("#events", "the gateway restarted").await;
+        site.sw1.inject(b"after the restart\r\n").await;
+        browser.until_screen("after the restart").await;
+        let banner = browser
+            .eval("return document.getElementById('banner').hidden;")
+            .await;
+        assert_eq!(banner, json!(true), "the banner goes once reconnected");
+        let path = browser.eval("return location.pathname;").await;
+        assert_eq!(path, json!("/web/console/sw1"), "still signed in");
+        // Signing out ends it (the store forgets it too: a unit test of
+        // cookie_session reads the file back).
+        browser
+            .find("form[action='/web/signout'] button")
+            .await
+            .click()
+            .await
+            .expect("sign out");
+        browser.find("#signin").await;
+        browser.goto(&site.url("/web/console/sw1")).await;
+        browser.find("#signin").await;
     })
     .await;
 }

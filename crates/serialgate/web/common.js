@@ -44,8 +44,8 @@ const serialgate = {
       ws.onclose = () => {
         if (handlers.closed) handlers.closed();
         // A session that ended (signed out elsewhere, expired, or the
-        // daemon restarted: sessions live in its memory) goes back to the
-        // sign-in form; a daemon that is away is waited for.
+        // daemon restarted with no state_dir to keep sessions in) goes
+        // back to the sign-in form; a daemon that is away is waited for.
         fetch("/web/whoami", { credentials: "same-origin" })
           .then((r) => { if (r.status === 401) location.href = "/web/signin"; })
           .catch(() => {});

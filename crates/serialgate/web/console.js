@@ -19,6 +19,7 @@
 
   let ws = null;
   let seen = null; // the OutputLog offset after the last byte shown
+  let log = null; // which log `seen` is an offset in (a restart starts another)
   let session = null; // this attachment's session number
   const encoder = new TextEncoder();
 
@@ -57,6 +58,13 @@
         session = m.session;
         showState(m.state);
         showHolder(m.holder);
+        if (log !== null && m.log !== log) {
+          // Another log (the gateway restarted): its offsets start again.
+          event("the gateway restarted; its output since then follows", "error");
+          term.write("\r\n\x1b[7m -- the gateway restarted -- \x1b[0m\r\n");
+          seen = null;
+        }
+        log = m.log;
         event(`attached as ${m.you}${seen === null ? "" : `, resuming at ${m.start}`}`);
         if (seen !== null && m.start > seen) event(`${m.start - seen} bytes were dropped by retention while away`, "error");
         return true;
@@ -76,7 +84,10 @@
     open(socket) {
       ws = socket;
       const hello = { type: "hello", port, mode: "watch", client: "web view", replay_lines: 200 };
-      if (seen !== null) hello.from = seen;
+      if (seen !== null) {
+        hello.from = seen;
+        hello.log = log;
+      }
       socket.send(JSON.stringify(hello));
     },
     message(e) {
@@ -115,5 +126,8 @@
       return lines.join("\n");
     },
     seen: () => seen,
+    log: () => log,
+    // Drops the connection as a network would; the page reconnects.
+    drop: () => ws && ws.close(),
   };
 })();

@@ -167,6 +167,7 @@ pub(super) struct RawServer {
     pub(super) retention: Option<Spanned<Size>>,
     pub(super) log_dir: Option<Spanned<PathBuf>>,
     pub(super) console_socket: Option<Spanned<PathBuf>>,
+    pub(super) state_dir: Option<Spanned<PathBuf>>,
     pub(super) log_max: Option<Spanned<Size>>,
     pub(super) log_keep: Option<Spanned<i64>>,
     pub(super) allow_adhoc: Option<bool>,

@@ -45,6 +45,12 @@ pub struct ServerConfig {
     /// `RuntimeDirectory` (`$RUNTIME_DIRECTORY/console.sock`) when the
     /// daemon runs with one, else none.
     pub console_socket: Option<PathBuf>,
+    /// Directory for what outlives a restart: the web view's sign-in
+    /// sessions (`state_dir`; relative to the config file's directory).
+    /// Unset: systemd's `StateDirectory` (`$STATE_DIRECTORY`) when the
+    /// daemon runs with one, else none (browsers sign in again after a
+    /// restart).
+    pub state_dir: Option<PathBuf>,
     /// Size at which a transcript or the audit log is rotated (`log_max`,
     /// on a line boundary).
     pub log_max: u64,
@@ -74,6 +80,9 @@ impl Default for ServerConfig {
             console_socket: std::env::var_os("RUNTIME_DIRECTORY")
                 .filter(|dir| !dir.is_empty())
                 .map(|dir| PathBuf::from(dir).join("console.sock")),
+            state_dir: std::env::var_os("STATE_DIRECTORY")
+                .filter(|dir| !dir.is_empty())
+                .map(PathBuf::from),
             log_max: crate::transcript::DEFAULT_LOG_MAX,
             log_keep: crate::transcript::DEFAULT_LOG_KEEP,
             allow_adhoc: false,
@@ -153,6 +162,18 @@ impl RawServer {
             let dir = next_to_config(dir.get_ref(), src);
             check_log_dir(&dir).map_err(|e| src.error(span, format!("server.log_dir: {e}")))?;
             s.log_dir = Some(dir);
+        }
+        if let Some(dir) = self.state_dir {
+            if dir.get_ref().as_os_str().is_empty() {
+                return Err(src.error(
+                    dir.span(),
+                    "server.state_dir: it is empty; give a directory such as \"/var/lib/serialgate\" or leave it out",
+                ));
+            }
+            let span = dir.span();
+            let dir = next_to_config(dir.get_ref(), src);
+            check_log_dir(&dir).map_err(|e| src.error(span, format!("server.state_dir: {e}")))?;
+            s.state_dir = Some(dir);
         }
         if let Some(path) = self.console_socket {
             if path.get_ref().as_os_str().is_empty() {
@@ -298,17 +319,17 @@ pub fn check_http_auth(auth: AuthMode, no_tokens: bool, loopback: bool) -> Resul
     }
 }
 
-/// Checks an existing `log_dir`: a directory nobody but its owner (the
-/// daemon's user, or root) may write to, or others could plant files and
-/// links there or remove the audit trail. A missing one is created by the
-/// daemon (mode 750).
+/// Checks an existing `log_dir` or `state_dir`: a directory nobody but its
+/// owner (the daemon's user, or root) may write to, or others could plant
+/// files and links there or remove the audit trail. A missing one is
+/// created by the daemon (mode 750).
 fn check_log_dir(dir: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     match std::fs::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(format!("cannot check {}: {e}", dir.display())),
         Ok(meta) if !meta.is_dir() => Err(format!(
-            "{} is not a directory; give a directory for transcripts and the audit log",
+            "{} is not a directory; give a directory",
             dir.display()
         )),
         Ok(meta) => crate::logfile::check_private_dir(dir, meta.mode(), meta.uid()),
@@ -465,6 +486,24 @@ mod tests {
         parse_in(&file, "[server]\nlog_dir = \"logs\"\n").unwrap();
         let e = parse_in(&file, "[server]\nlog_dir = \"a\"\n").unwrap_err();
         assert!(e.message.contains("is not a directory"), "{e}");
+    }
+
+    #[test]
+    fn state_dir_is_next_to_the_config_and_checked_like_log_dir() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, file) = secrets();
+        let c = parse_in(&file, "[server]\nstate_dir = \"state\"\n").unwrap();
+        assert_eq!(c.server.state_dir, Some(dir.path().join("state")));
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = parse_in(&file, "[server]\nstate_dir = \"state\"\n").unwrap_err();
+        assert!(
+            e.message.starts_with("server.state_dir: ") && e.message.contains("chmod go-w"),
+            "{e}"
+        );
+        let e = parse_in(&file, "[server]\nstate_dir = \"\"\n").unwrap_err();
+        assert!(e.message.contains("it is empty"), "{e}");
     }
 
     #[test]

@@ -87,6 +87,12 @@ pub struct Hello {
     /// what it has shown). Absent: replay the last `replay_lines` lines.
     #[serde(default)]
     pub from: Option<u64>,
+    /// The log `from` is an offset in (`log` of the `attached` it had):
+    /// when the port's log is another one now (the daemon restarted, an
+    /// ad-hoc port was opened again), `from` is ignored and the last
+    /// `replay_lines` lines are replayed instead.
+    #[serde(default)]
+    pub log: Option<String>,
     /// Lines to replay when `from` is absent (default
     /// [`DEFAULT_REPLAY_LINES`], at most [`MAX_REPLAY_LINES`]).
     #[serde(default)]
@@ -161,6 +167,9 @@ pub enum ServerMessage {
         start: u64,
         /// The OutputLog's head when you attached.
         head: u64,
+        /// Which log the offsets are in: another value after a restart
+        /// means offsets started again (give it back in `hello.log`).
+        log: String,
         /// The port's state.
         state: PortState,
         /// Who holds the write, if anyone.
@@ -455,6 +464,7 @@ mod tests {
                 port: "sw1".into(),
                 mode: Mode::Spy,
                 from: None,
+                log: None,
                 replay_lines: None,
                 client: None,
             })

@@ -255,9 +255,11 @@ impl Attached<'_> {
         }
         let log = self.port.log().clone();
         let head = log.head();
+        let log_id = format!("{:016x}", log.id());
+        let same_log = hello.log.as_deref().is_none_or(|id| id == log_id);
         let start = match hello.from {
-            Some(from) => from.min(head),
-            None => {
+            Some(from) if same_log => from.min(head),
+            _ => {
                 let lines = hello.replay_lines.unwrap_or(DEFAULT_REPLAY_LINES);
                 last_lines_start(&log, lines.min(MAX_REPLAY_LINES), head)
             }
@@ -276,6 +278,7 @@ impl Attached<'_> {
                     .is_some_and(|h| h.session == self.actor.session),
                 start,
                 head,
+                log: log_id,
                 state: self.port.state(),
                 holder,
                 watchers: self.seen_people.clone(),

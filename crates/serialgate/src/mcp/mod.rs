@@ -17,7 +17,7 @@ mod encoding;
 mod expect;
 mod info;
 mod io;
-mod mode;
+pub(crate) mod mode;
 mod resources;
 pub mod scope;
 mod session;

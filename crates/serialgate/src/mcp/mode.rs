@@ -450,7 +450,22 @@ impl<'a> ModeDriver<'a> {
 
 /// The prompt the connection's log ends with, if it ends with one.
 pub(super) fn prompt_at_end(prompt: &Prompt, conn: &Connection) -> Option<String> {
-    let log = conn.port().log();
+    prompt_at_log_end(prompt, conn.port().log())
+}
+
+/// The mode of the prompt `log` ends with, judged by `modes`; `None` when
+/// it ends with no prompt or one no mode pattern matches. For pages that
+/// show a port's mode without a connection.
+pub(crate) fn mode_at_end(
+    prompt: &Prompt,
+    modes: &crate::config::ModePrompts,
+    log: &crate::log::OutputLog,
+) -> Option<DeviceMode> {
+    prompt_at_log_end(prompt, log).and_then(|p| modes.mode_of(&p))
+}
+
+/// The prompt `log` ends with, if it ends with one.
+fn prompt_at_log_end(prompt: &Prompt, log: &crate::log::OutputLog) -> Option<String> {
     let head = log.head();
     let tail = log.copy_range(
         head.saturating_sub(PROMPT_TAIL_BYTES).max(log.oldest()),

@@ -293,6 +293,7 @@ impl Session {
             state,
             holder,
             watchers,
+            ..
         } = message
         else {
             return Err("the gateway answered hello with something else than attached".into());
@@ -559,6 +560,7 @@ async fn attach(options: &Options, port: &str, target: &Target) -> anyhow::Resul
         port: port.to_owned(),
         mode,
         from: None,
+        log: None,
         replay_lines: Some(options.replay),
         client: Some(format!("serialgate console {}", env!("CARGO_PKG_VERSION"))),
     });

@@ -22,6 +22,7 @@ fn attached(writing: bool, holder: Option<Holder>) -> ServerMessage {
         writing,
         start: 100,
         head: 120,
+        log: "1f".to_owned(),
         state: PortState::Open,
         holder,
         watchers: vec![],

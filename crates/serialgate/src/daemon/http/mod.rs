@@ -88,7 +88,7 @@ fn app(
     in_flight: InFlight,
     limits: &ListenerLimits,
     cancel: CancellationToken,
-) -> Router {
+) -> anyhow::Result<Router> {
     let auth = match config.server.auth {
         AuthMode::Token => Auth::Tokens(gateway.clone()),
         AuthMode::None => Auth::None,
@@ -117,7 +117,13 @@ fn app(
         max_connections_per_token: limits.max_per_token,
         browsers: None,
     };
-    let browsers = web::cookie_session::WebSessions::default();
+    // Browsers stay signed in across a restart where there is a state
+    // directory to keep their sessions in.
+    let browsers = match &config.server.state_dir {
+        Some(dir) => web::cookie_session::WebSessions::persistent(dir)
+            .map_err(|e| anyhow::anyhow!("server.state_dir: {e}"))?,
+        None => web::cookie_session::WebSessions::default(),
+    };
     let console_gate = Gatekeeper {
         browsers: Some(browsers.clone()),
         ..gate.clone()
@@ -142,11 +148,11 @@ fn app(
     // `/mcp` and every unknown path pass the bearer-token middleware (a
     // stranger learns nothing, not even which paths exist); the consoles
     // and the web view bring their own.
-    Router::new()
+    Ok(Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(gate, authenticate))
         .merge(consoles)
-        .merge(web)
+        .merge(web))
 }
 
 /// Runs the daemon with MCP over streamable HTTP at `http://LISTEN/mcp`
@@ -194,7 +200,7 @@ pub async fn serve_http(
         in_flight.clone(),
         &limits,
         cancel.clone(),
-    );
+    )?;
     tracing::info!(
         "HTTP: at most {} connections ({} without a token yet, {} per token), {:?} to send a request's headers",
         limits.max_connections,

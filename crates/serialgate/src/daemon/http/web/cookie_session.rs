@@ -9,10 +9,17 @@
 //! Bounded: at most [`MAX_SESSIONS`]; a sign-in beyond that evicts the
 //! session idle longest. A session ends after [`IDLE_EXPIRY`] without a
 //! request, [`ABSOLUTE_EXPIRY`] after sign-in, or at sign-out.
+//!
+//! With a state directory (`[server] state_dir`), the store is kept in its
+//! file `web-sessions` (mode 600; digests only, never an id), written at
+//! every sign-in and sign-out and when a session's last use moved by more
+//! than [`SAVE_EVERY`]: a restarted daemon knows its browsers, and their
+//! pages reconnect by themselves instead of asking for the token again.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::{HeaderMap, header};
 use sha2::Digest;
@@ -20,6 +27,7 @@ use subtle::ConstantTimeEq;
 
 use crate::config::TokenConfig;
 use crate::gateway::Gateway;
+use crate::logfile::LogDir;
 use crate::mcp::access::Caller;
 
 /// The cookie's name.
@@ -30,24 +38,44 @@ pub const MAX_SESSIONS: usize = 256;
 pub const IDLE_EXPIRY: Duration = Duration::from_secs(8 * 3600);
 /// A session ends this long after its sign-in, used or not.
 pub const ABSOLUTE_EXPIRY: Duration = Duration::from_secs(24 * 3600);
+/// How far a session's last use may move before the file is written again
+/// (idle expiry after a restart is this much early at most).
+pub const SAVE_EVERY: Duration = Duration::from_secs(60);
+/// The store's file in the state directory.
+pub const STORE_FILE: &str = "web-sessions";
 /// Length of a session id in the cookie: 32 random bytes, hex.
 const ID_CHARS: usize = 64;
+/// The first line of the store's file: its format.
+const STORE_HEADER: &str = "# serialgate web sessions v1";
+/// Largest store file read back (far above [`MAX_SESSIONS`] lines).
+const MAX_STORE_BYTES: u64 = 1 << 20;
 
 /// One signed-in browser.
+#[derive(Debug, Clone, PartialEq)]
 struct Entry {
     /// The token's name in `[[tokens]]`.
     token: String,
     /// The token's secret digest at sign-in: a new secret ends the session.
     secret: [u8; 32],
-    signed_in: Instant,
-    last_seen: Instant,
+    signed_in: SystemTime,
+    last_seen: SystemTime,
+    /// `last_seen` as the file last recorded it.
+    saved_seen: SystemTime,
+}
+
+/// The sessions and where they are kept.
+#[derive(Default)]
+struct Store {
+    entries: HashMap<[u8; 32], Entry>,
+    /// The state directory, when sessions outlive the daemon.
+    dir: Option<LogDir>,
 }
 
 /// The sessions of the web view, shared by its routes and by the console
 /// WebSocket's authentication. A cheap clonable handle.
 #[derive(Clone, Default)]
 pub struct WebSessions {
-    entries: Arc<Mutex<HashMap<[u8; 32], Entry>>>,
+    store: Arc<Mutex<Store>>,
 }
 
 fn digest(id: &str) -> [u8; 32] {
@@ -55,33 +83,74 @@ fn digest(id: &str) -> [u8; 32] {
 }
 
 impl WebSessions {
+    /// Sessions kept in `dir`'s [`STORE_FILE`] (the directory is created,
+    /// mode 750, and refused when others may write to it), loaded from it
+    /// now: those not expired, at most [`MAX_SESSIONS`]. A missing file is
+    /// an empty store; one that cannot be read is logged and started over.
+    pub fn persistent(dir: &Path) -> std::io::Result<WebSessions> {
+        let dir = LogDir::open(dir)?;
+        let now = SystemTime::now();
+        let mut entries = match dir.open_read(STORE_FILE) {
+            Ok(file) => {
+                use std::io::Read;
+                let mut text = String::new();
+                match file.take(MAX_STORE_BYTES).read_to_string(&mut text) {
+                    Ok(_) => parse_store(&text),
+                    Err(e) => {
+                        tracing::warn!(
+                            "web sessions: cannot read {STORE_FILE}: {e}; starting with none"
+                        );
+                        HashMap::new()
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
+            Err(e) => {
+                tracing::warn!("web sessions: {e}; starting with none");
+                HashMap::new()
+            }
+        };
+        entries.retain(|_, e| !expired(e, now));
+        while entries.len() > MAX_SESSIONS {
+            evict_idlest(&mut entries);
+        }
+        tracing::info!(
+            "web sessions: {} kept from before in {}",
+            entries.len(),
+            dir.path().join(STORE_FILE).display()
+        );
+        Ok(WebSessions {
+            store: Arc::new(Mutex::new(Store {
+                entries,
+                dir: Some(dir),
+            })),
+        })
+    }
+
     /// Starts a session for `token`; returns the id for the cookie, or
     /// `None` when the OS has no randomness to give (nothing is stored).
     pub fn create(&self, token: &TokenConfig) -> Option<String> {
         let mut raw = [0u8; 32];
         getrandom::fill(&mut raw).ok()?;
         let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-        let now = Instant::now();
-        let mut entries = crate::sync::lock(&self.entries);
-        entries.retain(|_, e| !expired(e, now));
-        if entries.len() >= MAX_SESSIONS
-            && let Some(oldest) = entries
-                .iter()
-                .min_by_key(|(_, e)| e.last_seen)
-                .map(|(k, _)| *k)
-        {
-            entries.remove(&oldest);
+        let now = SystemTime::now();
+        let mut store = crate::sync::lock(&self.store);
+        store.entries.retain(|_, e| !expired(e, now));
+        if store.entries.len() >= MAX_SESSIONS {
+            evict_idlest(&mut store.entries);
             tracing::info!("web sessions: {MAX_SESSIONS} open, the one idle longest was ended");
         }
-        entries.insert(
+        store.entries.insert(
             digest(&id),
             Entry {
                 token: token.name.clone(),
                 secret: *token.secret.digest(),
                 signed_in: now,
                 last_seen: now,
+                saved_seen: now,
             },
         );
+        store.save();
         Some(id)
     }
 
@@ -91,32 +160,156 @@ impl WebSessions {
     pub fn caller(&self, headers: &HeaderMap, gateway: &Gateway) -> Option<Caller> {
         let id = session_id(headers)?;
         let key = digest(id);
-        let now = Instant::now();
-        let mut entries = crate::sync::lock(&self.entries);
-        let entry = entries.get_mut(&key)?;
+        let now = SystemTime::now();
+        let mut store = crate::sync::lock(&self.store);
+        let entry = store.entries.get_mut(&key)?;
         let config = gateway.config();
         let token = config.tokens.iter().find(|t| t.name == entry.token);
         let valid = !expired(entry, now)
             && token.is_some_and(|t| bool::from(t.secret.digest()[..].ct_eq(&entry.secret[..])));
         if !valid {
-            entries.remove(&key);
+            store.entries.remove(&key);
+            store.save();
             return None;
         }
         entry.last_seen = now;
+        if age(entry.saved_seen, now) > SAVE_EVERY {
+            store.save();
+        }
         token.map(Caller::from_token)
     }
 
     /// Ends the session a request's cookie names (sign-out).
     pub fn end(&self, headers: &HeaderMap) {
         if let Some(id) = session_id(headers) {
-            crate::sync::lock(&self.entries).remove(&digest(id));
+            let mut store = crate::sync::lock(&self.store);
+            if store.entries.remove(&digest(id)).is_some() {
+                store.save();
+            }
         }
     }
 }
 
-fn expired(entry: &Entry, now: Instant) -> bool {
-    now.duration_since(entry.last_seen) > IDLE_EXPIRY
-        || now.duration_since(entry.signed_in) > ABSOLUTE_EXPIRY
+impl Store {
+    /// Writes every session to the file, if sessions are kept in one. A
+    /// write that fails is logged; the sessions stay in memory.
+    fn save(&mut self) {
+        let Some(dir) = &self.dir else { return };
+        let text = render_store(&self.entries);
+        match dir.replace(STORE_FILE, text.as_bytes()) {
+            Ok(()) => self
+                .entries
+                .values_mut()
+                .for_each(|e| e.saved_seen = e.last_seen),
+            Err(e) => tracing::warn!("web sessions: cannot save them: {e}"),
+        }
+    }
+}
+
+/// Removes the session idle longest.
+fn evict_idlest(entries: &mut HashMap<[u8; 32], Entry>) {
+    if let Some(oldest) = entries
+        .iter()
+        .min_by_key(|(_, e)| e.last_seen)
+        .map(|(k, _)| *k)
+    {
+        entries.remove(&oldest);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The store as its file holds it: a header, then one line per session:
+/// the id's digest, the secret's digest, sign-in and last use in Unix
+/// seconds, and the token's name, all hex or decimal (a name may hold any
+/// character).
+fn render_store(entries: &HashMap<[u8; 32], Entry>) -> String {
+    let mut text = format!("{STORE_HEADER}\n");
+    for (key, e) in entries {
+        text.push_str(&format!(
+            "{} {} {} {} {}\n",
+            hex(key),
+            hex(&e.secret),
+            unix(e.signed_in),
+            unix(e.last_seen),
+            hex(e.token.as_bytes())
+        ));
+    }
+    text
+}
+
+/// The sessions in a store file's text; a line that is not one is skipped
+/// (and logged once), so a damaged file loses only what is damaged.
+fn parse_store(text: &str) -> HashMap<[u8; 32], Entry> {
+    let mut lines = text.lines();
+    if lines.next() != Some(STORE_HEADER) {
+        tracing::warn!("web sessions: {STORE_FILE} is not a session store; starting with none");
+        return HashMap::new();
+    }
+    let mut skipped = 0usize;
+    let mut entries = HashMap::new();
+    for line in lines {
+        match parse_line(line) {
+            Some((key, entry)) => {
+                entries.insert(key, entry);
+            }
+            None => skipped += 1,
+        }
+    }
+    if skipped > 0 {
+        tracing::warn!("web sessions: {skipped} damaged line(s) in {STORE_FILE} skipped");
+    }
+    entries
+}
+
+fn parse_line(line: &str) -> Option<([u8; 32], Entry)> {
+    let mut fields = line.split(' ');
+    let key: [u8; 32] = unhex(fields.next()?)?.try_into().ok()?;
+    let secret: [u8; 32] = unhex(fields.next()?)?.try_into().ok()?;
+    let at = |field: &str| -> Option<SystemTime> {
+        UNIX_EPOCH.checked_add(Duration::from_secs(field.parse().ok()?))
+    };
+    let signed_in = at(fields.next()?)?;
+    let last_seen = at(fields.next()?)?;
+    let token = String::from_utf8(unhex(fields.next()?)?).ok()?;
+    if fields.next().is_some() || token.is_empty() {
+        return None;
+    }
+    Some((
+        key,
+        Entry {
+            token,
+            secret,
+            signed_in,
+            last_seen,
+            saved_seen: last_seen,
+        },
+    ))
+}
+
+/// How long ago `then` was; a clock set back counts as no time.
+fn age(then: SystemTime, now: SystemTime) -> Duration {
+    now.duration_since(then).unwrap_or_default()
+}
+
+fn expired(entry: &Entry, now: SystemTime) -> bool {
+    age(entry.last_seen, now) > IDLE_EXPIRY || age(entry.signed_in, now) > ABSOLUTE_EXPIRY
 }
 
 /// The session id in a request's `Cookie` headers: the value of
@@ -177,12 +370,13 @@ mod tests {
 
     #[test]
     fn sessions_expire_idle_and_absolutely() {
-        let now = Instant::now();
+        let now = SystemTime::now();
         let entry = |signed_in_ago: Duration, idle: Duration| Entry {
             token: "noc".into(),
             secret: [0; 32],
-            signed_in: now.checked_sub(signed_in_ago).unwrap_or(now),
-            last_seen: now.checked_sub(idle).unwrap_or(now),
+            signed_in: now - signed_in_ago,
+            last_seen: now - idle,
+            saved_seen: now - idle,
         };
         let minute = Duration::from_secs(60);
         assert!(!expired(&entry(minute, minute), now));
@@ -201,5 +395,73 @@ mod tests {
             "{c}"
         );
         assert!(clear_cookie().contains("Max-Age=0"));
+    }
+
+    #[test]
+    fn the_store_file_round_trips_and_damage_loses_only_itself() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut entries = HashMap::new();
+        for (i, token) in ["noc", "name with spaces\nand a newline"]
+            .iter()
+            .enumerate()
+        {
+            entries.insert(
+                [i as u8; 32],
+                Entry {
+                    token: (*token).into(),
+                    secret: [7; 32],
+                    signed_in: now,
+                    last_seen: now + Duration::from_secs(5),
+                    saved_seen: now + Duration::from_secs(5),
+                },
+            );
+        }
+        let text = render_store(&entries);
+        assert!(!text.contains("noc"), "names are hex: {text}");
+        assert_eq!(parse_store(&text), entries);
+        let damaged = format!("{text}zz 12 x\n{}\n", "a".repeat(500));
+        assert_eq!(parse_store(&damaged), entries);
+        assert!(parse_store("not a store\n").is_empty());
+    }
+
+    #[test]
+    fn a_persistent_store_is_private_and_outlives_its_handle() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let sessions = WebSessions::persistent(&state).unwrap();
+        let token = TokenConfig {
+            name: "noc".into(),
+            secret_file: "/s".into(),
+            secret: crate::config::TokenSecret::new(b"noc-secret"),
+            ports: vec!["*".into()],
+            access: crate::config::TokenAccess::Read,
+            use_credentials: false,
+        };
+        let id = sessions.create(&token).unwrap();
+        let file = state.join(STORE_FILE);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(!std::fs::read_to_string(&file).unwrap().contains(&id));
+        drop(sessions);
+        let again = WebSessions::persistent(&state).unwrap();
+        let store = crate::sync::lock(&again.store);
+        assert_eq!(store.entries[&digest(&id)].token, "noc");
+        drop(store);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            axum::http::HeaderValue::from_str(&format!("{COOKIE}={id}")).unwrap(),
+        );
+        again.end(&headers);
+        assert!(
+            WebSessions::persistent(&state)
+                .unwrap()
+                .store
+                .lock()
+                .unwrap()
+                .entries
+                .is_empty()
+        );
     }
 }

@@ -18,8 +18,10 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{WebState, access_name};
+use crate::config::{DeviceMode, ModePrompts};
 use crate::console::session::SLOW_WATCHER;
 use crate::gateway::GatewayPort;
+use crate::matcher::Prompt;
 use crate::mcp::access::Caller;
 use crate::port::{Participant, Port, PortEvent, PortState};
 
@@ -52,9 +54,10 @@ struct PortView {
     state: PortState,
     /// Why it is down, or what its loss was, when not open.
     reason: Option<String>,
-    /// The port's mode (console, shell, …) once ports report one; `null`
-    /// until then, and the page says "not reported".
-    mode: Option<String>,
+    /// The CLI mode of the prompt the port's output ends with (`exec`,
+    /// `privileged`, `config`, `recovery`…), by its preset's patterns;
+    /// `null` when it ends with none (the page says "not reported").
+    mode: Option<DeviceMode>,
     watchers: Vec<Participant>,
     holder: Option<HolderView>,
     reconnects: u64,
@@ -98,16 +101,17 @@ async fn feed(socket: WebSocket, state: WebState, caller: Arc<Caller>) {
     let mut ports_rx = state.gateway.watch_ports();
     loop {
         ports_rx.borrow_and_update();
-        let visible: Vec<GatewayPort> = state
+        let visible: Vec<Shown> = state
             .gateway
             .ports()
             .into_iter()
             .filter(|p| caller.may_use_port(p.port.name()))
+            .map(Shown::new)
             .collect();
         let wakes = Arc::new(Wakes::default());
         let mut watchers = JoinSet::new();
-        for gp in &visible {
-            watchers.spawn(watch_port(gp.port.clone(), wakes.clone()));
+        for shown in &visible {
+            watchers.spawn(watch_port(shown.gp.port.clone(), wakes.clone()));
         }
         let mut pending: Option<Instant> = None;
         let mut last_sent = Instant::now();
@@ -194,7 +198,27 @@ async fn watch_port(port: Port, wakes: Arc<Wakes>) {
     }
 }
 
-fn snapshot(caller: &Caller, ports: &[GatewayPort]) -> Snapshot {
+/// A port on the page with what judges its mode, compiled once per set
+/// of ports (a reload that changes a port's preset changes the set).
+struct Shown {
+    gp: GatewayPort,
+    /// The preset's prompt, or `None` when it does not compile (checked
+    /// at load, so never in practice).
+    prompt: Option<Prompt>,
+    modes: ModePrompts,
+}
+
+impl Shown {
+    fn new(gp: GatewayPort) -> Shown {
+        Shown {
+            prompt: Prompt::regex(&gp.config.prompt).ok(),
+            modes: ModePrompts::new(&gp.config.modes),
+            gp,
+        }
+    }
+}
+
+fn snapshot(caller: &Caller, ports: &[Shown]) -> Snapshot {
     Snapshot {
         r#type: "ports",
         token: caller.name.clone(),
@@ -204,7 +228,8 @@ fn snapshot(caller: &Caller, ports: &[GatewayPort]) -> Snapshot {
     }
 }
 
-fn view(gp: &GatewayPort) -> PortView {
+fn view(shown: &Shown) -> PortView {
+    let gp = &shown.gp;
     let port = &gp.port;
     let log = port.log();
     let head = log.head();
@@ -231,7 +256,10 @@ fn view(gp: &GatewayPort) -> PortView {
         preset: gp.config.preset.clone(),
         state,
         reason,
-        mode: None,
+        mode: shown
+            .prompt
+            .as_ref()
+            .and_then(|prompt| crate::mcp::mode::mode_at_end(prompt, &shown.modes, log)),
         watchers,
         holder,
         reconnects: port.reconnects(),
