@@ -169,6 +169,8 @@ pub enum ServerMessage {
         head: u64,
         /// Which log the offsets are in: another value after a restart
         /// means offsets started again (give it back in `hello.log`).
+        /// Empty from a gateway that does not say.
+        #[serde(default)]
         log: String,
         /// The port's state.
         state: PortState,
