@@ -152,28 +152,10 @@ impl RawServer {
             s.retention = bytes;
         }
         if let Some(dir) = self.log_dir {
-            if dir.get_ref().as_os_str().is_empty() {
-                return Err(src.error(
-                    dir.span(),
-                    "server.log_dir: it is empty; give a directory or leave log_dir out",
-                ));
-            }
-            let span = dir.span();
-            let dir = next_to_config(dir.get_ref(), src);
-            check_log_dir(&dir).map_err(|e| src.error(span, format!("server.log_dir: {e}")))?;
-            s.log_dir = Some(dir);
+            s.log_dir = Some(private_dir("log_dir", "/var/log/serialgate", dir, src)?);
         }
         if let Some(dir) = self.state_dir {
-            if dir.get_ref().as_os_str().is_empty() {
-                return Err(src.error(
-                    dir.span(),
-                    "server.state_dir: it is empty; give a directory such as \"/var/lib/serialgate\" or leave it out",
-                ));
-            }
-            let span = dir.span();
-            let dir = next_to_config(dir.get_ref(), src);
-            check_log_dir(&dir).map_err(|e| src.error(span, format!("server.state_dir: {e}")))?;
-            s.state_dir = Some(dir);
+            s.state_dir = Some(private_dir("state_dir", "/var/lib/serialgate", dir, src)?);
         }
         if let Some(path) = self.console_socket {
             if path.get_ref().as_os_str().is_empty() {
@@ -317,6 +299,28 @@ pub fn check_http_auth(auth: AuthMode, no_tokens: bool, loopback: bool) -> Resul
         ),
         (AuthMode::Token, false, _) => Ok(()),
     }
+}
+
+/// The directory of `server.KEY`, next to the config when relative:
+/// refused when empty (the error shows `example`) or open to others.
+fn private_dir(
+    key: &str,
+    example: &str,
+    dir: Spanned<PathBuf>,
+    src: &Source,
+) -> Result<PathBuf, ConfigError> {
+    let span = dir.span();
+    if dir.get_ref().as_os_str().is_empty() {
+        return Err(src.error(
+            span,
+            format!(
+                "server.{key}: it is empty; give a directory such as {example:?} or leave {key} out"
+            ),
+        ));
+    }
+    let dir = next_to_config(dir.get_ref(), src);
+    check_log_dir(&dir).map_err(|e| src.error(span, format!("server.{key}: {e}")))?;
+    Ok(dir)
 }
 
 /// Checks an existing `log_dir` or `state_dir`: a directory nobody but its
