@@ -139,6 +139,7 @@ impl Gateway {
                 rotation: Self::log_rotation(config),
             }),
             audit: audit.clone(),
+            on_alert: None,
         }
     }
 
@@ -155,6 +156,7 @@ impl Gateway {
             retention: config.server.retention,
             down_after: pc.down_after,
             credentials: pc.credentials.clone(),
+            watches: pc.watches.clone(),
         };
         let port = Port::start(spec, Self::services(config, audit), shutdown);
         Entry {
@@ -394,6 +396,7 @@ impl Gateway {
             retention: server.retention,
             down_after: port_config.down_after,
             credentials: port_config.credentials.clone(),
+            watches: port_config.watches.clone(),
         };
         let port = Port::start(
             spec,

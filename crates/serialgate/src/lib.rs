@@ -14,6 +14,8 @@
 //! - [`log`]: the OutputLog, every byte a device sent at absolute offsets.
 //! - [`matcher`]: incremental prompt and auto-reply trigger matching;
 //!   `automata` keeps their Aho-Corasick automata between calls.
+//! - [`watchset`]: standing watches matched line by line as output
+//!   arrives (alerts).
 //! - [`clean`]: what an engineer would read, from raw console bytes.
 //! - `terminal`: key names, the VT100 screen, terminal query answers.
 //! - `port`: one serial line: device, reader task, writer, state, waits.
@@ -64,6 +66,7 @@ pub(crate) mod sync;
 pub(crate) mod terminal;
 pub(crate) mod transcript;
 pub mod udev;
+pub mod watchset;
 
 /// The built-in device presets, beside the config that extends them.
 pub use config::presets;

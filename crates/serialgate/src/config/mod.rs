@@ -26,6 +26,7 @@ mod summary;
 #[cfg(test)]
 mod test_support;
 mod tokens;
+pub mod watches;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

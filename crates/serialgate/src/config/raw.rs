@@ -10,6 +10,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
+use super::watches::RawWatch;
 use super::{AuthMode, TokenAccess};
 use crate::settings::{FlowControl, LineEnding, Parity};
 
@@ -210,6 +211,7 @@ pub(super) struct Overrides {
     pub(super) paging_off: Option<String>,
     pub(super) modes: Option<RawModes>,
     pub(super) credentials: Option<Spanned<PathBuf>>,
+    pub(super) watches: Option<Vec<RawWatch>>,
 }
 
 // `#[serde(flatten)]` would share the override keys between presets and
@@ -235,6 +237,7 @@ pub(super) struct RawPreset {
     paging_off: Option<String>,
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
+    watches: Option<Vec<RawWatch>>,
 }
 
 /// One `[ports.NAME]` table as written.
@@ -256,6 +259,7 @@ pub(super) struct RawPort {
     paging_off: Option<String>,
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
+    watches: Option<Vec<RawWatch>>,
     pub(super) down_after: Option<Spanned<i64>>,
 }
 
@@ -276,6 +280,7 @@ impl RawPreset {
             paging_off: self.paging_off,
             modes: self.modes,
             credentials: self.credentials,
+            watches: self.watches,
         };
         (self.extends, self.description, o)
     }
@@ -299,6 +304,7 @@ impl RawPort {
             paging_off: self.paging_off,
             modes: self.modes,
             credentials: self.credentials,
+            watches: self.watches,
         };
         (self.device, self.preset, o)
     }

@@ -7,6 +7,7 @@
 //! ([`crate::error`]).
 
 pub mod access;
+mod alerts;
 mod args;
 mod configure;
 mod connect;
@@ -29,7 +30,8 @@ use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     InitializeRequestParams, InitializeResult, IntoContents, ListResourceTemplatesResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    ReadResourceResponse, ResourceTemplate, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -121,7 +123,8 @@ impl GateServer {
                     + Self::expect_router()
                     + Self::terminal_router()
                     + Self::mode_router()
-                    + Self::configure_router();
+                    + Self::configure_router()
+                    + Self::alerts_router();
                 for route in router.map.values_mut() {
                     let mut schema = (*route.attr.input_schema).clone();
                     describe::lean_schema(&mut schema);
@@ -188,6 +191,23 @@ fn check_tool_name(name: &str) -> Result<(), GateError> {
     Ok(())
 }
 
+/// Refuses a resource of a port the caller does not reach (or an ad-hoc
+/// port, unless admin), without saying more about the port.
+fn resource_scope(caller: &access::Caller, gateway: &Gateway, port: &str) -> Result<(), ErrorData> {
+    let adhoc = gateway.port(port).is_some_and(|gp| gp.adhoc);
+    if !caller.may_use_port(port) || (adhoc && caller.access < crate::config::TokenAccess::Admin) {
+        return Err(ErrorData::invalid_request(
+            format!(
+                "forbidden: token {:?} may not read the resources of port {}",
+                caller.name,
+                crate::error::shown(port)
+            ),
+            None,
+        ));
+    }
+    Ok(())
+}
+
 /// The port a resource URI names (`serialgate://ports/{port}/...`).
 fn resource_port(uri: &str) -> Option<&str> {
     uri.strip_prefix("serialgate://ports/")?.split('/').next()
@@ -201,6 +221,7 @@ impl ServerHandler for GateServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .build(),
         )
         .with_server_info(rmcp::model::Implementation::new(
@@ -309,7 +330,12 @@ impl ServerHandler for GateServer {
         let template = ResourceTemplate::new(resources::OUTPUT_TEMPLATE, "command output")
             .with_description("Cleaned output of a send_command between two log offsets (linked from results cut at max_output)")
             .with_mime_type("text/plain");
-        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+        let alerts = ResourceTemplate::new(resources::ALERTS_TEMPLATE, "port alerts")
+            .with_description("A port's newest alerts (JSON); subscribe to hear of new ones")
+            .with_mime_type("application/json");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            template, alerts,
+        ]))
     }
 
     async fn read_resource(
@@ -321,19 +347,50 @@ impl ServerHandler for GateServer {
             .resolve(&context.extensions)
             .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
         if let Some(port) = resource_port(&request.uri) {
-            let adhoc = target.gateway.port(port).is_some_and(|gp| gp.adhoc);
-            if !caller.may_use_port(port)
-                || (adhoc && caller.access < crate::config::TokenAccess::Admin)
-            {
-                return Err(ErrorData::invalid_request(
-                    format!(
-                        "forbidden: token {:?} may not read the output of port {port:?}",
-                        caller.name
-                    ),
-                    None,
-                ));
-            }
+            resource_scope(&caller, &target.gateway, port)?;
         }
         resources::read(&target.gateway, &target.session, &request.uri).map(Into::into)
+    }
+
+    #[allow(deprecated)] // legacy-only in rmcp: the sessions this server keeps use it
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (target, caller) = self
+            .resolve(&context.extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        let Some(port) = resources::alerts_port(&request.uri) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "invalid_argument: {} cannot be subscribed to; {} can",
+                    crate::error::shown(&request.uri),
+                    resources::ALERTS_TEMPLATE
+                ),
+                None,
+            ));
+        };
+        resource_scope(&caller, &target.gateway, port)?;
+        resources::subscribe_alerts(
+            &target.gateway,
+            &target.session,
+            port,
+            &request.uri,
+            context.peer.clone(),
+        )
+    }
+
+    #[allow(deprecated)] // legacy-only in rmcp, as `subscribe`
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (target, _) = self
+            .resolve(&context.extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        target.session.unsubscribe(&request.uri);
+        Ok(())
     }
 }
