@@ -16,6 +16,8 @@
 //!   `automata` keeps their Aho-Corasick automata between calls.
 //! - [`watchset`]: standing watches matched line by line as output
 //!   arrives (alerts).
+//! - `metrics`: the Prometheus metrics (`prometheus-client`), counted as
+//!   things happen and read from the ports at each scrape.
 //! - [`clean`]: what an engineer would read, from raw console bytes.
 //! - `terminal`: key names, the VT100 screen, terminal query answers.
 //! - `port`: one serial line: device, reader task, writer, state, waits.
@@ -59,6 +61,7 @@ pub mod log;
 pub(crate) mod logfile;
 pub mod matcher;
 pub(crate) mod mcp;
+pub(crate) mod metrics;
 pub(crate) mod port;
 pub(crate) mod remote;
 pub mod settings;

@@ -164,6 +164,7 @@ pub(super) struct RawFile {
 #[serde(deny_unknown_fields, expecting = "a [server] table")]
 pub(super) struct RawServer {
     pub(super) listen: Option<Spanned<String>>,
+    pub(super) metrics_listen: Option<Spanned<String>>,
     pub(super) auth: Option<Spanned<AuthMode>>,
     pub(super) retention: Option<Spanned<Size>>,
     pub(super) log_dir: Option<Spanned<PathBuf>>,

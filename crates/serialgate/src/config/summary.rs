@@ -104,6 +104,7 @@ fn auth_name(auth: AuthMode) -> &'static str {
 /// A token's `access` as the config file writes it.
 fn access_name(access: TokenAccess) -> &'static str {
     match access {
+        TokenAccess::Metrics => "metrics",
         TokenAccess::Read => "read",
         TokenAccess::Write => "write",
         TokenAccess::Admin => "admin",

@@ -232,6 +232,7 @@ impl Caller {
 
 fn name_of(access: TokenAccess) -> &'static str {
     match access {
+        TokenAccess::Metrics => "metrics",
         TokenAccess::Read => "read",
         TokenAccess::Write => "write",
         TokenAccess::Admin => "admin",

@@ -191,6 +191,32 @@ fn check_tool_name(name: &str) -> Result<(), GateError> {
     Ok(())
 }
 
+/// Counts a tool call in the metrics, by tool (names no tool has count as
+/// `unknown`, so a caller cannot grow the label set) and outcome.
+fn count_call(router: &ToolRouter<GateServer>, tool: &str, response: &CallToolResponse) {
+    let tool = if router.has_route(tool) {
+        tool
+    } else {
+        "unknown"
+    };
+    let code = match response {
+        CallToolResponse::Complete(result) if result.is_error == Some(true) => result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .and_then(|t| t.text.split_once(':'))
+            .and_then(|(code, _)| {
+                crate::error::ErrorCode::ALL
+                    .iter()
+                    .find(|c| c.as_str() == code)
+                    .map(|c| c.as_str())
+            })
+            .unwrap_or("error"),
+        _ => "ok",
+    };
+    crate::metrics::tool_call(tool, code);
+}
+
 /// Refuses a resource of a port the caller does not reach (or an ad-hoc
 /// port, unless admin), without saying more about the port.
 fn resource_scope(caller: &access::Caller, gateway: &Gateway, port: &str) -> Result<(), ErrorData> {
@@ -261,7 +287,9 @@ impl ServerHandler for GateServer {
         let mut request = request;
         if let Err(e) = access::authorize(&caller, &target.gateway, &target.session, &mut request) {
             tracing::info!("refused {:?} to token {:?}: {e}", request.name, caller.name);
-            return Ok(error_result(e));
+            let refused = error_result(e);
+            count_call(&self.tool_router, &request.name, &refused);
+            return Ok(refused);
         }
         if !matches!(self.mode, scope::Mode::Local)
             && access::classify(&request.name).0 > crate::config::TokenAccess::Read
@@ -279,8 +307,10 @@ impl ServerHandler for GateServer {
             );
         }
         let is_list_ports = request.name == "list_ports";
+        let tool = request.name.clone();
         let tcc = ToolCallContext::new(&*target, request, context);
         let mut response = target.tool_router.call(tcc).await?;
+        count_call(&target.tool_router, &tool, &response);
         if is_list_ports
             && let CallToolResponse::Complete(result) = &mut response
             && result.is_error != Some(true)

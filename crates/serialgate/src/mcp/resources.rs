@@ -87,8 +87,10 @@ pub fn subscribe_alerts(
             }
             let note = rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone());
             if peer.notify_resource_updated(note).await.is_err() {
+                crate::metrics::notification("failed");
                 break;
             }
+            crate::metrics::notification("sent");
         }
     });
     Ok(())

@@ -110,6 +110,23 @@ struct Inner {
     /// Resource subscriptions by URI: each notifier task stops when its
     /// guard drops (unsubscribe, or the session's end).
     subscriptions: BTreeMap<String, tokio_util::sync::DropGuard>,
+    _counted: Counted,
+}
+
+/// Counts a session state in the metrics while it lives.
+struct Counted;
+
+impl Default for Counted {
+    fn default() -> Self {
+        crate::metrics::session(1);
+        Counted
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        crate::metrics::session(-1);
+    }
 }
 
 impl Session {

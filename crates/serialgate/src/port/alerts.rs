@@ -178,6 +178,7 @@ impl Alerts {
         };
         for alert in &raised {
             log(alert);
+            crate::metrics::alert(&alert.port, alert.severity.as_str());
             if let Some(hook) = &self.hook {
                 hook(alert);
             }

@@ -130,10 +130,12 @@ impl Default for PortServices {
 /// cancellation included) uncounts it.
 pub(crate) struct WaitGuard {
     port: Port,
+    started: std::time::Instant,
 }
 
 impl Drop for WaitGuard {
     fn drop(&mut self) {
+        crate::metrics::wait(self.started.elapsed());
         self.port
             .shared
             .active_waits
@@ -375,7 +377,10 @@ impl Port {
     /// Counts a wait for as long as the guard lives.
     pub(crate) fn wait_guard(&self) -> WaitGuard {
         self.shared.active_waits.fetch_add(1, Ordering::Relaxed);
-        WaitGuard { port: self.clone() }
+        WaitGuard {
+            port: self.clone(),
+            started: std::time::Instant::now(),
+        }
     }
 
     /// The transcript of this port, with `log_dir`.
