@@ -18,6 +18,8 @@
 //!   arrives (alerts).
 //! - `metrics`: the Prometheus metrics (`prometheus-client`), counted as
 //!   things happen and read from the ports at each scrape.
+//! - `webhook`: alerts POSTed, signed, through a bounded queue that
+//!   never blocks the reader.
 //! - [`clean`]: what an engineer would read, from raw console bytes.
 //! - `terminal`: key names, the VT100 screen, terminal query answers.
 //! - `port`: one serial line: device, reader task, writer, state, waits.
@@ -70,6 +72,7 @@ pub(crate) mod terminal;
 pub(crate) mod transcript;
 pub mod udev;
 pub mod watchset;
+pub(crate) mod webhook;
 
 /// The built-in device presets, beside the config that extends them.
 pub use config::presets;

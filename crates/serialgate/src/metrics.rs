@@ -27,6 +27,7 @@ struct Counters {
     tool_calls: Family<Labels, Counter>,
     waits: Histogram,
     notifications: Family<Labels, Counter>,
+    webhook: Family<Labels, Counter>,
     sessions: AtomicI64,
 }
 
@@ -36,6 +37,7 @@ static COUNTERS: LazyLock<Counters> = LazyLock::new(|| Counters {
     // 10 ms to about 5 minutes.
     waits: Histogram::new(exponential_buckets(0.01, 2.0, 15)),
     notifications: Family::default(),
+    webhook: Family::default(),
     sessions: AtomicI64::new(0),
 });
 
@@ -67,6 +69,15 @@ pub fn wait(took: Duration) {
 pub fn notification(outcome: &'static str) {
     COUNTERS
         .notifications
+        .get_or_create(&vec![("outcome", outcome.to_owned())])
+        .inc();
+}
+
+/// A webhook delivery ended: `delivered`, `failed` (after its retries) or
+/// `dropped` (its queue was full).
+pub fn webhook(outcome: &'static str) {
+    COUNTERS
+        .webhook
         .get_or_create(&vec![("outcome", outcome.to_owned())])
         .inc();
 }
@@ -214,6 +225,11 @@ pub fn render(gateway: &Gateway, shows: &dyn Fn(&str) -> bool) -> String {
         "serialgate_notifications",
         "Resource update notifications, sent or failed",
         c.notifications.clone(),
+    );
+    registry.register(
+        "serialgate_webhook_deliveries",
+        "Alert webhook deliveries: delivered, failed after its retries, dropped (queue full)",
+        c.webhook.clone(),
     );
     let mut text = String::new();
     // Writing to a String cannot fail.

@@ -27,6 +27,7 @@ mod summary;
 mod test_support;
 mod tokens;
 pub mod watches;
+pub mod webhook;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

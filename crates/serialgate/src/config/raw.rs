@@ -165,6 +165,7 @@ pub(super) struct RawFile {
 pub(super) struct RawServer {
     pub(super) listen: Option<Spanned<String>>,
     pub(super) metrics_listen: Option<Spanned<String>>,
+    pub(super) alert_webhook: Option<super::webhook::RawWebhook>,
     pub(super) auth: Option<Spanned<AuthMode>>,
     pub(super) retention: Option<Spanned<Size>>,
     pub(super) log_dir: Option<Spanned<PathBuf>>,

@@ -35,6 +35,8 @@ pub struct ServerConfig {
     /// Loopback address (`host:port`) of a listener with only `/metrics`
     /// and `/healthz`, without authentication, for a local Prometheus.
     pub metrics_listen: Option<String>,
+    /// Where alerts are POSTed, signed (`alert_webhook`).
+    pub alert_webhook: Option<super::webhook::WebhookConfig>,
     /// How HTTP callers authenticate (`auth`, default bearer tokens).
     pub auth: AuthMode,
     /// Output bytes kept per port ([`DEFAULT_RETENTION`] unless set).
@@ -72,6 +74,7 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: None,
             metrics_listen: None,
+            alert_webhook: None,
             auth: AuthMode::Token,
             retention: DEFAULT_RETENTION,
             log_dir: None,
@@ -143,6 +146,9 @@ impl RawServer {
                 )));
             }
             s.metrics_listen = Some(listen.into_inner());
+        }
+        if let Some(hook) = self.alert_webhook {
+            s.alert_webhook = Some(hook.resolve(src)?);
         }
         if let Some(auth) = self.auth {
             s.auth = auth.into_inner();
