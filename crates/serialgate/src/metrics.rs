@@ -2,22 +2,18 @@
 //! (`prometheus-client`): counters the daemon's parts bump as things
 //! happen (alerts by severity, tool calls by tool and error code, wait
 //! durations, dropped notifications), kept process-wide like the `tracing`
-//! dispatcher so that no layer passes them down, and the ports' own
-//! figures (state, bytes, reconnects, people) read at each scrape.
+//! dispatcher so that no layer passes them down. It imports nothing of
+//! the daemon's: the ports' own figures are read at each scrape by
+//! `daemon/metrics_http.rs`.
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-
-use crate::gateway::Gateway;
-use crate::port::PortState;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -87,130 +83,20 @@ pub fn session(delta: i64) {
     COUNTERS.sessions.fetch_add(delta, Ordering::Relaxed);
 }
 
-/// The text exposition of every metric, the ports' limited to those
-/// `shows` (a token's globs).
-pub fn render(gateway: &Gateway, shows: &dyn Fn(&str) -> bool) -> String {
+/// How many alerts of `severity` `port` raised.
+pub fn alerts_seen(port: &str, severity: &str) -> u64 {
+    let labels = vec![("port", port.to_owned()), ("severity", severity.to_owned())];
+    COUNTERS.alerts.get(&labels).map_or(0, |c| c.get())
+}
+
+/// Live MCP session states.
+pub fn sessions() -> i64 {
+    COUNTERS.sessions.load(Ordering::Relaxed).max(0)
+}
+
+/// Registers the counters kept between scrapes in `registry`.
+pub fn register(registry: &mut Registry) {
     let c = &*COUNTERS;
-    let mut registry = Registry::default();
-    let port_state = Family::<Labels, Gauge>::default();
-    let received = Family::<Labels, Counter>::default();
-    let sent = Family::<Labels, Counter>::default();
-    let reconnects = Family::<Labels, Counter>::default();
-    let retention_dropped = Family::<Labels, Counter>::default();
-    let alerts_dropped = Family::<Labels, Counter>::default();
-    let people = Family::<Labels, Gauge>::default();
-    let waiting = Family::<Labels, Gauge>::default();
-    let watches = Family::<Labels, Gauge>::default();
-    let states = [
-        PortState::Opening,
-        PortState::Open,
-        PortState::Lost,
-        PortState::Reopening,
-        PortState::Down,
-        PortState::Closed,
-    ];
-    for gp in gateway.ports() {
-        let port = &gp.port;
-        let name = port.name();
-        if !shows(name) {
-            continue;
-        }
-        let one = || vec![("port", name.to_owned())];
-        let now = port.state();
-        for state in states {
-            let mut labels = one();
-            labels.push(("state", state_name(state).to_owned()));
-            port_state
-                .get_or_create(&labels)
-                .set(i64::from(state == now));
-        }
-        received.get_or_create(&one()).inc_by(port.log().head());
-        sent.get_or_create(&one()).inc_by(port.bytes_written());
-        reconnects.get_or_create(&one()).inc_by(port.reconnects());
-        retention_dropped
-            .get_or_create(&one())
-            .inc_by(port.log().oldest());
-        let summary = port.alerts().summary();
-        alerts_dropped.get_or_create(&one()).inc_by(summary.dropped);
-        watches.get_or_create(&one()).set(summary.watches as i64);
-        people.get_or_create(&one()).set(port.people().len() as i64);
-        waiting
-            .get_or_create(&one())
-            .set(port.active_waits() as i64);
-    }
-    let alerts = Family::<Labels, Counter>::default();
-    // Only the ports shown; a family clone would show them all.
-    for gp in gateway.ports() {
-        let name = gp.port.name();
-        if !shows(name) {
-            continue;
-        }
-        for severity in crate::config::watches::Severity::ALL {
-            let labels = vec![
-                ("port", name.to_owned()),
-                ("severity", severity.as_str().to_owned()),
-            ];
-            let seen = c.alerts.get(&labels).map_or(0, |counter| counter.get());
-            alerts.get_or_create(&labels).inc_by(seen);
-        }
-    }
-    let sessions = Gauge::<i64>::default();
-    sessions.set(c.sessions.load(Ordering::Relaxed).max(0));
-    registry.register(
-        "serialgate_port_state",
-        "1 for the state each port is in (opening, open, lost, reopening, down, closed)",
-        port_state,
-    );
-    registry.register(
-        "serialgate_port_received_bytes",
-        "Bytes the device sent (the OutputLog's head)",
-        received,
-    );
-    registry.register(
-        "serialgate_port_sent_bytes",
-        "Bytes written to the device",
-        sent,
-    );
-    registry.register(
-        "serialgate_port_reconnects",
-        "Times the device was reopened after a loss",
-        reconnects,
-    );
-    registry.register(
-        "serialgate_port_retention_dropped_bytes",
-        "Bytes retention dropped from the OutputLog (still in the transcript, if any)",
-        retention_dropped,
-    );
-    registry.register(
-        "serialgate_port_alerts_dropped",
-        "Alerts dropped from a port's kept ones (the newest 256 are kept)",
-        alerts_dropped,
-    );
-    registry.register(
-        "serialgate_port_watches",
-        "Standing watches in force (config and sessions')",
-        watches,
-    );
-    registry.register(
-        "serialgate_port_people",
-        "People attached with a console",
-        people,
-    );
-    registry.register(
-        "serialgate_port_waiting_calls",
-        "Calls waiting on the port's output",
-        waiting,
-    );
-    registry.register(
-        "serialgate_alerts",
-        "Alerts raised, by port and severity",
-        alerts,
-    );
-    registry.register(
-        "serialgate_mcp_sessions",
-        "MCP session states alive (stdio, HTTP sessions, sessionless clients' kept states)",
-        sessions,
-    );
     registry.register(
         "serialgate_tool_calls",
         "Tool calls, by tool and outcome (ok or the error code)",
@@ -231,19 +117,4 @@ pub fn render(gateway: &Gateway, shows: &dyn Fn(&str) -> bool) -> String {
         "Alert webhook deliveries: delivered, failed after its retries, dropped (queue full)",
         c.webhook.clone(),
     );
-    let mut text = String::new();
-    // Writing to a String cannot fail.
-    let _ = encode(&mut text, &registry);
-    text
-}
-
-fn state_name(state: PortState) -> &'static str {
-    match state {
-        PortState::Opening => "opening",
-        PortState::Open => "open",
-        PortState::Lost => "lost",
-        PortState::Reopening => "reopening",
-        PortState::Down => "down",
-        PortState::Closed => "closed",
-    }
 }

@@ -165,7 +165,7 @@ pub(super) struct RawFile {
 pub(super) struct RawServer {
     pub(super) listen: Option<Spanned<String>>,
     pub(super) metrics_listen: Option<Spanned<String>>,
-    pub(super) alert_webhook: Option<super::webhook::RawWebhook>,
+    pub(super) alert_webhook: Option<RawWebhook>,
     pub(super) auth: Option<Spanned<AuthMode>>,
     pub(super) retention: Option<Spanned<Size>>,
     pub(super) log_dir: Option<Spanned<PathBuf>>,
@@ -176,6 +176,20 @@ pub(super) struct RawServer {
     pub(super) adhoc_devices: Option<Vec<Spanned<String>>>,
     pub(super) adhoc_remotes: Option<Vec<Spanned<String>>>,
     pub(super) down_after: Option<Spanned<i64>>,
+}
+
+/// `alert_webhook` as written.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table { url, secret_file, timeout, retries, queue }"
+)]
+pub(super) struct RawWebhook {
+    pub(super) url: Spanned<String>,
+    pub(super) secret_file: Option<Spanned<PathBuf>>,
+    pub(super) timeout: Option<Spanned<String>>,
+    pub(super) retries: Option<Spanned<i64>>,
+    pub(super) queue: Option<Spanned<i64>>,
 }
 
 /// One `[[tokens]]` entry as written (`access` read unless given).

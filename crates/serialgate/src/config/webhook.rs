@@ -10,9 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use toml::Spanned;
 
+use super::raw::RawWebhook;
 use super::tokens::read_small_file;
 use super::{ConfigError, Source, next_to_config};
 
@@ -63,20 +64,6 @@ impl fmt::Debug for WebhookSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("WebhookSecret(..)")
     }
-}
-
-/// `alert_webhook` as written.
-#[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a table { url, secret_file, timeout, retries, queue }"
-)]
-pub(super) struct RawWebhook {
-    url: Spanned<String>,
-    secret_file: Option<Spanned<PathBuf>>,
-    timeout: Option<Spanned<String>>,
-    retries: Option<Spanned<i64>>,
-    queue: Option<Spanned<i64>>,
 }
 
 impl RawWebhook {
