@@ -60,6 +60,23 @@ impl fmt::Display for Summary<'_> {
                 auth_name(config.server.auth)
             )?;
         }
+        if let Some(listen) = &config.server.metrics_listen {
+            writeln!(f, "metrics: http://{listen}/metrics, no token (loopback)")?;
+        }
+        if let Some(w) = &config.server.alert_webhook {
+            writeln!(
+                f,
+                "alert_webhook: {} ({}, timeout {}, {} retries, queue {})",
+                w.url,
+                w.secret_file.as_ref().map_or_else(
+                    || "unsigned".to_owned(),
+                    |p| format!("signed with the secret in {}", p.display())
+                ),
+                humantime::format_duration(w.timeout),
+                w.retries,
+                w.queue
+            )?;
+        }
         if !config.tokens.is_empty() {
             writeln!(f, "tokens:")?;
             for t in &config.tokens {

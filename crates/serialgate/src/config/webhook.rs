@@ -236,10 +236,17 @@ mod tests {
         let c = parse(
             "[server]\nalert_webhook = { url = \"http://127.0.0.1:9/a\", timeout = \"250ms\", retries = 0, queue = 8 }\n",
         );
-        let w = c.server.alert_webhook.unwrap();
+        let w = c.server.alert_webhook.clone().unwrap();
         assert_eq!(
             (w.port, w.timeout, w.retries, w.queue),
             (9, Duration::from_millis(250), 0, 8)
+        );
+        assert!(
+            c.summary().to_string().contains(
+                "alert_webhook: http://127.0.0.1:9/a (unsigned, timeout 250ms, 0 retries, queue 8)\n"
+            ),
+            "{}",
+            c.summary()
         );
         assert_error(
             "[server]\nalert_webhook = { url = \"https://x/\" }\n",
