@@ -64,6 +64,36 @@ impl UpdatesClient {
         })
     }
 
+    /// A sessionless client of protocol `2026-07-28` over streamable HTTP
+    /// (`server/discover`; subscriptions through `subscriptions/listen`).
+    pub async fn sessionless(url: &str, token: &str) -> anyhow::Result<UpdatesClient> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let lifecycle = rmcp::service::ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        };
+        let service = rmcp::service::ClientServiceExt::serve_with_lifecycle(
+            UpdateQueue { tx },
+            transport,
+            lifecycle,
+        )
+        .await?;
+        Ok(UpdatesClient {
+            service,
+            updates: Mutex::new(rx),
+        })
+    }
+
+    /// `subscriptions/listen` to the updates of `uris`: the stream, whose
+    /// [`next_updated`] gives each updated URI.
+    pub async fn listen(&self, uris: &[String]) -> Result<rmcp::service::Subscription, String> {
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .resource_subscriptions(uris.iter().cloned())
+            .build();
+        self.service.listen(filter).await.map_err(|e| e.to_string())
+    }
+
     /// Calls a tool with JSON arguments.
     pub async fn call(&self, tool: &str, args: Value) -> Outcome {
         let mut params = rmcp::model::CallToolRequestParams::new(tool.to_owned());
@@ -111,4 +141,24 @@ impl UpdatesClient {
     pub async fn queued_update(&self) -> Option<String> {
         self.updates.lock().await.try_recv().ok()
     }
+}
+
+/// The URI of the next `notifications/resources/updated` on a
+/// `subscriptions/listen` stream within `within`, or `None`.
+pub async fn next_updated(
+    subscription: &mut rmcp::service::Subscription,
+    within: Duration,
+) -> Option<String> {
+    let next = tokio::time::timeout(within, async {
+        loop {
+            match subscription.next().await {
+                Ok(Some(rmcp::model::ServerNotification::ResourceUpdatedNotification(n))) => {
+                    return Some(n.params.uri);
+                }
+                Ok(Some(_)) => continue,
+                _ => return None,
+            }
+        }
+    });
+    next.await.ok().flatten()
 }

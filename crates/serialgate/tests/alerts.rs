@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use serialgate_sim::pty::Pty;
 use serialgate_testkit::daemon::{self, Daemon, NotifySocket, WITHIN};
 use serialgate_testkit::rig::num;
-use serialgate_testkit::updates::UpdatesClient;
+use serialgate_testkit::updates::{UpdatesClient, next_updated};
 use tempfile::TempDir;
 
 /// How soon a subscribed client must hear of an alert.
@@ -265,12 +265,26 @@ async fn http_subscribers_are_told_only_of_ports_their_token_reaches() {
         .expect("other subscribes to its own");
     let refused = other.read(&alerts_uri("sw1")).await.unwrap_err();
     assert!(refused.contains("forbidden"), "{refused}");
+    // Sessionless clients (`2026-07-28`) listen instead; the other token's
+    // stream asks for both ports and is only ever told of its own.
+    let ops_new = UpdatesClient::sessionless(&url, TOKENS[0].1).await.unwrap();
+    let other_new = UpdatesClient::sessionless(&url, TOKENS[1].1).await.unwrap();
+    let mut ops_stream = ops_new.listen(&[alerts_uri("sw1")]).await.unwrap();
+    let mut other_stream = other_new
+        .listen(&[alerts_uri("sw1"), alerts_uri("sw2")])
+        .await
+        .unwrap();
 
     let start = crash_in_two_reads(&ops, "sw1", &pty1).await;
     assert_eq!(
         ops.next_update(TOLD_WITHIN).await.as_deref(),
         Some(alerts_uri("sw1").as_str()),
         "told within a second over HTTP"
+    );
+    assert_eq!(
+        next_updated(&mut ops_stream, TOLD_WITHIN).await.as_deref(),
+        Some(alerts_uri("sw1").as_str()),
+        "a listening sessionless client is told within a second"
     );
     let shown: Value = serde_json::from_str(&ops.read(&alerts_uri("sw1")).await.unwrap()).unwrap();
     assert_eq!(num(&shown["alerts"][0], "start"), start, "{shown}");
@@ -282,6 +296,13 @@ async fn http_subscribers_are_told_only_of_ports_their_token_reaches() {
         Some(alerts_uri("sw2").as_str())
     );
     assert_eq!(other.queued_update().await, None);
+    assert_eq!(
+        next_updated(&mut other_stream, TOLD_WITHIN)
+            .await
+            .as_deref(),
+        Some(alerts_uri("sw2").as_str()),
+        "the other token's stream hears of sw2 first: nothing of sw1"
+    );
     let shown: Value =
         serde_json::from_str(&other.read(&alerts_uri("sw2")).await.unwrap()).unwrap();
     assert_eq!(num(&shown["alerts"][0], "start"), start2, "{shown}");

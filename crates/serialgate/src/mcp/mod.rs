@@ -26,6 +26,7 @@ mod terminal;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     InitializeRequestParams, InitializeResult, IntoContents, ListResourceTemplatesResult,
@@ -33,7 +34,7 @@ use rmcp::model::{
     ReadResourceResponse, ResourceTemplate, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use crate::error::GateError;
@@ -380,6 +381,52 @@ impl ServerHandler for GateServer {
             resource_scope(&caller, &target.gateway, port)?;
         }
         resources::read(&target.gateway, &target.session, &request.uri).map(Into::into)
+    }
+
+    /// `subscriptions/listen` (protocol `2026-07-28`): alerts resources
+    /// only; whether the caller reaches the port is judged in `listen`,
+    /// which then watches only those it does.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let uris: Vec<String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| resources::alerts_port(uri).is_some())
+            .take(session::MAX_SUBSCRIPTIONS)
+            .cloned()
+            .collect();
+        let mut accepted = SubscriptionFilter::default();
+        accepted.resource_subscriptions = (!uris.is_empty()).then_some(uris);
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let (target, caller) = self
+            .resolve(&context.request_context().extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        let stop = tokio_util::sync::CancellationToken::new();
+        let _stop_on_end = stop.clone().drop_guard();
+        for uri in context.accepted().resource_subscriptions.iter().flatten() {
+            // A port the caller does not reach is never watched for it.
+            let Some(port) = resources::alerts_port(uri) else {
+                continue;
+            };
+            if resource_scope(&caller, &target.gateway, port).is_err() {
+                continue;
+            }
+            resources::listen_alerts(
+                &target.gateway,
+                port,
+                uri,
+                context.sink().clone(),
+                stop.clone(),
+            );
+        }
+        context.cancelled().await;
+        Ok(())
     }
 
     #[allow(deprecated)] // legacy-only in rmcp: the sessions this server keeps use it

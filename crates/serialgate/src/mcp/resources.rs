@@ -96,6 +96,37 @@ pub fn subscribe_alerts(
     Ok(())
 }
 
+/// For a `subscriptions/listen` stream: a task sends
+/// `notifications/resources/updated` for `uri` through `sink` after new
+/// alerts of `port`, until `stop`, the stream's end or the port's.
+pub fn listen_alerts(
+    gateway: &Gateway,
+    port: &str,
+    uri: &str,
+    sink: rmcp::service::SubscriptionSink,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let Some(gp) = gateway.port(port) else {
+        return;
+    };
+    let mut changed = gp.port.alerts().subscribe();
+    changed.mark_unchanged();
+    let uri = uri.to_owned();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                next = changed.changed() => if next.is_err() { break },
+            }
+            if sink.notify_resource_updated(uri.clone()).await.is_err() {
+                crate::metrics::notification("failed");
+                break;
+            }
+            crate::metrics::notification("sent");
+        }
+    });
+}
+
 /// The URI of the output of `port` between two offsets.
 pub fn output_uri(port: &str, start: u64, end: u64) -> String {
     format!("serialgate://ports/{port}/output/{start}-{end}")
