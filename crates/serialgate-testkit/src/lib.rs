@@ -12,6 +12,7 @@
 //!   exit status, stderr, readiness, `[[tokens]]`).
 //! - [`rig`]: a simulated device, the gateway and a session ([`rig::Rig`],
 //!   [`rig::Gate`]), and the helpers the tests share.
+//! - [`updates`]: a client that hears resource updates (subscriptions).
 //! - [`load`]: many talking devices and many HTTP sessions, nothing lost
 //!   (the load test and its bench).
 //! - [`web`]: the web view's site (two devices, the daemon over HTTP,
@@ -25,6 +26,7 @@ pub mod console;
 pub mod daemon;
 pub mod load;
 pub mod rig;
+pub mod updates;
 pub mod web;
 
 pub use binary::binary;

@@ -13,6 +13,7 @@ use crate::audit::Audit;
 use crate::config::{Config, PortConfig, ServerConfig};
 use crate::error::{ErrorCode, GateError};
 use crate::logfile::Rotation;
+use crate::port::alerts::AlertHook;
 use crate::port::{Port, PortServices, PortSpec, PortState};
 use crate::remote::{RemoteAddr, allow};
 use crate::transcript::TranscriptConfig;
@@ -79,6 +80,9 @@ struct Shared {
     shutdown: CancellationToken,
     /// The audit trail of every session write, shared by all ports.
     audit: Audit,
+    /// Told of every alert of every port (the webhook), from the config
+    /// the daemon started with.
+    on_alert: Option<AlertHook>,
     /// Bumped when ports are added or removed (reload, ad hoc), so that
     /// views of every port (the web view's ports page) list them again.
     ports_changed: watch::Sender<u64>,
@@ -104,11 +108,17 @@ impl Gateway {
             }),
             None => Audit::log_only(),
         };
+        // Alerts go to the webhook through a bounded queue (webhook.rs).
+        let on_alert = config
+            .server
+            .alert_webhook
+            .clone()
+            .map(|w| crate::webhook::start(w, shutdown.clone()));
         let mut ports = BTreeMap::new();
         for (name, pc) in &config.ports {
             ports.insert(
                 name.clone(),
-                Self::start_configured(&config, pc, &audit, &shutdown),
+                Self::start_configured(&config, pc, &audit, &on_alert, &shutdown),
             );
         }
         Gateway {
@@ -117,6 +127,7 @@ impl Gateway {
                 ports: Mutex::new(ports),
                 shutdown,
                 audit,
+                on_alert,
                 ports_changed: watch::Sender::new(0),
             }),
         }
@@ -131,7 +142,7 @@ impl Gateway {
     }
 
     /// What a port of `config` records besides its log.
-    fn services(config: &Config, audit: &Audit) -> PortServices {
+    fn services(config: &Config, audit: &Audit, on_alert: &Option<AlertHook>) -> PortServices {
         let server = &config.server;
         PortServices {
             transcript: server.log_dir.as_ref().map(|dir| TranscriptConfig {
@@ -139,6 +150,7 @@ impl Gateway {
                 rotation: Self::log_rotation(config),
             }),
             audit: audit.clone(),
+            on_alert: on_alert.clone(),
         }
     }
 
@@ -146,6 +158,7 @@ impl Gateway {
         config: &Config,
         pc: &Arc<PortConfig>,
         audit: &Audit,
+        on_alert: &Option<AlertHook>,
         shutdown: &CancellationToken,
     ) -> Entry {
         let spec = PortSpec {
@@ -155,8 +168,9 @@ impl Gateway {
             retention: config.server.retention,
             down_after: pc.down_after,
             credentials: pc.credentials.clone(),
+            watches: pc.watches.clone(),
         };
-        let port = Port::start(spec, Self::services(config, audit), shutdown);
+        let port = Port::start(spec, Self::services(config, audit, on_alert), shutdown);
         Entry {
             gateway_port: GatewayPort {
                 port,
@@ -235,6 +249,7 @@ impl Gateway {
                             &config,
                             pc,
                             &self.shared.audit,
+                            &self.shared.on_alert,
                             &self.shared.shutdown,
                         ),
                     );
@@ -394,10 +409,11 @@ impl Gateway {
             retention: server.retention,
             down_after: port_config.down_after,
             credentials: port_config.credentials.clone(),
+            watches: port_config.watches.clone(),
         };
         let port = Port::start(
             spec,
-            Self::services(&config, &self.shared.audit),
+            Self::services(&config, &self.shared.audit, &self.shared.on_alert),
             &self.shared.shutdown,
         );
         let open_timeout = if remote.is_some() {

@@ -14,6 +14,12 @@
 //! - [`log`]: the OutputLog, every byte a device sent at absolute offsets.
 //! - [`matcher`]: incremental prompt and auto-reply trigger matching;
 //!   `automata` keeps their Aho-Corasick automata between calls.
+//! - [`watchset`]: standing watches matched line by line as output
+//!   arrives (alerts).
+//! - `metrics`: the Prometheus metrics (`prometheus-client`), counted as
+//!   things happen and read from the ports at each scrape.
+//! - `webhook`: alerts POSTed, signed, through a bounded queue that
+//!   never blocks the reader.
 //! - [`clean`]: what an engineer would read, from raw console bytes.
 //! - `terminal`: key names, the VT100 screen, terminal query answers.
 //! - `port`: one serial line: device, reader task, writer, state, waits.
@@ -57,6 +63,7 @@ pub mod log;
 pub(crate) mod logfile;
 pub mod matcher;
 pub(crate) mod mcp;
+pub(crate) mod metrics;
 pub(crate) mod port;
 pub(crate) mod remote;
 pub mod settings;
@@ -64,6 +71,8 @@ pub(crate) mod sync;
 pub(crate) mod terminal;
 pub(crate) mod transcript;
 pub mod udev;
+pub mod watchset;
+pub(crate) mod webhook;
 
 /// The built-in device presets, beside the config that extends them.
 pub use config::presets;

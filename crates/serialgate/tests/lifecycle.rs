@@ -134,6 +134,7 @@ async fn the_tool_list_is_the_contract() {
         "confirm_commit",
         "rollback",
         "save_config",
+        "alerts",
     ];
     want.sort();
     assert_eq!(names, want);

@@ -26,6 +26,8 @@ mod summary;
 #[cfg(test)]
 mod test_support;
 mod tokens;
+pub mod watches;
+pub mod webhook;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

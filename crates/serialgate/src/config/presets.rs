@@ -8,6 +8,7 @@ use serde::Serialize;
 
 pub use super::auto_reply::AutoReply;
 use super::modes::{self, ModeRules};
+use super::watches::{self, Watch};
 use crate::settings::{LineEnding, LineSettings};
 
 /// The preset a user preset without `extends`, a port without `preset` and an
@@ -45,6 +46,9 @@ pub struct Preset {
     /// The credentials file ports of this preset log in with, resolved
     /// next to the config.
     pub credentials: Option<std::path::PathBuf>,
+    /// Standing watches: output that raises an alert (a crash, a reboot,
+    /// a boot loader prompt, memory and hardware errors).
+    pub watches: Vec<Watch>,
 }
 
 /// Where a prompt may begin: the start of a line, or right after a carriage
@@ -95,6 +99,7 @@ fn cisco_ios() -> Preset {
         paging_off: Some("terminal length 0".into()),
         modes: modes::cisco_ios(),
         credentials: None,
+        watches: watches::cisco_ios(),
     }
 }
 
@@ -117,6 +122,7 @@ fn cisco_nxos() -> Preset {
         paging_off: Some("terminal length 0".into()),
         modes: modes::cisco_nxos(),
         credentials: None,
+        watches: watches::cisco_nxos(),
     }
 }
 
@@ -148,6 +154,7 @@ fn juniper_junos() -> Preset {
         paging_off: Some("set cli screen-length 0".into()),
         modes: modes::juniper_junos(),
         credentials: None,
+        watches: watches::juniper_junos(),
     }
 }
 
@@ -174,6 +181,7 @@ fn arista_eos() -> Preset {
         paging_off: Some("terminal length 0".into()),
         modes: modes::arista_eos(),
         credentials: None,
+        watches: watches::arista_eos(),
     }
 }
 
@@ -197,6 +205,7 @@ fn huawei_vrp() -> Preset {
         paging_off: Some("screen-length 0 temporary".into()),
         modes: modes::huawei_vrp(),
         credentials: None,
+        watches: watches::huawei_vrp(),
     }
 }
 
@@ -225,6 +234,7 @@ fn linux() -> Preset {
         paging_off: None,
         modes: modes::linux(),
         credentials: None,
+        watches: watches::linux(),
     }
 }
 
@@ -258,6 +268,7 @@ fn hp_procurve() -> Preset {
         paging_off: Some("no page".into()),
         modes: modes::hp_procurve(),
         credentials: None,
+        watches: watches::hp_procurve(),
     }
 }
 
@@ -276,6 +287,7 @@ fn generic() -> Preset {
         paging_off: None,
         modes: ModeRules::default(),
         credentials: None,
+        watches: watches::generic(),
     }
 }
 

@@ -10,6 +10,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
+use super::watches::RawWatch;
 use super::{AuthMode, TokenAccess};
 use crate::settings::{FlowControl, LineEnding, Parity};
 
@@ -163,6 +164,8 @@ pub(super) struct RawFile {
 #[serde(deny_unknown_fields, expecting = "a [server] table")]
 pub(super) struct RawServer {
     pub(super) listen: Option<Spanned<String>>,
+    pub(super) metrics_listen: Option<Spanned<String>>,
+    pub(super) alert_webhook: Option<RawWebhook>,
     pub(super) auth: Option<Spanned<AuthMode>>,
     pub(super) retention: Option<Spanned<Size>>,
     pub(super) log_dir: Option<Spanned<PathBuf>>,
@@ -174,6 +177,20 @@ pub(super) struct RawServer {
     pub(super) adhoc_devices: Option<Vec<Spanned<String>>>,
     pub(super) adhoc_remotes: Option<Vec<Spanned<String>>>,
     pub(super) down_after: Option<Spanned<i64>>,
+}
+
+/// `alert_webhook` as written.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table { url, secret_file, timeout, retries, queue }"
+)]
+pub(super) struct RawWebhook {
+    pub(super) url: Spanned<String>,
+    pub(super) secret_file: Option<Spanned<PathBuf>>,
+    pub(super) timeout: Option<Spanned<String>>,
+    pub(super) retries: Option<Spanned<i64>>,
+    pub(super) queue: Option<Spanned<i64>>,
 }
 
 /// One `[[tokens]]` entry as written (`access` read unless given).
@@ -211,6 +228,7 @@ pub(super) struct Overrides {
     pub(super) paging_off: Option<String>,
     pub(super) modes: Option<RawModes>,
     pub(super) credentials: Option<Spanned<PathBuf>>,
+    pub(super) watches: Option<Vec<RawWatch>>,
 }
 
 // `#[serde(flatten)]` would share the override keys between presets and
@@ -236,6 +254,7 @@ pub(super) struct RawPreset {
     paging_off: Option<String>,
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
+    watches: Option<Vec<RawWatch>>,
 }
 
 /// One `[ports.NAME]` table as written.
@@ -257,6 +276,7 @@ pub(super) struct RawPort {
     paging_off: Option<String>,
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
+    watches: Option<Vec<RawWatch>>,
     pub(super) down_after: Option<Spanned<i64>>,
 }
 
@@ -277,6 +297,7 @@ impl RawPreset {
             paging_off: self.paging_off,
             modes: self.modes,
             credentials: self.credentials,
+            watches: self.watches,
         };
         (self.extends, self.description, o)
     }
@@ -300,6 +321,7 @@ impl RawPort {
             paging_off: self.paging_off,
             modes: self.modes,
             credentials: self.credentials,
+            watches: self.watches,
         };
         (self.device, self.preset, o)
     }

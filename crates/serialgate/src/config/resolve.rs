@@ -54,6 +54,8 @@ pub struct PortConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub credentials: Option<Arc<Credentials>>,
+    /// Standing watches on the port's output.
+    pub watches: Vec<super::watches::Watch>,
 }
 
 impl PortConfig {
@@ -86,6 +88,7 @@ impl PortConfig {
             modes: p.modes,
             credentials_file: p.credentials,
             credentials,
+            watches: p.watches,
         })
     }
 }
@@ -229,6 +232,9 @@ impl Overrides {
         }
         if let Some(modes) = self.modes {
             modes.apply(&mut p.modes, &format!("{path}.modes"), src)?;
+        }
+        if let Some(list) = self.watches {
+            super::watches::apply(list, &mut p.watches, &format!("{path}.watches"), src)?;
         }
         if let Some(file) = self.credentials {
             p.credentials = if file.get_ref().as_os_str().is_empty() {

@@ -32,6 +32,11 @@ pub const DEFAULT_ADHOC_DEVICES: [&str; 3] =
 pub struct ServerConfig {
     /// Address (`host:port`) for streamable HTTP at `/mcp`; none: stdio only.
     pub listen: Option<String>,
+    /// Loopback address (`host:port`) of a listener with only `/metrics`
+    /// and `/healthz`, without authentication, for a local Prometheus.
+    pub metrics_listen: Option<String>,
+    /// Where alerts are POSTed, signed (`alert_webhook`).
+    pub alert_webhook: Option<super::webhook::WebhookConfig>,
     /// How HTTP callers authenticate (`auth`, default bearer tokens).
     pub auth: AuthMode,
     /// Output bytes kept per port ([`DEFAULT_RETENTION`] unless set).
@@ -74,6 +79,8 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: None,
+            metrics_listen: None,
+            alert_webhook: None,
             auth: AuthMode::Token,
             retention: DEFAULT_RETENTION,
             log_dir: None,
@@ -137,6 +144,20 @@ impl RawServer {
             check_listen(listen.get_ref())
                 .map_err(|e| src.error(listen.span(), format!("server.listen: {e}")))?;
             s.listen = Some(listen.into_inner());
+        }
+        if let Some(listen) = self.metrics_listen {
+            let at = |e: String| src.error(listen.span(), format!("server.metrics_listen: {e}"));
+            check_listen(listen.get_ref()).map_err(at)?;
+            if !listen_is_loopback(listen.get_ref()) {
+                return Err(at(format!(
+                    "{:?} is not a loopback address; metrics_listen serves without a token, so only 127.0.0.1, ::1 or localhost; a remote Prometheus scrapes /metrics on `listen` with a token of access \"metrics\"",
+                    listen.get_ref()
+                )));
+            }
+            s.metrics_listen = Some(listen.into_inner());
+        }
+        if let Some(hook) = self.alert_webhook {
+            s.alert_webhook = Some(hook.resolve(src)?);
         }
         if let Some(auth) = self.auth {
             s.auth = auth.into_inner();

@@ -41,6 +41,14 @@ impl fmt::Display for Summary<'_> {
                 )?,
                 _ => writeln!(f)?,
             }
+            if !p.watches.is_empty() {
+                let watches: Vec<String> = p
+                    .watches
+                    .iter()
+                    .map(|w| format!("{} ({}) {:?}", w.name, w.severity.as_str(), w.regex))
+                    .collect();
+                writeln!(f, "    watches: {}", watches.join(", "))?;
+            }
         }
         if config.ports.is_empty() {
             writeln!(f, "  (none)")?;
@@ -50,6 +58,23 @@ impl fmt::Display for Summary<'_> {
                 f,
                 "http: http://{listen}/mcp, auth {}",
                 auth_name(config.server.auth)
+            )?;
+        }
+        if let Some(listen) = &config.server.metrics_listen {
+            writeln!(f, "metrics: http://{listen}/metrics, no token (loopback)")?;
+        }
+        if let Some(w) = &config.server.alert_webhook {
+            writeln!(
+                f,
+                "alert_webhook: {} ({}, timeout {}, {} retries, queue {})",
+                w.url,
+                w.secret_file.as_ref().map_or_else(
+                    || "unsigned".to_owned(),
+                    |p| format!("signed with the secret in {}", p.display())
+                ),
+                humantime::format_duration(w.timeout),
+                w.retries,
+                w.queue
             )?;
         }
         if !config.tokens.is_empty() {
@@ -96,6 +121,7 @@ fn auth_name(auth: AuthMode) -> &'static str {
 /// A token's `access` as the config file writes it.
 fn access_name(access: TokenAccess) -> &'static str {
     match access {
+        TokenAccess::Metrics => "metrics",
         TokenAccess::Read => "read",
         TokenAccess::Write => "write",
         TokenAccess::Admin => "admin",
@@ -128,12 +154,20 @@ mod tests {
                 c.ports["sw1"].line
             )
         );
-        assert!(lines[2].ends_with(" line_ending=crlf"), "{shown}");
-        assert_eq!(lines[3], "http: http://127.0.0.1:7301/mcp, auth token");
-        assert_eq!(lines[4], "tokens:");
-        assert_eq!(lines[5], "  agent: write access, ports * (secret from a)");
-        assert!(lines[6].starts_with("presets: ") && lines[6].contains("cisco-ios"));
-        assert_eq!(lines.len(), 7, "{shown}");
+        assert!(
+            lines[2].starts_with("    watches: crash (critical) \"Unexpected exception"),
+            "{shown}"
+        );
+        assert!(lines[3].ends_with(" line_ending=crlf"), "{shown}");
+        assert!(
+            lines[4].starts_with("    watches: crash (critical) "),
+            "{shown}"
+        );
+        assert_eq!(lines[5], "http: http://127.0.0.1:7301/mcp, auth token");
+        assert_eq!(lines[6], "tokens:");
+        assert_eq!(lines[7], "  agent: write access, ports * (secret from a)");
+        assert!(lines[8].starts_with("presets: ") && lines[8].contains("cisco-ios"));
+        assert_eq!(lines.len(), 9, "{shown}");
         assert!(shown.ends_with('\n'));
     }
 

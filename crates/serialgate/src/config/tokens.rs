@@ -17,6 +17,8 @@ use super::{ConfigError, Source, check_globs, next_to_config};
 )]
 #[serde(rename_all = "lowercase")]
 pub enum TokenAccess {
+    /// Only scrape `/metrics`: no tool, console or web view.
+    Metrics,
     /// Read output and status.
     Read,
     /// Also send to devices.

@@ -51,6 +51,7 @@ pub async fn ready(gateway: &Gateway) {
         .collect();
     first_open_attempts(gateway, &names).await;
     notify_or_warn("READY=1");
+    crate::daemon::notify::start_watchdog();
 }
 
 /// Waits for the first open attempt of the ports `names` (at most

@@ -17,6 +17,7 @@ pub(crate) mod fd_limit;
 pub(crate) mod http;
 pub mod lifecycle;
 pub mod logging;
+pub(crate) mod metrics_http;
 pub(crate) mod notify;
 pub(crate) mod stdio;
 

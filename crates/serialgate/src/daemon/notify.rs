@@ -23,6 +23,41 @@ pub fn notify(state: &str) -> io::Result<bool> {
     Ok(true)
 }
 
+/// The interval systemd's watchdog expects pings at (`WatchdogSec=` sets
+/// `WATCHDOG_USEC`, and `WATCHDOG_PID` when set must be this process);
+/// `None` without a watchdog.
+pub fn watchdog_interval() -> Option<std::time::Duration> {
+    let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.trim().parse().ok()?;
+    if let Ok(pid) = std::env::var("WATCHDOG_PID")
+        && pid.trim().parse::<u32>().ok() != Some(std::process::id())
+    {
+        return None;
+    }
+    (usec > 0).then(|| std::time::Duration::from_micros(usec))
+}
+
+/// With a systemd watchdog, pings `WATCHDOG=1` at half its interval from
+/// a task of the daemon's runtime, for the daemon's life: a runtime that
+/// stops running tasks stops the pings and systemd restarts the unit. Once
+/// only (after the first `READY=1`).
+pub fn start_watchdog() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    let Some(interval) = watchdog_interval() else {
+        return;
+    };
+    STARTED.call_once(|| {
+        tracing::info!("systemd watchdog: pinging every {:?}", interval / 2);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval / 2);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                notify_or_warn("WATCHDOG=1");
+            }
+        });
+    });
+}
+
 /// Logs instead of failing: readiness is advisory for the daemon itself.
 pub fn notify_or_warn(state: &str) {
     if let Err(e) = notify(state) {

@@ -28,6 +28,9 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
     let shutdown = CancellationToken::new();
     let gateway = Gateway::start(config, shutdown.clone());
     super::console_socket::start(&gateway, &shutdown)?;
+    if let Some(listen) = &gateway.config().server.metrics_listen {
+        super::metrics_http::start_listener(listen, &gateway, shutdown.clone()).await?;
+    }
     ready(&gateway).await;
 
     let gone = CancellationToken::new();

@@ -11,7 +11,8 @@
 //! - `read`: tools that only look, or move only the session's own consume
 //!   cursor — `list_ports`, `list_presets`, `connect`/`disconnect` (a
 //!   session's own view of a configured port), `status`, `read_output`,
-//!   `read_available`, `clear_buffer`, `get_transcript`, `screen`, and
+//!   `read_available`, `clear_buffer`, `get_transcript`, `screen`,
+//!   `alerts` (a session's own watches only read the output), and
 //!   `read_until_prompt` *without auto-replies* (for a read caller an absent
 //!   `auto_reply` is taken as `{}`; a non-empty one is refused, because
 //!   answering a trigger writes to the device).
@@ -76,6 +77,8 @@ pub const TOOLS: &[(&str, TokenAccess, Scope)] = &[
     ("clear_buffer", TokenAccess::Read, Scope::Connection),
     ("get_transcript", TokenAccess::Read, Scope::Connection),
     ("screen", TokenAccess::Read, Scope::Connection),
+    // Session watches only read the output; they go with the session.
+    ("alerts", TokenAccess::Read, Scope::Connection),
     // Read only without auto-replies: see `read_until_prompt_replies`.
     ("read_until_prompt", TokenAccess::Read, Scope::Connection),
     ("send_text", TokenAccess::Write, Scope::Connection),
@@ -229,6 +232,7 @@ impl Caller {
 
 fn name_of(access: TokenAccess) -> &'static str {
     match access {
+        TokenAccess::Metrics => "metrics",
         TokenAccess::Read => "read",
         TokenAccess::Write => "write",
         TokenAccess::Admin => "admin",

@@ -143,6 +143,8 @@ pub struct StatusResult {
     pub transcript: Option<String>,
     /// Calls (of any session) waiting on this port's output now.
     pub active_waits: u64,
+    /// The port's alerts: how many, how many dropped, the newest.
+    pub alerts: crate::port::alerts::AlertSummary,
     /// rfc2217:// ports while connected: COM-PORT-OPTION negotiation with
     /// the console server (pending, agreed, refused).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -306,6 +308,7 @@ impl GateServer {
             people: port.people(),
             transcript: port.transcript().map(|t| t.path().display().to_string()),
             active_waits: port.active_waits(),
+            alerts: port.alerts().summary(),
             com_port: com
                 .as_ref()
                 .map(|c| c.view().negotiation.as_str().to_owned()),

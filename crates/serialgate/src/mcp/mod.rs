@@ -7,6 +7,7 @@
 //! ([`crate::error`]).
 
 pub mod access;
+mod alerts;
 mod args;
 mod configure;
 mod connect;
@@ -25,13 +26,15 @@ mod terminal;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     InitializeRequestParams, InitializeResult, IntoContents, ListResourceTemplatesResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    ReadResourceResponse, ResourceTemplate, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use crate::error::GateError;
@@ -121,7 +124,8 @@ impl GateServer {
                     + Self::expect_router()
                     + Self::terminal_router()
                     + Self::mode_router()
-                    + Self::configure_router();
+                    + Self::configure_router()
+                    + Self::alerts_router();
                 for route in router.map.values_mut() {
                     let mut schema = (*route.attr.input_schema).clone();
                     describe::lean_schema(&mut schema);
@@ -188,6 +192,49 @@ fn check_tool_name(name: &str) -> Result<(), GateError> {
     Ok(())
 }
 
+/// Counts a tool call in the metrics, by tool (names no tool has count as
+/// `unknown`, so a caller cannot grow the label set) and outcome.
+fn count_call(router: &ToolRouter<GateServer>, tool: &str, response: &CallToolResponse) {
+    let tool = if router.has_route(tool) {
+        tool
+    } else {
+        "unknown"
+    };
+    let code = match response {
+        CallToolResponse::Complete(result) if result.is_error == Some(true) => result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .and_then(|t| t.text.split_once(':'))
+            .and_then(|(code, _)| {
+                crate::error::ErrorCode::ALL
+                    .iter()
+                    .find(|c| c.as_str() == code)
+                    .map(|c| c.as_str())
+            })
+            .unwrap_or("error"),
+        _ => "ok",
+    };
+    crate::metrics::tool_call(tool, code);
+}
+
+/// Refuses a resource of a port the caller does not reach (or an ad-hoc
+/// port, unless admin), without saying more about the port.
+fn resource_scope(caller: &access::Caller, gateway: &Gateway, port: &str) -> Result<(), ErrorData> {
+    let adhoc = gateway.port(port).is_some_and(|gp| gp.adhoc);
+    if !caller.may_use_port(port) || (adhoc && caller.access < crate::config::TokenAccess::Admin) {
+        return Err(ErrorData::invalid_request(
+            format!(
+                "forbidden: token {:?} may not read the resources of port {}",
+                caller.name,
+                crate::error::shown(port)
+            ),
+            None,
+        ));
+    }
+    Ok(())
+}
+
 /// The port a resource URI names (`serialgate://ports/{port}/...`).
 fn resource_port(uri: &str) -> Option<&str> {
     uri.strip_prefix("serialgate://ports/")?.split('/').next()
@@ -201,6 +248,7 @@ impl ServerHandler for GateServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .build(),
         )
         .with_server_info(rmcp::model::Implementation::new(
@@ -240,7 +288,9 @@ impl ServerHandler for GateServer {
         let mut request = request;
         if let Err(e) = access::authorize(&caller, &target.gateway, &target.session, &mut request) {
             tracing::info!("refused {:?} to token {:?}: {e}", request.name, caller.name);
-            return Ok(error_result(e));
+            let refused = error_result(e);
+            count_call(&self.tool_router, &request.name, &refused);
+            return Ok(refused);
         }
         if !matches!(self.mode, scope::Mode::Local)
             && access::classify(&request.name).0 > crate::config::TokenAccess::Read
@@ -258,8 +308,10 @@ impl ServerHandler for GateServer {
             );
         }
         let is_list_ports = request.name == "list_ports";
+        let tool = request.name.clone();
         let tcc = ToolCallContext::new(&*target, request, context);
         let mut response = target.tool_router.call(tcc).await?;
+        count_call(&target.tool_router, &tool, &response);
         if is_list_ports
             && let CallToolResponse::Complete(result) = &mut response
             && result.is_error != Some(true)
@@ -309,7 +361,12 @@ impl ServerHandler for GateServer {
         let template = ResourceTemplate::new(resources::OUTPUT_TEMPLATE, "command output")
             .with_description("Cleaned output of a send_command between two log offsets (linked from results cut at max_output)")
             .with_mime_type("text/plain");
-        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+        let alerts = ResourceTemplate::new(resources::ALERTS_TEMPLATE, "port alerts")
+            .with_description("A port's newest alerts (JSON); subscribe to hear of new ones")
+            .with_mime_type("application/json");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            template, alerts,
+        ]))
     }
 
     async fn read_resource(
@@ -321,19 +378,96 @@ impl ServerHandler for GateServer {
             .resolve(&context.extensions)
             .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
         if let Some(port) = resource_port(&request.uri) {
-            let adhoc = target.gateway.port(port).is_some_and(|gp| gp.adhoc);
-            if !caller.may_use_port(port)
-                || (adhoc && caller.access < crate::config::TokenAccess::Admin)
-            {
-                return Err(ErrorData::invalid_request(
-                    format!(
-                        "forbidden: token {:?} may not read the output of port {port:?}",
-                        caller.name
-                    ),
-                    None,
-                ));
-            }
+            resource_scope(&caller, &target.gateway, port)?;
         }
         resources::read(&target.gateway, &target.session, &request.uri).map(Into::into)
+    }
+
+    /// `subscriptions/listen` (protocol `2026-07-28`): alerts resources
+    /// only; whether the caller reaches the port is judged in `listen`,
+    /// which then watches only those it does.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let uris: Vec<String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| resources::alerts_port(uri).is_some())
+            .take(session::MAX_SUBSCRIPTIONS)
+            .cloned()
+            .collect();
+        let mut accepted = SubscriptionFilter::default();
+        accepted.resource_subscriptions = (!uris.is_empty()).then_some(uris);
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let (target, caller) = self
+            .resolve(&context.request_context().extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        let stop = tokio_util::sync::CancellationToken::new();
+        let _stop_on_end = stop.clone().drop_guard();
+        for uri in context.accepted().resource_subscriptions.iter().flatten() {
+            // A port the caller does not reach is never watched for it.
+            let Some(port) = resources::alerts_port(uri) else {
+                continue;
+            };
+            if resource_scope(&caller, &target.gateway, port).is_err() {
+                continue;
+            }
+            resources::listen_alerts(
+                &target.gateway,
+                port,
+                uri,
+                context.sink().clone(),
+                stop.clone(),
+            );
+        }
+        context.cancelled().await;
+        Ok(())
+    }
+
+    #[allow(deprecated)] // legacy-only in rmcp: the sessions this server keeps use it
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (target, caller) = self
+            .resolve(&context.extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        let Some(port) = resources::alerts_port(&request.uri) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "invalid_argument: {} cannot be subscribed to; {} can",
+                    crate::error::shown(&request.uri),
+                    resources::ALERTS_TEMPLATE
+                ),
+                None,
+            ));
+        };
+        resource_scope(&caller, &target.gateway, port)?;
+        resources::subscribe_alerts(
+            &target.gateway,
+            &target.session,
+            port,
+            &request.uri,
+            context.peer.clone(),
+        )
+    }
+
+    #[allow(deprecated)] // legacy-only in rmcp, as `subscribe`
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (target, _) = self
+            .resolve(&context.extensions)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        target.session.unsubscribe(&request.uri);
+        Ok(())
     }
 }

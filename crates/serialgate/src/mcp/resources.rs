@@ -1,5 +1,7 @@
 //! MCP resources: the whole cleaned output of a `send_command` whose
-//! result was cut at `max_output`.
+//! result was cut at `max_output`, and each port's alerts, which a client
+//! may subscribe to (`resources/subscribe`): every new alert sends it
+//! `notifications/resources/updated`.
 
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, ResourceContents};
@@ -11,6 +13,119 @@ use crate::gateway::Gateway;
 
 /// The URI template of command outputs.
 pub const OUTPUT_TEMPLATE: &str = "serialgate://ports/{port}/output/{start}-{end}";
+
+/// The URI template of a port's alerts.
+pub const ALERTS_TEMPLATE: &str = "serialgate://ports/{port}/alerts";
+
+/// How many of the newest alerts the alerts resource shows.
+const ALERTS_SHOWN: usize = 50;
+
+/// The port of an alerts URI (`serialgate://ports/{port}/alerts`).
+pub fn alerts_port(uri: &str) -> Option<&str> {
+    let port = uri
+        .strip_prefix("serialgate://ports/")?
+        .strip_suffix("/alerts")?;
+    (!port.is_empty() && !port.contains('/')).then_some(port)
+}
+
+/// Reads an alerts resource: the port's newest alerts as JSON.
+fn read_alerts(gateway: &Gateway, port: &str, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let gp = gateway.port(port).ok_or_else(|| unknown_port(port))?;
+    let alerts = gp.port.alerts();
+    let summary = alerts.summary();
+    let body = serde_json::json!({
+        "port": port,
+        "total": summary.total,
+        "dropped": summary.dropped,
+        "alerts": alerts.newest(ALERTS_SHOWN),
+    });
+    Ok(ReadResourceResult::new(vec![
+        ResourceContents::text(body.to_string(), uri).with_mime_type("application/json"),
+    ]))
+}
+
+fn unknown_port(port: &str) -> ErrorData {
+    ErrorData::resource_not_found(
+        format!(
+            "unknown_connection: no port named {}; list_ports names them",
+            shown(port)
+        ),
+        None,
+    )
+}
+
+/// Subscribes the client at `peer` to a port's alerts: a task sends
+/// `notifications/resources/updated` for `uri` after every new alert (one
+/// per wake-up, however many arrived), until the guard kept in `session`
+/// drops, the client is gone or the port is.
+pub fn subscribe_alerts(
+    gateway: &Gateway,
+    session: &Session,
+    port: &str,
+    uri: &str,
+    peer: rmcp::Peer<rmcp::RoleServer>,
+) -> Result<(), ErrorData> {
+    let gp = gateway.port(port).ok_or_else(|| unknown_port(port))?;
+    let mut changed = gp.port.alerts().subscribe();
+    let stop = tokio_util::sync::CancellationToken::new();
+    if !session.subscribe(uri, stop.clone().drop_guard()) {
+        return Err(ErrorData::invalid_request(
+            format!(
+                "invalid_argument: this session has {} subscriptions already; unsubscribe from one first",
+                super::session::MAX_SUBSCRIPTIONS
+            ),
+            None,
+        ));
+    }
+    let uri = uri.to_owned();
+    changed.mark_unchanged();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                next = changed.changed() => if next.is_err() { break },
+            }
+            let note = rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone());
+            if peer.notify_resource_updated(note).await.is_err() {
+                crate::metrics::notification("failed");
+                break;
+            }
+            crate::metrics::notification("sent");
+        }
+    });
+    Ok(())
+}
+
+/// For a `subscriptions/listen` stream: a task sends
+/// `notifications/resources/updated` for `uri` through `sink` after new
+/// alerts of `port`, until `stop`, the stream's end or the port's.
+pub fn listen_alerts(
+    gateway: &Gateway,
+    port: &str,
+    uri: &str,
+    sink: rmcp::service::SubscriptionSink,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let Some(gp) = gateway.port(port) else {
+        return;
+    };
+    let mut changed = gp.port.alerts().subscribe();
+    changed.mark_unchanged();
+    let uri = uri.to_owned();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                next = changed.changed() => if next.is_err() { break },
+            }
+            if sink.notify_resource_updated(uri.clone()).await.is_err() {
+                crate::metrics::notification("failed");
+                break;
+            }
+            crate::metrics::notification("sent");
+        }
+    });
+}
 
 /// The URI of the output of `port` between two offsets.
 pub fn output_uri(port: &str, start: u64, end: u64) -> String {
@@ -31,9 +146,15 @@ pub fn read(
     session: &Session,
     uri: &str,
 ) -> Result<ReadResourceResult, ErrorData> {
+    if let Some(port) = alerts_port(uri) {
+        return read_alerts(gateway, port, uri);
+    }
     let (port_name, start, end) = parse_uri(uri).ok_or_else(|| {
         ErrorData::invalid_params(
-            format!("invalid_argument: {} is not {OUTPUT_TEMPLATE}", shown(uri)),
+            format!(
+                "invalid_argument: {} is not {OUTPUT_TEMPLATE} or {ALERTS_TEMPLATE}",
+                shown(uri)
+            ),
             None,
         )
     })?;
@@ -83,5 +204,9 @@ mod tests {
         );
         assert_eq!(parse_uri("serialgate://ports/a/output/5-2"), None);
         assert_eq!(parse_uri("file:///etc/passwd"), None);
+        assert_eq!(alerts_port("serialgate://ports/sw1/alerts"), Some("sw1"));
+        assert_eq!(alerts_port("serialgate://ports//alerts"), None);
+        assert_eq!(alerts_port("serialgate://ports/a/b/alerts"), None);
+        assert_eq!(alerts_port("serialgate://ports/sw1/output/1-2"), None);
     }
 }

@@ -12,6 +12,9 @@ use crate::matcher::Prompt;
 use crate::port::Port;
 use crate::settings::LineEnding;
 
+/// How many resources one session may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 64;
+
 /// How many `send_command` outputs a session remembers for its resources.
 const REMEMBERED_OUTPUTS: usize = 64;
 
@@ -106,6 +109,26 @@ struct Inner {
     connections: BTreeMap<String, Connection>,
     current: Option<String>,
     outputs: VecDeque<RememberedOutput>,
+    /// Resource subscriptions by URI: each notifier task stops when its
+    /// guard drops (unsubscribe, or the session's end).
+    subscriptions: BTreeMap<String, tokio_util::sync::DropGuard>,
+    _counted: Counted,
+}
+
+/// Counts a session state in the metrics while it lives.
+struct Counted;
+
+impl Default for Counted {
+    fn default() -> Self {
+        crate::metrics::session(1);
+        Counted
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        crate::metrics::session(-1);
+    }
 }
 
 impl Session {
@@ -153,6 +176,7 @@ impl Session {
         };
         if let Some(conn) = &removed {
             conn.port().release_writer(actor.session);
+            conn.port().alerts().remove_session(actor.session);
             conn.port().record_session_event(&actor, "detach");
         }
         removed
@@ -211,6 +235,24 @@ impl Session {
         let old = c.cursor;
         c.cursor = to.max(old);
         Some(old)
+    }
+
+    /// Keeps a resource subscription's guard; `false` (nothing kept) when
+    /// the session has [`MAX_SUBSCRIPTIONS`] already. Subscribing again to
+    /// the same URI replaces the old one.
+    pub fn subscribe(&self, uri: &str, guard: tokio_util::sync::DropGuard) -> bool {
+        let mut inner = self.lock();
+        if inner.subscriptions.len() >= MAX_SUBSCRIPTIONS && !inner.subscriptions.contains_key(uri)
+        {
+            return false;
+        }
+        inner.subscriptions.insert(uri.to_owned(), guard);
+        true
+    }
+
+    /// Ends a resource subscription; whether there was one.
+    pub fn unsubscribe(&self, uri: &str) -> bool {
+        self.lock().subscriptions.remove(uri).is_some()
     }
 
     /// Remembers a linked output so its resource can remove the echo.

@@ -677,6 +677,7 @@ mod tests {
             retention: 1024,
             down_after: 0,
             credentials: None,
+            watches: Vec::new(),
         };
         let port = Port::start(spec, Default::default(), &shutdown);
         let new = LineSettings {

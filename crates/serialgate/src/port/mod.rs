@@ -5,6 +5,7 @@
 //! mini-redis's `Db`: a std `Mutex` never held across `.await`, and `watch`
 //! channels that wake waiters when bytes arrive or the state changes.
 
+pub mod alerts;
 mod appear;
 pub mod baud_detect;
 mod comport;
@@ -99,6 +100,8 @@ pub struct PortSpec {
     /// The stored credentials the port logs in with: their secrets are
     /// masked in the output (`mask.rs`).
     pub credentials: Option<std::sync::Arc<crate::config::Credentials>>,
+    /// The standing watches matched against the output (alerts.rs).
+    pub watches: Vec<crate::config::watches::Watch>,
 }
 
 /// What a port records besides its OutputLog: a transcript file (with
@@ -109,6 +112,8 @@ pub struct PortServices {
     pub transcript: Option<TranscriptConfig>,
     /// The audit trail every session write goes to.
     pub audit: Audit,
+    /// Told of every alert (metrics, the webhook); never blocks.
+    pub on_alert: Option<alerts::AlertHook>,
 }
 
 impl Default for PortServices {
@@ -116,6 +121,7 @@ impl Default for PortServices {
         PortServices {
             transcript: None,
             audit: Audit::log_only(),
+            on_alert: None,
         }
     }
 }
@@ -124,10 +130,12 @@ impl Default for PortServices {
 /// cancellation included) uncounts it.
 pub(crate) struct WaitGuard {
     port: Port,
+    started: std::time::Instant,
 }
 
 impl Drop for WaitGuard {
     fn drop(&mut self) {
+        crate::metrics::wait(self.started.elapsed());
         self.port
             .shared
             .active_waits
@@ -177,6 +185,8 @@ struct Shared {
     audit: Audit,
     /// A change awaiting confirmation (confirm_watch.rs).
     confirm: Mutex<Option<confirm_watch::Armed>>,
+    /// The standing watches and their alerts (alerts.rs).
+    alerts: alerts::Alerts,
 }
 
 impl Port {
@@ -198,6 +208,7 @@ impl Port {
         });
         let port = Port {
             shared: Arc::new(Shared {
+                alerts: alerts::Alerts::new(&spec.name, spec.watches.clone(), services.on_alert),
                 log,
                 control: control::ControlSlot::new(spec.line),
                 spec,
@@ -221,6 +232,11 @@ impl Port {
         };
         tokio::spawn(reader::run(port.clone()));
         port
+    }
+
+    /// The standing watches and the alerts they raised.
+    pub(crate) fn alerts(&self) -> &alerts::Alerts {
+        &self.shared.alerts
     }
 
     /// The port's name.
@@ -361,7 +377,10 @@ impl Port {
     /// Counts a wait for as long as the guard lives.
     pub(crate) fn wait_guard(&self) -> WaitGuard {
         self.shared.active_waits.fetch_add(1, Ordering::Relaxed);
-        WaitGuard { port: self.clone() }
+        WaitGuard {
+            port: self.clone(),
+            started: std::time::Instant::now(),
+        }
     }
 
     /// The transcript of this port, with `log_dir`.

@@ -13,10 +13,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::alerts::Compiled;
 use super::appear::PathWatch;
 use super::mask::{MASK_HOLD, SecretMask};
 use super::responder::Responder;
 use super::{Port, PortState, device};
+use crate::watchset::{WatchHit, WatchScanner};
 
 /// First wait before reopening a lost device.
 pub const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -166,9 +168,16 @@ async fn read_until_lost(
     } else {
         "end of file (device unplugged or closed)"
     };
+    let (generation, compiled) = port.alerts().current();
     let mut sink = Sink {
         port,
         responder,
+        watches: Watching {
+            generation,
+            compiled,
+            scanner: WatchScanner::new(),
+            hits: Vec::new(),
+        },
         // The stored secrets, masked before anything reaches the log.
         mask: port
             .spec()
@@ -220,6 +229,16 @@ struct Sink<'a> {
     port: &'a Port,
     responder: &'a mut Responder,
     mask: Option<SecretMask>,
+    watches: Watching,
+}
+
+/// The standing watches as the reader matches them: the set in force
+/// (reloaded when a session changes its watches) and the line state.
+struct Watching {
+    generation: u64,
+    compiled: std::sync::Arc<Compiled>,
+    scanner: WatchScanner,
+    hits: Vec<WatchHit>,
 }
 
 impl Sink<'_> {
@@ -246,7 +265,19 @@ impl Sink<'_> {
             return;
         }
         let head = self.port.log().append(data);
-        self.responder
-            .scan(self.port, data, head - data.len() as u64);
+        let base = head - data.len() as u64;
+        self.responder.scan(self.port, data, base);
+        // What went into the log (secrets masked) is what watches see.
+        let alerts = self.port.alerts();
+        let w = &mut self.watches;
+        if alerts.generation() != w.generation {
+            (w.generation, w.compiled) = alerts.current();
+            w.scanner.set_changed();
+        }
+        w.scanner.scan(&w.compiled.set, data, base, &mut w.hits);
+        if !w.hits.is_empty() {
+            alerts.raise(&w.compiled, &w.hits);
+            w.hits.clear();
+        }
     }
 }

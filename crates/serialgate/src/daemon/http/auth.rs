@@ -225,6 +225,20 @@ pub(super) async fn authenticate(
         Ok(caller) => caller,
         Err(refused) => return *refused,
     };
+    // A metrics token scrapes and does nothing else.
+    if caller.access == crate::config::TokenAccess::Metrics && request.uri().path() != "/metrics" {
+        tracing::warn!(
+            "{peer}: refused {} {}: token {:?} has access metrics, which only scrapes /metrics",
+            request.method(),
+            request.uri(),
+            caller.name
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            "this token's access is metrics: it may only scrape /metrics\n",
+        )
+            .into_response();
+    }
     if let Some(admission) = request.extensions().get::<Admission>()
         && !admission.authenticated(&caller.name, gate.max_connections_per_token)
     {

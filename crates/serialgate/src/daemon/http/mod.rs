@@ -150,7 +150,9 @@ fn app(
     // and the web view bring their own.
     Ok(Router::new()
         .nest_service("/mcp", service)
+        .merge(super::metrics_http::authenticated(gateway))
         .layer(middleware::from_fn_with_state(gate, authenticate))
+        .merge(super::metrics_http::health())
         .merge(consoles)
         .merge(web))
 }
@@ -192,6 +194,9 @@ pub async fn serve_http(
     let in_flight = InFlight::default();
     let gateway = Gateway::start(config.clone(), shutdown.clone());
     super::console_socket::start(&gateway, &shutdown)?;
+    if let Some(listen) = &config.server.metrics_listen {
+        super::metrics_http::start_listener(listen, &gateway, cancel.clone()).await?;
+    }
     let limits = ListenerLimits::for_fd_limit(fd_limit::raise_to_hard(), config.ports.len());
     let app = app(
         &config,

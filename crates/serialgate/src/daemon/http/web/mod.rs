@@ -178,6 +178,7 @@ async fn security_headers(request: Request, next: Next) -> Response {
 /// How an access level is spelled in the config and on the pages.
 pub fn access_name(access: TokenAccess) -> &'static str {
     match access {
+        TokenAccess::Metrics => "metrics",
         TokenAccess::Read => "read",
         TokenAccess::Write => "write",
         TokenAccess::Admin => "admin",

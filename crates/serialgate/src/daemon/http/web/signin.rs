@@ -68,7 +68,9 @@ pub async fn sign_in(
     let config = state.gateway.config();
     let token = (secret.len() <= MAX_TOKEN_BYTES)
         .then(|| find_token(&config.tokens, secret))
-        .flatten();
+        .flatten()
+        // A metrics token only scrapes: it signs in to nothing.
+        .filter(|t| t.access != crate::config::TokenAccess::Metrics);
     let Some(token) = token else {
         state.throttle.failed(ip);
         tracing::warn!(

@@ -1,0 +1,260 @@
+//! `[server] alert_webhook` end to end: a receiver on loopback gets each
+//! alert as a signed POST; a receiver that hangs or is down never holds up
+//! the port or a tool call, and what could not be delivered is counted in
+//! `/metrics`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use serialgate_sim::pty::Pty;
+use serialgate_testkit::daemon::{Daemon, NotifySocket, WITHIN};
+use serialgate_testkit::updates::UpdatesClient;
+use tempfile::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+const CRASH: &[u8] = b"\r\nUnexpected exception to CPU: vector 1500, PC = 0x0\r\n";
+const KEY: &str = "webhook-key-0123456789abcdef";
+
+/// One request as the receiver read it.
+struct Received {
+    head: String,
+    body: Vec<u8>,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then_some(v.trim())
+        })
+    }
+}
+
+/// A receiver that answers 200 to every request and hands it over.
+async fn receiver() -> (String, mpsc::UnboundedReceiver<Received>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let head_end = loop {
+                    let Ok(n) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap_or(0))
+                    })
+                    .unwrap_or(0);
+                while buf.len() < head_end + len {
+                    let Ok(n) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                let body = buf[head_end..head_end + len].to_vec();
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+                let _ = tx.send(Received { head, body });
+            });
+        }
+    });
+    (format!("http://{addr}/hook"), rx)
+}
+
+/// A daemon with one cisco-ios port on `pty`, the webhook at `url` (with
+/// `keys`, e.g. `, retries = 0`) and a loopback metrics listener; its
+/// client over stdio and the metrics URL.
+async fn start(dir: &TempDir, pty: &Pty, url: &str, keys: &str) -> (Daemon, UpdatesClient, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let key = dir.path().join("hook.key");
+    std::fs::write(&key, KEY).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nmetrics_listen = \"127.0.0.1:0\"\n\
+             alert_webhook = {{ url = \"{url}\", secret_file = \"hook.key\"{keys} }}\n\
+             [ports.sw1]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n",
+            pty.slave_path().display()
+        ),
+    )
+    .unwrap();
+    let notify = NotifySocket::bind(dir.path());
+    let mut daemon = Daemon::spawn(Some(&config), &notify, &[]);
+    let line = daemon.stderr.wait_for("metrics at http://").await;
+    let metrics = line.split("metrics at ").nth(1).unwrap().trim().to_owned();
+    let stdout = daemon.child.stdout.take().unwrap();
+    let stdin = daemon.child.stdin.take().unwrap();
+    let client = UpdatesClient::stdio(stdout, stdin).await.unwrap();
+    notify.expect("READY=1").await;
+    (daemon, client, metrics)
+}
+
+/// `serialgate_webhook_deliveries_total{outcome}` in a scrape.
+async fn deliveries(metrics: &str, outcome: &str) -> f64 {
+    let body = reqwest::get(metrics).await.unwrap().text().await.unwrap();
+    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    scrape
+        .samples
+        .iter()
+        .find(|s| {
+            s.metric == "serialgate_webhook_deliveries_total"
+                && s.labels.get("outcome") == Some(outcome)
+        })
+        .map_or(0.0, |s| match s.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        })
+}
+
+/// Polls the metrics until `outcome` reaches `want` (within [`WITHIN`]).
+async fn wait_deliveries(metrics: &str, outcome: &str, want: f64) {
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let got = deliveries(metrics, outcome).await;
+        if got >= want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{outcome}: {got} < {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn hmac_sha256_hex(key: &[u8], message: &[u8]) -> String {
+    use hmac::{KeyInit, Mac};
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).unwrap();
+    mac.update(message);
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_receiver_gets_each_alert_as_a_signed_post() {
+    let dir = TempDir::new().unwrap();
+    let pty = Pty::open().unwrap();
+    let (url, mut received) = receiver().await;
+    let (_daemon, _client, metrics) = start(&dir, &pty, &url, "").await;
+    pty.write_all(CRASH).await.unwrap();
+    let got = tokio::time::timeout(WITHIN, received.recv())
+        .await
+        .expect("a POST in time")
+        .unwrap();
+    assert!(
+        got.head.starts_with("POST /hook HTTP/1.1\r\n"),
+        "{}",
+        got.head
+    );
+    assert_eq!(got.header("content-type"), Some("application/json"));
+    let signature = got.header("x-serialgate-signature").expect("signed");
+    assert_eq!(
+        signature,
+        format!("sha256={}", hmac_sha256_hex(KEY.as_bytes(), &got.body))
+    );
+    let alert: Value = serde_json::from_slice(&got.body).unwrap();
+    assert_eq!(alert["port"], "sw1");
+    assert_eq!(alert["watch"], "crash");
+    assert_eq!(alert["severity"], "critical");
+    assert_eq!(alert["text"], "Unexpected exception to CPU");
+    wait_deliveries(&metrics, "delivered", 1.0).await;
+}
+
+#[tokio::test]
+async fn a_hanging_receiver_holds_up_nothing_and_the_drops_are_counted() {
+    let dir = TempDir::new().unwrap();
+    let pty = Pty::open().unwrap();
+    // Accepts and never answers; keeps every connection open.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let (_daemon, client, metrics) = start(
+        &dir,
+        &pty,
+        &url,
+        ", timeout = \"60s\", retries = 0, queue = 1",
+    )
+    .await;
+    let lines = 40;
+    let mut total = 0;
+    let before = num_head(&client).await;
+    for _ in 0..lines {
+        pty.write_all(CRASH).await.unwrap();
+        total += CRASH.len() as u64;
+    }
+    // The port takes every byte and a tool call answers while the
+    // receiver hangs on the first alert.
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while num_head(&client).await < before + total {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the port fell behind"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.call("connect", json!({"port": "sw1"})).await.ok();
+    let status = client.call("status", json!({})).await.ok();
+    assert_eq!(status["alerts"]["total"], lines, "{status}");
+    // One in delivery, one queued: the rest dropped and counted.
+    wait_deliveries(&metrics, "dropped", f64::from(lines - 2)).await;
+}
+
+#[tokio::test]
+async fn a_receiver_that_is_down_is_retried_then_counted_as_failed() {
+    let dir = TempDir::new().unwrap();
+    let pty = Pty::open().unwrap();
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", closed.local_addr().unwrap());
+    drop(closed);
+    let (daemon, client, metrics) =
+        start(&dir, &pty, &url, ", timeout = \"500ms\", retries = 1").await;
+    let mut daemon = daemon;
+    pty.write_all(CRASH).await.unwrap();
+    wait_deliveries(&metrics, "failed", 1.0).await;
+    daemon.stderr.wait_for("not delivered to http://").await;
+    // Tool calls went on meanwhile.
+    assert!(
+        !client.call("list_ports", json!({})).await.ok()["ports"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn num_head(client: &UpdatesClient) -> u64 {
+    let ports = client.call("list_ports", json!({})).await.ok();
+    ports["ports"][0]["head"].as_u64().unwrap()
+}
