@@ -66,6 +66,10 @@ enum Command {
         /// Cisco only: start at the ROMMON prompt.
         #[arg(long)]
         rommon: bool,
+        /// Cisco only: lines of `show tech-support`, 80 bytes each
+        /// (262144 prints 20 MiB).
+        #[arg(long, value_name = "N", default_value_t = serialgate_sim::cisco::TECH_SUPPORT_LINES)]
+        tech_support_lines: usize,
     },
     /// Start a simulated switch and the gateway, and drive a short agent
     /// session through the real MCP path.
@@ -81,6 +85,7 @@ const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(2
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    serialgate::daemon::allocator::return_large_frees();
     serialgate::daemon::logging::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -118,6 +123,7 @@ fn main() -> ExitCode {
                 login,
                 minute_ms,
                 rommon,
+                tech_support_lines,
             } => {
                 let login = match login {
                     Some(text) => {
@@ -131,6 +137,7 @@ fn main() -> ExitCode {
                     login,
                     minute: std::time::Duration::from_millis(minute_ms),
                     rommon,
+                    tech_support_lines,
                     ..serialgate_sim::SimOptions::default()
                 };
                 simulate(&profile, link, options).await

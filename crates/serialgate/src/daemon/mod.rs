@@ -12,6 +12,7 @@
 //! `notify`. None of them imports this module, `http` never imports
 //! `stdio`, and `lifecycle` imports neither transport.
 
+pub mod allocator;
 pub(crate) mod console_socket;
 pub(crate) mod fd_limit;
 pub(crate) mod http;
@@ -19,6 +20,7 @@ pub mod lifecycle;
 pub mod logging;
 pub(crate) mod notify;
 pub(crate) mod stdio;
+pub(crate) mod stdio_frames;
 
 use std::path::PathBuf;
 
