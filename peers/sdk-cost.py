@@ -97,15 +97,15 @@ async def report(session, tools, calls):
     ]:
         for _ in range(20):
             r = await session.call_tool(name, args)
-        assert not r.isError, r
+        assert not r.is_error, r
         times = []
         for _ in range(calls):
             t = time.perf_counter()
             r = await session.call_tool(name, args)
             times.append((time.perf_counter() - t) * 1e3)
-            assert not r.isError, r
+            assert not r.is_error, r
         validator = session._output_schema_validator(name, schemas[name])
-        value = r.structuredContent
+        value = r.structured_content
         v_times = []
         for _ in range(calls):
             t = time.perf_counter()

@@ -126,6 +126,11 @@ impl GateServer {
                     let mut schema = (*route.attr.input_schema).clone();
                     describe::lean_schema(&mut schema);
                     route.attr.input_schema = std::sync::Arc::new(schema);
+                    if let Some(output) = &route.attr.output_schema {
+                        let mut output = (**output).clone();
+                        describe::lean_output_schema(&mut output);
+                        route.attr.output_schema = Some(std::sync::Arc::new(output));
+                    }
                 }
                 router
             })
