@@ -148,6 +148,40 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     #[tokio::test]
+    async fn malformed_input_is_still_answered_through_the_writer() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let (client, server) = tokio::io::duplex(4096);
+        let (server_read, server_write) = tokio::io::split(server);
+        let mut transport = FramedStdio::new(server_read, server_write);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        // Not JSON (ignored, as rmcp does), JSON that is no message (an
+        // Invalid Request answer), then a real notification.
+        client_write
+            .write_all(
+                b"not json at all\n{\"jsonrpc\":\"2.0\",\"id\":1}\n\
+                  {\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+            )
+            .await
+            .expect("write");
+        let within = std::time::Duration::from_secs(5);
+        let got = tokio::time::timeout(within, transport.receive())
+            .await
+            .expect("a message in time");
+        assert!(
+            matches!(got, Some(rmcp::model::JsonRpcMessage::Notification(_))),
+            "{got:?}"
+        );
+        let mut lines = BufReader::new(client_read).lines();
+        let answer = tokio::time::timeout(within, lines.next_line())
+            .await
+            .expect("an answer in time")
+            .expect("read")
+            .expect("a line");
+        let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+        assert_eq!(answer["error"]["message"], "Invalid request", "{answer}");
+    }
+
+    #[tokio::test]
     async fn messages_arrive_whole_and_in_order() {
         let (client, server) = tokio::io::duplex(1024);
         let (server_read, server_write) = tokio::io::split(server);
