@@ -67,9 +67,14 @@ enum Command {
         #[arg(long)]
         rommon: bool,
         /// Cisco only: lines of `show tech-support`, 80 bytes each
-        /// (262144 prints 20 MiB).
-        #[arg(long, value_name = "N", default_value_t = serialgate_sim::cisco::TECH_SUPPORT_LINES)]
-        tech_support_lines: usize,
+        /// (262144 prints 20 MiB), 1 to 999999.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = serialgate_sim::cisco::TECH_SUPPORT_LINES as u64,
+            value_parser = clap::value_parser!(u64).range(1..1_000_000)
+        )]
+        tech_support_lines: u64,
     },
     /// Start a simulated switch and the gateway, and drive a short agent
     /// session through the real MCP path.
@@ -137,7 +142,8 @@ fn main() -> ExitCode {
                     login,
                     minute: std::time::Duration::from_millis(minute_ms),
                     rommon,
-                    tech_support_lines,
+                    // At most 999999 (the parser's range): it fits.
+                    tech_support_lines: tech_support_lines as usize,
                     ..serialgate_sim::SimOptions::default()
                 };
                 simulate(&profile, link, options).await

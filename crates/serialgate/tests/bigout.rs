@@ -164,3 +164,20 @@ async fn a_20_mib_tech_support_reads_whole_through_the_resource_and_pages() {
     );
     client.close().await.expect("close");
 }
+
+#[test]
+fn the_simulators_tech_support_size_is_bounded() {
+    for bad in ["0", "1000000", "-1", "many"] {
+        let out = std::process::Command::new(binary())
+            .args(["simulate", "cisco-ios", "--tech-support-lines", bad])
+            .output()
+            .expect("run serialgate");
+        assert!(!out.status.success(), "{bad} accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // `-1` reads as an unknown flag: refused all the same.
+        assert!(
+            stderr.contains("--tech-support-lines") || stderr.contains("'-1'"),
+            "{bad}: {stderr}"
+        );
+    }
+}
