@@ -24,7 +24,8 @@ pub const ENABLE_PASSWORD: &str = "cisco";
 pub const DEFAULT_TERMINAL_LENGTH: usize = 24;
 /// Lines in the whole output of `show running-config`, header to `end`.
 pub const RUNNING_CONFIG_LINES: usize = 2000;
-/// Lines in the output of `show tech-support` (78 characters each, ~4 MB).
+/// Lines in the output of `show tech-support` by default (78 characters
+/// each, ~4 MB; [`SimOptions::tech_support_lines`] sets another count).
 pub const TECH_SUPPORT_LINES: usize = 50_000;
 /// What the pager prints when a page is full: space, `--More--`, space.
 pub const MORE_PROMPT: &[u8] = b" --More-- ";
@@ -198,6 +199,8 @@ pub struct CiscoSwitch {
     pending: Vec<String>,
     /// The ROMMON monitor, while the switch is in it.
     rommon: Option<Rommon>,
+    /// Lines `show tech-support` prints.
+    tech_support_lines: usize,
     /// The wall clock for log timestamps (fixed in tests).
     wall: fn() -> SystemTime,
 }
@@ -235,6 +238,7 @@ impl CiscoSwitch {
             reload_at: None,
             pending: Vec::new(),
             rommon: options.rommon.then(Rommon::new),
+            tech_support_lines: options.tech_support_lines,
             wall: SystemTime::now,
         }
     }
@@ -705,7 +709,9 @@ impl CiscoSwitch {
     }
 
     fn show_tech_support(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
-        Ok(crlf_lines((1..=TECH_SUPPORT_LINES).map(tech_support_line)))
+        Ok(crlf_lines(
+            (1..=self.tech_support_lines).map(tech_support_line),
+        ))
     }
 
     fn do_exec(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {

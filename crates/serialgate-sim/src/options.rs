@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::cisco::ENABLE_PASSWORD;
+use super::cisco::{ENABLE_PASSWORD, TECH_SUPPORT_LINES};
 
 /// Options a test (or `serialgate simulate`) gives a simulated device.
 #[derive(Clone, Debug)]
@@ -20,6 +20,10 @@ pub struct SimOptions {
     pub minute: Duration,
     /// Cisco only: start at the ROMMON prompt instead of the IOS CLI.
     pub rommon: bool,
+    /// Cisco only: lines of `show tech-support` (80 bytes each with the
+    /// line end); default [`TECH_SUPPORT_LINES`], about 4 MB. A modular
+    /// switch prints 5 to 30 MB.
+    pub tech_support_lines: usize,
 }
 
 impl Default for SimOptions {
@@ -29,6 +33,7 @@ impl Default for SimOptions {
             enable_secret: ENABLE_PASSWORD.to_owned(),
             minute: Duration::from_secs(60),
             rommon: false,
+            tech_support_lines: TECH_SUPPORT_LINES,
         }
     }
 }

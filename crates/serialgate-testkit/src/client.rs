@@ -19,6 +19,8 @@ use serde_json::Value;
 /// or with a gateway serving streamable HTTP.
 pub struct GateClient {
     service: RunningService<RoleClient, ()>,
+    /// The daemon, when this client spawned it itself.
+    _child: Option<tokio::process::Child>,
 }
 
 /// A tool call's outcome as an agent sees it.
@@ -64,7 +66,46 @@ impl GateClient {
         }
         let transport = TokioChildProcess::new(cmd)?;
         let service = ().serve(transport).await?;
-        Ok(GateClient { service })
+        Ok(GateClient {
+            service,
+            _child: None,
+        })
+    }
+
+    /// Spawns `binary serve --config config` like [`GateClient::spawn`],
+    /// reading messages of up to `max_line` bytes: rmcp's stdio client
+    /// drops a longer one (its default is 16 MiB), which a 16 MiB output
+    /// with its JSON escapes exceeds. The child is killed when the client
+    /// is dropped.
+    pub async fn spawn_with_line_limit(
+        binary: &Path,
+        config: &Path,
+        max_line: usize,
+    ) -> anyhow::Result<GateClient> {
+        let mut cmd = tokio::process::Command::new(binary);
+        cmd.arg("serve").arg("--config").arg(config);
+        if std::env::var_os("SERIALGATE_LOG").is_none() {
+            cmd.env("SERIALGATE_LOG", "warn");
+        }
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin)
+            .with_max_line_length(max_line);
+        let service = ().serve(transport).await?;
+        Ok(GateClient {
+            service,
+            _child: Some(child),
+        })
     }
 
     /// Connects to a gateway's streamable HTTP endpoint (e.g.
@@ -74,7 +115,29 @@ impl GateClient {
     pub async fn connect_http(url: &str, token: Option<&str>) -> anyhow::Result<GateClient> {
         let transport = StreamableHttpClientTransport::from_config(http_config(url, token, None)?);
         let service = ().serve(transport).await?;
-        Ok(GateClient { service })
+        Ok(GateClient {
+            service,
+            _child: None,
+        })
+    }
+
+    /// Connects like [`GateClient::connect_http`], accepting messages of
+    /// up to `max_message` bytes: rmcp's HTTP client refuses a larger SSE
+    /// event or JSON body (16 MiB by default).
+    pub async fn connect_http_with_limit(
+        url: &str,
+        token: Option<&str>,
+        max_message: usize,
+    ) -> anyhow::Result<GateClient> {
+        let config = http_config(url, token, None)?
+            .max_sse_event_size(max_message)
+            .max_json_response_size(max_message);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let service = ().serve(transport).await?;
+        Ok(GateClient {
+            service,
+            _child: None,
+        })
     }
 
     /// Connects like [`GateClient::connect_http`], but as a sessionless
@@ -93,7 +156,10 @@ impl GateClient {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
         let service = ().serve_with_lifecycle(transport, lifecycle).await?;
-        Ok(GateClient { service })
+        Ok(GateClient {
+            service,
+            _child: None,
+        })
     }
 
     /// Calls a tool with JSON arguments (an object, or null for none).

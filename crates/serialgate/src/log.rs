@@ -8,11 +8,15 @@ use tokio::sync::watch;
 /// Everything a device sent, as bytes at absolute offsets that only grow.
 ///
 /// Shaped like ripgrep's `LineBuffer`: one contiguous `Vec<u8>` with a
-/// `start` index and the absolute offset of `buf[start]`. Retention advances
-/// `start`; when the dead prefix is as large as the live part it is compacted
-/// with `copy_within`, so a regex always sees one slice and memory stays
-/// within about twice the retention. The vector grows with what arrives and
-/// is never preallocated, so a quiet port costs almost nothing.
+/// `start` index and the absolute offset of `buf[start]`, so a regex always
+/// sees one slice. Retention advances `start`; the dead prefix is moved out
+/// with `copy_within` once the buffer would outgrow the retention plus a
+/// slack of a sixteenth of it ([`slack`]), and the buffer never grows past
+/// that: a port costs its retention and 1/16 more, not twice it. Each
+/// compaction moves at most the retention for every slack's worth of new
+/// bytes (16 bytes copied per byte arrived, at memory speed: far above any
+/// console's rate). The vector grows with what arrives and is never
+/// preallocated, so a quiet port costs almost nothing.
 ///
 /// Appends publish the new head on a `watch` channel: readers await
 /// [`OutputLog::subscribe`] instead of polling. The clone is a cheap handle.
@@ -172,24 +176,34 @@ impl OutputLog {
                 // The chunk alone overflows retention: keep its tail.
                 let dropped = (r.buf.len() - r.start) as u64 + (bytes.len() - keep) as u64;
                 r.buf.clear();
+                r.buf.reserve_exact(keep);
                 r.buf.extend_from_slice(&bytes[bytes.len() - keep..]);
                 r.start = 0;
                 r.oldest += dropped;
             } else {
-                r.buf.extend_from_slice(bytes);
+                // Drop what retention no longer keeps once `bytes` are in
+                // (fewer than `keep`, so at most what is live now).
                 let live = r.buf.len() - r.start;
-                if live > keep {
-                    let excess = live - keep;
-                    r.start += excess;
-                    r.oldest += excess as u64;
-                }
-                if r.start > 0 && r.start >= r.buf.len() - r.start {
+                let excess = (live + bytes.len()).saturating_sub(keep);
+                r.start += excess;
+                r.oldest += excess as u64;
+                let limit = keep + slack(keep);
+                if r.start > 0 && r.buf.len() + bytes.len() > limit {
                     let start = r.start;
                     r.buf.copy_within(start.., 0);
                     let live = r.buf.len() - start;
                     r.buf.truncate(live);
                     r.start = 0;
                 }
+                // Now `len + bytes.len() <= limit`: grow by doubling, but
+                // never past the limit.
+                let needed = r.buf.len() + bytes.len();
+                if needed > r.buf.capacity() {
+                    let grown = needed.max(r.buf.capacity() * 2).min(limit.max(needed));
+                    let len = r.buf.len();
+                    r.buf.reserve_exact(grown - len);
+                }
+                r.buf.extend_from_slice(bytes);
             }
             r.head()
         };
@@ -234,6 +248,51 @@ impl OutputLog {
         self.view().slice(from, to).to_vec()
     }
 
+    /// Copies at most `max` bytes from the start of `[from, to)` (clamped
+    /// to what is retained), and says how long the whole range is: a result
+    /// cut at `max_output` copies what it returns, not all of the output.
+    pub fn copy_prefix(&self, from: u64, to: u64, max: usize) -> (Vec<u8>, usize) {
+        let view = self.view();
+        let all = view.slice(from, to);
+        (all[..all.len().min(max)].to_vec(), all.len())
+    }
+
+    /// Hands the retained bytes of `[from, to)` to `feed` in pieces of at
+    /// most `piece` bytes, each copied out under the lock and fed after it
+    /// is released: a 20 MB range is neither copied whole nor holds the
+    /// device's reader up while it is cleaned. Returns false when
+    /// retention dropped part of the range before it was fed (the rest is
+    /// fed from the oldest retained byte on).
+    pub fn feed_range(
+        &self,
+        from: u64,
+        to: u64,
+        piece: usize,
+        mut feed: impl FnMut(&[u8]),
+    ) -> bool {
+        let piece = piece.max(1);
+        let mut buf = Vec::with_capacity(piece.min((to.saturating_sub(from)) as usize));
+        let (mut at, mut whole) = (from, true);
+        while at < to {
+            {
+                let view = self.view();
+                if at < view.oldest() {
+                    whole = false;
+                    at = view.oldest();
+                }
+                let end = at.saturating_add(piece as u64).min(to).min(view.head());
+                if end <= at {
+                    break;
+                }
+                buf.clear();
+                buf.extend_from_slice(view.slice(at, end));
+                at = end;
+            }
+            feed(&buf);
+        }
+        whole
+    }
+
     /// Reads a page of at most `max_bytes` (≥ 4) from `cursor`, never
     /// splitting a UTF-8 character (what `read_output` promises).
     pub fn read_page(&self, cursor: u64, max_bytes: usize) -> Result<Page, CursorError> {
@@ -271,6 +330,12 @@ impl OutputLog {
             head,
         })
     }
+}
+
+/// Room an [`OutputLog`] keeps past its retention before it compacts: a
+/// sixteenth of the retention, at least 4 KiB.
+pub fn slack(retention: usize) -> usize {
+    (retention / 16).max(4096)
 }
 
 /// If position `pos` of `bytes` lies strictly inside a UTF-8 character
@@ -353,7 +418,53 @@ mod tests {
             log.append(&[b'x'; 97]);
         }
         assert_eq!(log.head(), 970_000);
-        assert!(log.memory_bytes() <= 4 * 1000, "{}", log.memory_bytes());
+        assert!(
+            log.memory_bytes() <= 1000 + slack(1000),
+            "{}",
+            log.memory_bytes()
+        );
+    }
+
+    #[test]
+    fn ranges_are_fed_in_pieces_and_prefixes_copied() {
+        let log = OutputLog::new(100);
+        let bytes: Vec<u8> = (0..90u8).collect();
+        log.append(&bytes);
+        let mut got = Vec::new();
+        let mut pieces = 0;
+        assert!(log.feed_range(5, 80, 7, |p| {
+            assert!(p.len() <= 7);
+            pieces += 1;
+            got.extend_from_slice(p);
+        }));
+        assert_eq!(got, &bytes[5..80]);
+        assert_eq!(pieces, 11);
+        assert_eq!(log.copy_prefix(10, 50, 5), (bytes[10..15].to_vec(), 40));
+        assert_eq!(log.copy_prefix(10, 50, 500), (bytes[10..50].to_vec(), 40));
+        // A range retention dropped in part is fed from the oldest byte.
+        log.append(&[7; 50]);
+        let mut got = Vec::new();
+        assert!(!log.feed_range(0, 140, 16, |p| got.extend_from_slice(p)));
+        assert_eq!(got, log.copy_range(40, 140));
+    }
+
+    #[test]
+    fn a_large_retention_rolls_within_its_slack() {
+        // 64 MiB kept, 200 MiB arriving in 4 KiB reads: the buffer never
+        // holds more than the retention and its sixteenth.
+        let keep = 64 << 20;
+        let log = OutputLog::new(keep);
+        let chunk: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+        let mut most = 0;
+        for _ in 0..(200 << 20) / chunk.len() {
+            log.append(&chunk);
+            most = most.max(log.memory_bytes());
+        }
+        assert!(most <= keep + slack(keep), "{most}");
+        assert_eq!(log.oldest(), (200 << 20) - keep as u64);
+        let kept = log.copy_range(0, log.head());
+        assert_eq!(kept.len(), keep);
+        assert!(kept.chunks(4096).all(|c| c == chunk.as_slice()));
     }
 
     #[test]
@@ -440,6 +551,27 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn rolling_keeps_exactly_the_newest_bytes(
+            chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..700), 0..60),
+            retention in 1usize..5000,
+        ) {
+            let log = OutputLog::new(retention);
+            let mut all = Vec::new();
+            for c in &chunks {
+                log.append(c);
+                all.extend_from_slice(c);
+                let kept = all.len().min(retention);
+                prop_assert_eq!(log.head(), all.len() as u64);
+                prop_assert_eq!(log.oldest(), (all.len() - kept) as u64);
+                prop_assert_eq!(log.copy_range(0, log.head()), &all[all.len() - kept..]);
+                prop_assert!(log.memory_bytes() <= retention + slack(retention));
+                // Any window reads the same bytes as the stream.
+                let (a, b) = (log.oldest() + kept as u64 / 3, log.head() - kept as u64 / 4);
+                prop_assert_eq!(log.copy_range(a, b), &all[a as usize..b as usize]);
+            }
+        }
+
         #[test]
         fn paging_gives_back_the_stream(bytes in stream(), max in 4usize..40, chunk in 1usize..50) {
             let log = OutputLog::new(1 << 20);

@@ -66,6 +66,15 @@ enum Command {
         /// Cisco only: start at the ROMMON prompt.
         #[arg(long)]
         rommon: bool,
+        /// Cisco only: lines of `show tech-support`, 80 bytes each
+        /// (262144 prints 20 MiB), 1 to 999999.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = serialgate_sim::cisco::TECH_SUPPORT_LINES as u64,
+            value_parser = clap::value_parser!(u64).range(1..1_000_000)
+        )]
+        tech_support_lines: u64,
     },
     /// Start a simulated switch and the gateway, and drive a short agent
     /// session through the real MCP path.
@@ -81,6 +90,7 @@ const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(2
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    serialgate::daemon::allocator::return_large_frees();
     serialgate::daemon::logging::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -118,6 +128,7 @@ fn main() -> ExitCode {
                 login,
                 minute_ms,
                 rommon,
+                tech_support_lines,
             } => {
                 let login = match login {
                     Some(text) => {
@@ -131,6 +142,8 @@ fn main() -> ExitCode {
                     login,
                     minute: std::time::Duration::from_millis(minute_ms),
                     rommon,
+                    // At most 999999 (the parser's range): it fits.
+                    tech_support_lines: tech_support_lines as usize,
                     ..serialgate_sim::SimOptions::default()
                 };
                 simulate(&profile, link, options).await

@@ -12,6 +12,7 @@
 //! `notify`. None of them imports this module, `http` never imports
 //! `stdio`, and `lifecycle` imports neither transport.
 
+pub mod allocator;
 pub(crate) mod console_socket;
 pub(crate) mod fd_limit;
 pub(crate) mod http;
@@ -20,6 +21,7 @@ pub mod logging;
 pub(crate) mod metrics_http;
 pub(crate) mod notify;
 pub(crate) mod stdio;
+pub(crate) mod stdio_frames;
 
 use std::path::PathBuf;
 

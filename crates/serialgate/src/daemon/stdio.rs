@@ -43,7 +43,9 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
     // read and write to a blocking-pool thread, two thread hops per call.
     // It falls back to those blocking handles for a terminal or a file.
     let initialized = until_terminated(
-        server.clone().serve((stdin, stdout)),
+        server
+            .clone()
+            .serve(super::stdio_frames::FramedStdio::new(stdin, stdout)),
         &mut signals,
         &reloader,
         &gateway,

@@ -23,6 +23,9 @@ pub const MAX_TIMEOUT_S: f64 = 600.0;
 pub const DEFAULT_MAX_OUTPUT: u64 = 65536;
 /// Largest `max_output`.
 pub const MAX_MAX_OUTPUT: u64 = 16 * 1024 * 1024;
+/// Raw bytes cleaned at a time: a command's output is read from the log
+/// in pieces this large, never copied whole.
+pub const CLEAN_PIECE: usize = 256 * 1024;
 /// Largest `text`/`command` one call may send.
 pub const MAX_SEND_BYTES: usize = 64 * 1024;
 /// Most auto-reply triggers one call may give.

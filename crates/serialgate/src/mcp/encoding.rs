@@ -40,6 +40,22 @@ impl Encoding {
         }
     }
 
+    /// [`Encoding::encode_cut`] taking the bytes: valid UTF-8 text is
+    /// moved into the string, not copied (a 20 MB output is held once).
+    pub fn encode_cut_owned(self, mut raw: Vec<u8>, max: usize) -> (String, bool) {
+        match self {
+            Encoding::Text => match String::from_utf8(raw) {
+                Ok(text) => cut(text, max),
+                Err(e) => cut(lossy_text(e.as_bytes()), max),
+            },
+            _ => {
+                let cut = raw.len() > max;
+                raw.truncate(max);
+                (self.encode(&raw), cut)
+            }
+        }
+    }
+
     /// `raw` in this encoding, whole.
     pub fn encode(self, raw: &[u8]) -> String {
         match self {
@@ -60,6 +76,8 @@ pub(super) fn cut(mut text: String, max: usize) -> (String, bool) {
         at -= 1;
     }
     text.truncate(at);
+    // A cut 20 MB output keeps only what it returns.
+    text.shrink_to_fit();
     (text, true)
 }
 
@@ -114,6 +132,17 @@ mod tests {
             Encoding::Text.encode_cut("aé".as_bytes(), 2),
             ("a".to_owned(), true)
         );
+        for encoding in [Encoding::Text, Encoding::Hex, Encoding::Base64] {
+            for raw in [&b"a\xffb\xc3"[..], "aé€".as_bytes(), b""] {
+                for max in 0..8 {
+                    assert_eq!(
+                        encoding.encode_cut_owned(raw.to_vec(), max),
+                        encoding.encode_cut(raw, max),
+                        "{encoding:?} {raw:?} {max}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -13,8 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::{
-    self, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S, max_output_arg,
-    parse, timeout_arg, triggers_arg,
+    self, CLEAN_PIECE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT_S, MAX_SEND_BYTES, MAX_TIMEOUT_S,
+    max_output_arg, parse, timeout_arg, triggers_arg,
 };
 use super::connect::{MAX_PROMPT_BYTES, compile_regex};
 use super::describe::{auto_reply_limits, max_output_limits, seconds, size, timeout_limits};
@@ -22,8 +22,8 @@ use super::dialogue::{cancelled, wait_hooks};
 use super::encoding::{self, Encoding, cut};
 use super::resources::output_uri;
 use super::session::{Connection, RememberedOutput};
-use super::{GateServer, ToolError, structured_with_links};
-use crate::clean::{CleanOptions, clean_output, error_lines};
+use super::{GateServer, ToolError, structured_output};
+use crate::clean::{CleanOptions, Cleaner, error_lines};
 use crate::error::{ErrorCode, GateError};
 use crate::log::{CursorError, lossy_text};
 use crate::matcher::Prompt;
@@ -443,12 +443,15 @@ impl GateServer {
     /// `output` holds what arrived (the cursor moves past it; nothing is
     /// lost: read_output from start_cursor re-reads it). encoding hex or
     /// base64 returns the raw bytes of binary output exactly.
-    #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ReadUntilPromptArgs>().unwrap_or_default())]
+    #[tool(
+        input_schema = rmcp::handler::server::common::schema_for_input::<ReadUntilPromptArgs>().unwrap_or_default(),
+        output_schema = rmcp::handler::server::common::schema_for_output::<ReadUntilPromptResult>()
+    )]
     pub async fn read_until_prompt(
         &self,
         Parameters(raw): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
-    ) -> Result<Json<ReadUntilPromptResult>, ToolError> {
+    ) -> Result<CallToolResult, ToolError> {
         let a: ReadUntilPromptArgs = parse("read_until_prompt", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
         let prompt = prompt_arg(&conn, &a.prompt, a.regex)?;
@@ -465,18 +468,27 @@ impl GateServer {
             )
             .await?;
         let log = conn.port().log();
-        let raw = log.copy_range(waited.start, waited.end_offset);
+        let encoding = a.encoding.unwrap_or_default();
+        // Only what is returned is copied: as text, up to 3 bytes more, so
+        // that the cut falls where it would in the whole.
+        let copy = if encoding.is_binary() {
+            max_output
+        } else {
+            max_output.saturating_add(3)
+        };
+        let (raw, whole) = log.copy_prefix(waited.start, waited.end_offset, copy);
         let prompt_text = match waited.end {
             WaitEnd::Matched(span) => lossy_text(&log.copy_range(span.start, span.end)),
             _ => String::new(),
         };
-        let total = raw.len() as u64;
-        let (output, output_truncated) =
-            a.encoding.unwrap_or_default().encode_cut(&raw, max_output);
-        Ok(Json(ReadUntilPromptResult {
+        let total = whole as u64;
+        let copied = raw.len();
+        let (output, cut) = encoding.encode_cut_owned(raw, max_output);
+        let output_truncated = cut || whole > copied;
+        let result = ReadUntilPromptResult {
             matched: matches!(waited.end, WaitEnd::Matched(_)),
             timed_out: waited.end == WaitEnd::TimedOut,
-            output,
+            output: String::new(),
             prompt_text,
             bytes: total,
             start_cursor: waited.start,
@@ -486,7 +498,8 @@ impl GateServer {
             truncated: waited.truncated,
             output_truncated,
             total_bytes: total,
-        }))
+        };
+        structured_output(&result, output, Vec::new())
     }
 
     /// Run one CLI command and return what an engineer would read: the
@@ -544,15 +557,14 @@ impl GateServer {
             ),
             _ => (waited.end_offset, String::new()),
         };
-        let raw = log.copy_range(waited.start, body_end);
         let pagers: Vec<&[u8]> = conn.profile.pagers.iter().map(Vec::as_slice).collect();
-        let clean = clean_output(
-            &raw,
-            &CleanOptions {
-                command: Some(&a.command),
-                pagers: &pagers,
-            },
-        );
+        let mut cleaner = Cleaner::new(&CleanOptions {
+            command: Some(&a.command),
+            pagers: &pagers,
+        });
+        cleaner.reserve(body_end.saturating_sub(waited.start) as usize);
+        let whole = log.feed_range(waited.start, body_end, CLEAN_PIECE, |raw| cleaner.feed(raw));
+        let clean = cleaner.finish();
         let errors = error_lines(&clean, &conn.profile.error_patterns);
         let total = clean.len() as u64;
         let (output, output_truncated) = cut(clean, max_output);
@@ -576,7 +588,7 @@ impl GateServer {
             uri
         });
         let result = SendCommandResult {
-            output,
+            output: String::new(),
             prompt_text,
             matched: matches!(waited.end, WaitEnd::Matched(_)),
             timed_out: waited.end == WaitEnd::TimedOut,
@@ -585,12 +597,12 @@ impl GateServer {
             elapsed_ms: waited.elapsed.as_millis() as u64,
             start_cursor: waited.start,
             end_cursor: waited.end_offset,
-            truncated: waited.truncated,
+            truncated: waited.truncated || !whole,
             output_truncated,
             total_bytes: total,
             resource,
         };
-        structured_with_links(&result, links)
+        structured_output(&result, output, links)
     }
 
     /// Returns output that arrived since this session's cursor, waiting up

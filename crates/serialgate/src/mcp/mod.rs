@@ -130,6 +130,11 @@ impl GateServer {
                     let mut schema = (*route.attr.input_schema).clone();
                     describe::lean_schema(&mut schema);
                     route.attr.input_schema = std::sync::Arc::new(schema);
+                    if let Some(output) = &route.attr.output_schema {
+                        let mut output = (**output).clone();
+                        describe::lean_output_schema(&mut output);
+                        route.attr.output_schema = Some(std::sync::Arc::new(output));
+                    }
                 }
                 router
             })
@@ -152,18 +157,48 @@ impl GateServer {
     }
 }
 
-/// Builds a structured result that also links resources (a cut
-/// `send_command` output links its whole cleaned text).
-fn structured_with_links<T: serde::Serialize>(
-    value: &T,
+/// Largest `output` a result also copies into its text block. Above it the
+/// text block says where the output is and carries the other fields, so a
+/// 20 MB result is not held and sent twice (MCP asks for the text copy
+/// with a SHOULD, for clients that predate `structuredContent`; the
+/// clients that validate results, the Python SDK's and the Inspector,
+/// read `structuredContent`, and no model reads a megabyte inline).
+pub(crate) const TEXT_COPY_MAX: usize = 1 << 20;
+
+/// A structured result whose `output` string is moved into the JSON value,
+/// not copied: `fields` is serialised with an empty `output`, which is
+/// then replaced. The text copy is the JSON of the whole while the output
+/// is at most [`TEXT_COPY_MAX`] bytes.
+fn structured_output<T: serde::Serialize>(
+    fields: &T,
+    output: String,
     links: Vec<rmcp::model::Resource>,
 ) -> Result<CallToolResult, ToolError> {
-    let json = serde_json::to_value(value).map_err(|e| {
+    let mut json = serde_json::to_value(fields).map_err(|e| {
         ToolError(GateError::invalid(format!(
             "result could not be encoded: {e}"
         )))
     })?;
-    let mut result = CallToolResult::structured(json);
+    let big = output.len() > TEXT_COPY_MAX;
+    let text = if big {
+        let mut fields = json.clone();
+        if let Some(map) = fields.as_object_mut() {
+            map.remove("output");
+        }
+        format!(
+            "output: {} bytes, in structuredContent.output only (no text copy above {} bytes); the other fields: {fields}",
+            output.len(),
+            TEXT_COPY_MAX
+        )
+    } else {
+        String::new()
+    };
+    if let Some(slot) = json.get_mut("output") {
+        *slot = serde_json::Value::String(output);
+    }
+    let text = if big { text } else { json.to_string() };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(json);
     result
         .content
         .extend(links.into_iter().map(ContentBlock::resource_link));

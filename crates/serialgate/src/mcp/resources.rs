@@ -6,8 +6,9 @@
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, ResourceContents};
 
+use super::args::CLEAN_PIECE;
 use super::session::Session;
-use crate::clean::{CleanOptions, clean_output};
+use crate::clean::{CleanOptions, Cleaner};
 use crate::error::shown;
 use crate::gateway::Gateway;
 
@@ -177,16 +178,24 @@ pub fn read(
             None,
         ));
     }
-    let raw = log.copy_range(start, end);
     let command = session.remembered(port_name, start, end).map(|o| o.command);
     let pagers: Vec<&[u8]> = gp.config.pagers.iter().map(|p| p.as_bytes()).collect();
-    let text = clean_output(
-        &raw,
-        &CleanOptions {
-            command: command.as_deref(),
-            pagers: &pagers,
-        },
-    );
+    let mut cleaner = Cleaner::new(&CleanOptions {
+        command: command.as_deref(),
+        pagers: &pagers,
+    });
+    cleaner.reserve((end - start) as usize);
+    // Cleaned from the log piece by piece: the raw range is never copied.
+    let whole = log.feed_range(start, end, CLEAN_PIECE, |raw| cleaner.feed(raw));
+    if !whole {
+        return Err(ErrorData::resource_not_found(
+            format!(
+                "cursor_out_of_range: retention dropped the start of {start}-{end} of {port_name} while it was read"
+            ),
+            None,
+        ));
+    }
+    let text = cleaner.finish();
     Ok(ReadResourceResult::new(vec![ResourceContents::text(
         text, uri,
     )]))

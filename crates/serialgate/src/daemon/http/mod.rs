@@ -103,6 +103,11 @@ fn app(
     }
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    // rmcp keeps every answered request's SSE events for a resume for 60 s
+    // by default: a 20 MB result would stay resident that long, and with a
+    // few agents take the host's memory. A client that lost a result reads
+    // it again by offset (read_output, the output resource).
+    sessions.session_config.completed_cache_ttl = std::time::Duration::ZERO;
     let sessions = Arc::new(sessions);
     let template = GateServer::for_http(gateway.clone(), stateless);
     let max_body = http_config.max_request_body_bytes;
