@@ -66,6 +66,18 @@ enum Command {
         /// Cisco only: start at the ROMMON prompt.
         #[arg(long)]
         rommon: bool,
+        /// After a reload (Cisco) or reset (U-Boot), how long the boot can
+        /// be stopped in the boot loader, in milliseconds (Cisco: by the
+        /// alternate break CR ~ Ctrl-B; U-Boot: by any key).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        boot_window_ms: u64,
+        /// Blocks of a boot loader's transfer to damage on arrival,
+        /// counted from 0 with repeats: e.g. 3,100.
+        #[arg(long, value_name = "N,N")]
+        corrupt_blocks: Option<String>,
+        /// Blocks of a boot loader's transfer to lose on arrival.
+        #[arg(long, value_name = "N,N")]
+        drop_blocks: Option<String>,
     },
     /// Start a simulated switch and the gateway, and drive a short agent
     /// session through the real MCP path.
@@ -118,7 +130,20 @@ fn main() -> ExitCode {
                 login,
                 minute_ms,
                 rommon,
+                boot_window_ms,
+                corrupt_blocks,
+                drop_blocks,
             } => {
+                let blocks = |flag: &str, text: Option<String>| match text {
+                    None => Ok(Vec::new()),
+                    Some(text) => serialgate_sim::BlockFaults::parse_list(&text).ok_or_else(|| {
+                        anyhow::anyhow!("--{flag} wants block numbers such as 3,100, got `{text}`")
+                    }),
+                };
+                let faults = serialgate_sim::BlockFaults {
+                    corrupt: blocks("corrupt-blocks", corrupt_blocks)?,
+                    drop: blocks("drop-blocks", drop_blocks)?,
+                };
                 let login = match login {
                     Some(text) => {
                         Some(serialgate_sim::Credentials::parse(&text).ok_or_else(|| {
@@ -131,6 +156,8 @@ fn main() -> ExitCode {
                     login,
                     minute: std::time::Duration::from_millis(minute_ms),
                     rommon,
+                    boot_window: std::time::Duration::from_millis(boot_window_ms),
+                    faults,
                     ..serialgate_sim::SimOptions::default()
                 };
                 simulate(&profile, link, options).await
