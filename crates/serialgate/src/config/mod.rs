@@ -15,6 +15,7 @@
 //! - [`presets`]: the built-in presets that user presets extend.
 
 mod auto_reply;
+pub mod breaks;
 mod credentials;
 mod diagnostics;
 pub mod modes;

@@ -45,6 +45,8 @@ pub struct Preset {
     /// The credentials file ports of this preset log in with, resolved
     /// next to the config.
     pub credentials: Option<std::path::PathBuf>,
+    /// Named break sequences (`send_break` with `sequence`).
+    pub break_sequences: super::breaks::BreakSequences,
 }
 
 /// Where a prompt may begin: the start of a line, or right after a carriage
@@ -95,6 +97,7 @@ fn cisco_ios() -> Preset {
         paging_off: Some("terminal length 0".into()),
         modes: modes::cisco_ios(),
         credentials: None,
+        break_sequences: Default::default(),
     }
 }
 
@@ -117,6 +120,7 @@ fn cisco_nxos() -> Preset {
         paging_off: Some("terminal length 0".into()),
         modes: modes::cisco_nxos(),
         credentials: None,
+        break_sequences: Default::default(),
     }
 }
 
@@ -148,6 +152,7 @@ fn juniper_junos() -> Preset {
         paging_off: Some("set cli screen-length 0".into()),
         modes: modes::juniper_junos(),
         credentials: None,
+        break_sequences: Default::default(),
     }
 }
 
@@ -174,6 +179,7 @@ fn arista_eos() -> Preset {
         paging_off: Some("terminal length 0".into()),
         modes: modes::arista_eos(),
         credentials: None,
+        break_sequences: Default::default(),
     }
 }
 
@@ -197,6 +203,7 @@ fn huawei_vrp() -> Preset {
         paging_off: Some("screen-length 0 temporary".into()),
         modes: modes::huawei_vrp(),
         credentials: None,
+        break_sequences: Default::default(),
     }
 }
 
@@ -225,6 +232,7 @@ fn linux() -> Preset {
         paging_off: None,
         modes: modes::linux(),
         credentials: None,
+        break_sequences: Default::default(),
     }
 }
 
@@ -258,6 +266,7 @@ fn hp_procurve() -> Preset {
         paging_off: Some("no page".into()),
         modes: modes::hp_procurve(),
         credentials: None,
+        break_sequences: Default::default(),
     }
 }
 
@@ -276,6 +285,7 @@ fn generic() -> Preset {
         paging_off: None,
         modes: ModeRules::default(),
         credentials: None,
+        break_sequences: Default::default(),
     }
 }
 

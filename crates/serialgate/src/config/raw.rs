@@ -166,6 +166,7 @@ pub(super) struct RawServer {
     pub(super) auth: Option<Spanned<AuthMode>>,
     pub(super) retention: Option<Spanned<Size>>,
     pub(super) log_dir: Option<Spanned<PathBuf>>,
+    pub(super) files_dir: Option<Spanned<PathBuf>>,
     pub(super) console_socket: Option<Spanned<PathBuf>>,
     pub(super) log_max: Option<Spanned<Size>>,
     pub(super) log_keep: Option<Spanned<i64>>,
@@ -210,6 +211,7 @@ pub(super) struct Overrides {
     pub(super) paging_off: Option<String>,
     pub(super) modes: Option<RawModes>,
     pub(super) credentials: Option<Spanned<PathBuf>>,
+    pub(super) break_sequences: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 // `#[serde(flatten)]` would share the override keys between presets and
@@ -235,6 +237,7 @@ pub(super) struct RawPreset {
     paging_off: Option<String>,
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
+    break_sequences: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 /// One `[ports.NAME]` table as written.
@@ -256,6 +259,7 @@ pub(super) struct RawPort {
     paging_off: Option<String>,
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
+    break_sequences: Option<Spanned<BTreeMap<String, String>>>,
     pub(super) down_after: Option<Spanned<i64>>,
 }
 
@@ -276,6 +280,7 @@ impl RawPreset {
             paging_off: self.paging_off,
             modes: self.modes,
             credentials: self.credentials,
+            break_sequences: self.break_sequences,
         };
         (self.extends, self.description, o)
     }
@@ -299,6 +304,7 @@ impl RawPort {
             paging_off: self.paging_off,
             modes: self.modes,
             credentials: self.credentials,
+            break_sequences: self.break_sequences,
         };
         (self.device, self.preset, o)
     }
