@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use serialgate_xmodem::{Failure, Poll, Protocol, Receiver, Sender, Timing};
+use serialgate_xmodem::{ACK, Failure, NAK, Poll, Protocol, Receiver, Sender, Timing};
 
 use super::options::BlockFaults;
 
@@ -34,8 +34,9 @@ enum Side {
 pub struct Transfer {
     side: Side,
     faults: BlockFaults,
-    /// Blocks the far side was invited to send so far (every answer of
-    /// the receiver invites the next): the index the faults count in.
+    /// Blocks answered so far (each ACK or NAK invites the next block;
+    /// the start requests before the first do not count): the index the
+    /// faults count in.
     arrival: u64,
     /// This arrival's bytes are being dropped.
     dropping: bool,
@@ -174,8 +175,10 @@ impl Transfer {
             match poll {
                 Poll::Write(bytes) => {
                     out.extend_from_slice(&bytes);
-                    if matches!(self.side, Side::Receive(_)) {
-                        // The answer invites the next block.
+                    if matches!(self.side, Side::Receive(_))
+                        && bytes.iter().any(|&b| b == ACK || b == NAK)
+                    {
+                        // The answer to a block invites the next.
                         self.arrival += 1;
                         self.dropping = false;
                         self.damaged = false;

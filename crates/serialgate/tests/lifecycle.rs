@@ -134,6 +134,8 @@ async fn the_tool_list_is_the_contract() {
         "confirm_commit",
         "rollback",
         "save_config",
+        "send_file",
+        "receive_file",
     ];
     want.sort();
     assert_eq!(names, want);

@@ -17,7 +17,7 @@ pub const CONSOLE_BAUD: u32 = 9600;
 /// How long the monitor waits between saying it changes speed and doing
 /// it (so its words reach the terminal at the old speed), and after a
 /// transfer before it goes back.
-pub const SPEED_CHANGE_DELAY: Duration = Duration::from_millis(300);
+pub const SPEED_CHANGE_DELAY: Duration = Duration::from_millis(500);
 
 /// The configuration register a switch ships with: boot the IOS image.
 pub const DEFAULT_CONFREG: u16 = 0x2102;

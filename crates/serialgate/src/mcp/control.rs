@@ -50,7 +50,7 @@ pub struct SendBreakArgs {
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub duration_ms: Option<u64>,
     /// A break sequence the port's preset names, sent instead.
-    #[schemars(description = "Send this named break sequence of the port's preset instead.")]
+    #[schemars(description = "A preset's break sequence name.")]
     pub sequence: Option<String>,
     /// The connection (default: the current one).
     pub connection: Option<String>,

@@ -19,6 +19,7 @@ mod reader;
 mod responder;
 mod sharing;
 mod telnet_link;
+pub mod transfer;
 pub mod wait;
 
 use std::collections::VecDeque;
@@ -177,6 +178,8 @@ struct Shared {
     audit: Audit,
     /// A change awaiting confirmation (confirm_watch.rs).
     confirm: Mutex<Option<confirm_watch::Armed>>,
+    /// A file transfer under way (transfer.rs).
+    transfer: Mutex<Option<transfer::TransferStatus>>,
 }
 
 impl Port {
@@ -217,6 +220,7 @@ impl Port {
                 transcript,
                 audit: services.audit,
                 confirm: Mutex::new(None),
+                transfer: Mutex::new(None),
             }),
         };
         tokio::spawn(reader::run(port.clone()));
