@@ -575,3 +575,92 @@ async fn a_break_sequence_during_boot_drops_the_switch_into_rommon() {
         "{status}"
     );
 }
+
+/// A hostile sender, played byte by byte on a silent device: a YMODEM
+/// header naming a path outside files_dir with escape codes in it is
+/// saved under a sanitised plain name; one announcing a huge file is
+/// cancelled before a byte is kept.
+#[tokio::test]
+async fn a_hostile_sender_cannot_name_a_path_or_fill_the_disk() {
+    use serialgate_xmodem::{ACK, CRC_START, Check, EOT, FileHeader, NAK, PAD, encode};
+    let site = Site::start(Profile::Silent, "", SimOptions::default()).await;
+    let peer = site.client.peer().clone();
+    let call = tokio::spawn(async move {
+        to_outcome(
+            peer.call_tool(params("receive_file", json!({})))
+                .await
+                .unwrap(),
+        )
+    });
+    let wait = async |needle: &[u8]| {
+        assert!(
+            site.sim
+                .wait_received(needle, Duration::from_secs(10))
+                .await,
+            "the gateway never sent {needle:?}: {:?}",
+            site.sim.received()
+        );
+    };
+    wait(&[CRC_START]).await;
+    let header = FileHeader {
+        name: "../../etc/evil\u{1b}[2J.sh".into(),
+        size: Some(5),
+    }
+    .encode();
+    site.sim
+        .inject(&encode(0, &header, 128, 0, Check::Crc16))
+        .await;
+    wait(&[ACK, CRC_START]).await;
+    site.sim
+        .inject(&encode(1, b"hello", 128, PAD, Check::Crc16))
+        .await;
+    wait(&[ACK, CRC_START, ACK]).await;
+    site.sim.inject(&[EOT]).await;
+    wait(&[ACK, CRC_START, ACK, NAK]).await;
+    site.sim.inject(&[EOT]).await;
+    wait(&[NAK, ACK, CRC_START]).await;
+    site.sim.inject(&encode(0, &[], 128, 0, Check::Crc16)).await;
+    let got = call.await.unwrap().ok();
+    assert_eq!(got["file"], "evil__2J.sh", "{got}");
+    assert_eq!(got["bytes"], 5, "{got}");
+    assert_eq!(
+        std::fs::read(site.files().join("evil__2J.sh")).unwrap(),
+        b"hello"
+    );
+    let names: Vec<_> = std::fs::read_dir(site.files())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(!site.dir.path().join("etc").exists());
+
+    // A header announcing more than the gateway takes: CAN CAN at once.
+    let before = site.sim.received().len();
+    let peer = site.client.peer().clone();
+    let call = tokio::spawn(async move {
+        to_outcome(
+            peer.call_tool(params("receive_file", json!({"file": "huge.bin"})))
+                .await
+                .unwrap(),
+        )
+    });
+    // The new start request, after everything the device got before.
+    let mut needle = site.sim.received()[before.saturating_sub(8)..before].to_vec();
+    needle.push(CRC_START);
+    wait(&needle).await;
+    let header = FileHeader {
+        name: "huge.bin".into(),
+        size: Some(1 << 40),
+    }
+    .encode();
+    site.sim
+        .inject(&encode(0, &header, 128, 0, Check::Crc16))
+        .await;
+    let e = call.await.unwrap().err();
+    assert!(e.contains("at most") && e.contains("protocol error"), "{e}");
+    assert!(
+        serialgate_testkit::rig::count(&site.sim.received()[before..], &[0x18, 0x18]) >= 1,
+        "CAN CAN sent"
+    );
+    assert!(!site.files().join("huge.bin").exists());
+}

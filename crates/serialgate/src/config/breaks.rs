@@ -184,7 +184,29 @@ pub fn parse(text: &str) -> Result<Vec<BreakStep>, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{assert_error, parse as parse_config};
     use super::*;
+
+    #[test]
+    fn a_bad_sequence_in_the_file_is_an_error_at_its_place() {
+        assert_error(
+            "[presets.p]\nbreak_sequences = { a = '\\q' }\n",
+            "2:19",
+            &["presets.p.break_sequences: a: unknown escape \\q"],
+        );
+        assert_error(
+            "[ports.x]\ndevice = \"/dev/ttyUSB0\"\nbreak_sequences = { \"b c\" = '\\z' }\n",
+            "3:19",
+            &["ports.x.break_sequences: the name \"b c\" is not a sequence name"],
+        );
+        let c = parse_config(
+            "[presets.p]\nextends = \"cisco-ios\"\nbreak_sequences = { alt = '\\r~^b' }\n[ports.x]\ndevice = \"/dev/ttyUSB0\"\npreset = \"p\"\n",
+        );
+        assert_eq!(
+            c.ports["x"].break_sequences["alt"].steps,
+            vec![BreakStep::Bytes(b"\r~\x02".to_vec())]
+        );
+    }
 
     #[test]
     fn conserver_strings() {
