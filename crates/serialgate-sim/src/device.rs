@@ -322,6 +322,7 @@ pub async fn spawn_with(
         shared.clone(),
         inject_rx,
         stop.clone(),
+        options.pace,
     ));
     Ok(SimHandle {
         path,
@@ -441,6 +442,7 @@ async fn run(
     shared: Arc<Shared>,
     mut injects: mpsc::UnboundedReceiver<Inject>,
     stop: CancellationToken,
+    pace: bool,
 ) {
     let mut input = [0u8; 4096];
     // Output not yet written is `output[written..]`; `total_*` count bytes
@@ -465,6 +467,12 @@ async fn run(
             read = pty.read(&mut input) => match read {
                 Ok(0) => break,
                 Ok(n) => {
+                    let speed = device.lock().unwrap().line_speed();
+                    if let Some(speed) = speed.filter(|_| pace) {
+                        // The bytes arrive when a line at that speed has
+                        // carried them.
+                        tokio::time::sleep(Duration::from_secs_f64(n as f64 * 10.0 / f64::from(speed))).await;
+                    }
                     shared.received.lock().unwrap().extend_from_slice(&input[..n]);
                     shared.arrived.notify_waiters();
                     let mut device = device.lock().unwrap();

@@ -27,6 +27,10 @@ pub struct SimOptions {
     pub boot_window: Duration,
     /// Blocks the boot loaders' receivers damage or lose on arrival.
     pub faults: BlockFaults,
+    /// While the device models a line speed (ROMMON after `xmodem -s`),
+    /// take what arrives no faster than that line carries it (10 bits a
+    /// byte), as a real UART would; off, a pty moves data at memory speed.
+    pub pace: bool,
 }
 
 /// Blocks of an XMODEM/YMODEM transfer that the line damages or loses,
@@ -59,6 +63,7 @@ impl Default for SimOptions {
             rommon: false,
             boot_window: Duration::ZERO,
             faults: BlockFaults::default(),
+            pace: false,
         }
     }
 }

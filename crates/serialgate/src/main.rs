@@ -78,6 +78,9 @@ enum Command {
         /// Blocks of a boot loader's transfer to lose on arrival.
         #[arg(long, value_name = "N,N")]
         drop_blocks: Option<String>,
+        /// Take a transfer no faster than the line speed it runs at.
+        #[arg(long)]
+        pace: bool,
     },
     /// Start a simulated switch and the gateway, and drive a short agent
     /// session through the real MCP path.
@@ -133,6 +136,7 @@ fn main() -> ExitCode {
                 boot_window_ms,
                 corrupt_blocks,
                 drop_blocks,
+                pace,
             } => {
                 let blocks = |flag: &str, text: Option<String>| match text {
                     None => Ok(Vec::new()),
@@ -158,6 +162,7 @@ fn main() -> ExitCode {
                     rommon,
                     boot_window: std::time::Duration::from_millis(boot_window_ms),
                     faults,
+                    pace,
                     ..serialgate_sim::SimOptions::default()
                 };
                 simulate(&profile, link, options).await
