@@ -634,7 +634,9 @@ async fn a_hostile_sender_cannot_name_a_path_or_fill_the_disk() {
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(!site.dir.path().join("etc").exists());
 
-    // A header announcing more than the gateway takes: CAN CAN at once.
+    // A header announcing more than the gateway takes: CAN CAN at once
+    // (after the device has the last ACK of the first file).
+    wait(&[NAK, ACK, CRC_START, ACK]).await;
     let before = site.sim.received().len();
     let peer = site.client.peer().clone();
     let call = tokio::spawn(async move {
