@@ -201,6 +201,13 @@ pub struct CiscoSwitch {
     rommon: Option<Rommon>,
     /// Lines `show tech-support` prints.
     tech_support_lines: usize,
+    /// A boot in its first seconds: until when a break stops it in
+    /// ROMMON, and the break bytes seen so far.
+    booting: Option<(Instant, Vec<u8>)>,
+    /// How long [`booting`](Self::booting) lasts (0: no window).
+    boot_window: Duration,
+    /// Blocks ROMMON's transfers damage or lose (tests).
+    faults: super::options::BlockFaults,
     /// The wall clock for log timestamps (fixed in tests).
     wall: fn() -> SystemTime,
 }
@@ -237,8 +244,13 @@ impl CiscoSwitch {
             backups: 0,
             reload_at: None,
             pending: Vec::new(),
-            rommon: options.rommon.then(Rommon::new),
             tech_support_lines: options.tech_support_lines,
+            rommon: options
+                .rommon
+                .then(|| Rommon::with_faults(options.faults.clone())),
+            booting: None,
+            boot_window: options.boot_window,
+            faults: options.faults.clone(),
             wall: SystemTime::now,
         }
     }
@@ -286,14 +298,34 @@ impl CiscoSwitch {
 
     /// When the next timer fires: a revert timer's warning or rollback, a
     /// scheduled reload.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub fn next_deadline(&mut self) -> Option<Instant> {
         let revert = self.revert.as_ref().map(Revert::next);
         let reload = self.reload_at.as_ref().map(|r| r.deadline);
-        revert.into_iter().chain(reload).min()
+        let boot = self.booting.as_ref().map(|(at, _)| *at);
+        let rommon = self.rommon.as_mut().and_then(Rommon::next_deadline);
+        revert
+            .into_iter()
+            .chain(reload)
+            .chain(boot)
+            .chain(rommon)
+            .min()
+    }
+
+    /// The speed the switch's console UART runs at, when it models one
+    /// (ROMMON after `xmodem -s`); `None`: any speed reads it.
+    pub fn line_speed(&self) -> Option<u32> {
+        self.rommon.as_ref().and_then(Rommon::line_speed)
     }
 
     /// Fires the timers due at `now` and appends what the switch prints.
     pub fn tick(&mut self, now: Instant, out: &mut Vec<u8>) {
+        if self.booting.as_ref().is_some_and(|(at, _)| *at <= now) {
+            self.booting = None;
+            out.extend_from_slice(boot_rest().as_bytes());
+        }
+        if let Some(rommon) = &mut self.rommon {
+            rommon.tick(now, out);
+        }
         self.tick_revert(now, out);
         if self.reload_at.as_ref().is_some_and(|r| r.deadline <= now) {
             self.reload_now(out);
@@ -303,7 +335,24 @@ impl CiscoSwitch {
     /// Consumes `input`, bytes the switch received on its console, and
     /// appends to `out` what the switch sends back in reply.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        for &byte in input {
+        for (i, &byte) in input.iter().enumerate() {
+            if let Some(rommon) = &mut self.rommon
+                && rommon.raw()
+            {
+                rommon.feed_raw(&input[i..], out);
+                return;
+            }
+            if let Some((_, seen)) = &mut self.booting {
+                // Early boot reads no keys; a break stops it in ROMMON.
+                seen.push(byte);
+                if seen.ends_with(BREAK_BYTES) {
+                    self.booting = None;
+                    self.rommon = Some(Rommon::interrupted(self.faults.clone(), out));
+                } else if seen.len() > 64 {
+                    seen.drain(..32);
+                }
+                continue;
+            }
             let Some(key) = self.keys.key(byte) else {
                 continue;
             };
@@ -432,10 +481,7 @@ impl CiscoSwitch {
         let confirmed = matches!(key, Key::Return | Key::Char(b'y' | b'Y'));
         match minutes {
             _ if !confirmed => self.print_prompt(out),
-            None => {
-                out.extend_from_slice(boot_text((self.wall)()).as_bytes());
-                self.power_on();
-            }
+            None => self.boot(out),
             Some(minutes) => {
                 self.reload_at = Some(Reload::new(minutes, Instant::now(), self.minute));
                 self.print_prompt(out);
@@ -447,8 +493,21 @@ impl CiscoSwitch {
     /// switch shuts down and boots.
     fn reload_now(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(safety::SHUTDOWN_NOW.as_bytes());
-        out.extend_from_slice(boot_text((self.wall)()).as_bytes());
+        self.boot(out);
+    }
+
+    /// Reboots: with a boot window, the boot loader's banner, then (unless
+    /// a break comes first) the rest in [`tick`](Self::tick).
+    fn boot(&mut self, out: &mut Vec<u8>) {
         self.power_on();
+        if self.boot_window.is_zero() {
+            out.extend_from_slice(boot_text((self.wall)()).as_bytes());
+            return;
+        }
+        let text = boot_text((self.wall)());
+        let rest = boot_rest();
+        out.extend_from_slice(&text.as_bytes()[..text.len() - rest.len()]);
+        self.booting = Some((Instant::now() + self.boot_window, Vec::new()));
     }
 
     /// The switch comes up from a boot: the startup configuration runs,
@@ -867,14 +926,26 @@ const BOOTSTRAP: [&str; 4] = [
 
 /// What a booting switch prints from the boot loader to `Press RETURN`.
 fn boot_banner() -> String {
-    let lines = BOOTSTRAP.into_iter().chain([
+    let mut text = String::from_utf8(crlf_lines(BOOTSTRAP)).expect("ASCII");
+    text.push_str(&boot_rest());
+    text
+}
+
+/// What a pty can carry of a BREAK: nothing (Linux's pty driver drops
+/// TIOCSBRK), so in its first seconds of boot the simulated switch takes
+/// the alternate break, CR `~` Ctrl-B (Solaris' and conserver's), as one.
+pub const BREAK_BYTES: &[u8] = b"\r~\x02";
+
+/// The boot after the boot loader's banner, to `Press RETURN`.
+fn boot_rest() -> String {
+    let lines = [
         "Initializing flashfs...",
         "Loading \"flash:c2960x-universalk9-mz.152-7.E4.bin\"...@@@@@@@@@@@@@@@@@@@@@@@@",
         "File \"flash:c2960x-universalk9-mz.152-7.E4.bin\" uncompressed and installed, entry point: 0x3000",
         "executing...",
         "",
         "Press RETURN to get started!",
-    ]);
+    ];
     String::from_utf8(crlf_lines(lines)).expect("ASCII")
 }
 

@@ -22,6 +22,7 @@ use super::options::SimOptions;
 use super::procurve::ProCurveSwitch;
 use super::pty::{Link, Pty};
 use super::shell::ColourShell;
+use super::uboot::UBoot;
 use super::utf8::Utf8Router;
 
 /// Which device a simulator plays.
@@ -49,11 +50,14 @@ pub enum Profile {
     /// Prints nothing, only records what it receives (tests make it print
     /// with [`SimHandle::inject`]); CLI name `silent`.
     Silent,
+    /// A U-Boot-like boot loader, `=> ` ([`UBoot`]): `loady`, `loadx`;
+    /// CLI name `u-boot`.
+    UBoot,
 }
 
 impl Profile {
     /// Every profile, in the order the CLI lists them.
-    pub const ALL: [Profile; 8] = [
+    pub const ALL: [Profile; 9] = [
         Profile::CiscoIos,
         Profile::JuniperJunos,
         Profile::HuaweiVrp,
@@ -62,6 +66,7 @@ impl Profile {
         Profile::Menu,
         Profile::Utf8Slow,
         Profile::Silent,
+        Profile::UBoot,
     ];
 
     /// The CLI name, e.g. `cisco-ios`.
@@ -75,6 +80,7 @@ impl Profile {
             Profile::Menu => "menu",
             Profile::Utf8Slow => "utf8-slow",
             Profile::Silent => "silent",
+            Profile::UBoot => "u-boot",
         }
     }
 
@@ -86,7 +92,7 @@ impl Profile {
             Profile::HuaweiVrp => "huawei-vrp",
             Profile::HpProcurve => "hp-procurve",
             Profile::AnsiColour => "linux",
-            Profile::Menu | Profile::Silent => "generic",
+            Profile::Menu | Profile::Silent | Profile::UBoot => "generic",
         }
     }
 }
@@ -125,6 +131,7 @@ enum Device {
     Menu(BiosMenu),
     Utf8(Utf8Router),
     Silent,
+    UBoot(Box<UBoot>),
 }
 
 /// How long a device that writes one byte at a time waits between bytes,
@@ -142,6 +149,7 @@ impl Device {
             Profile::Menu => Device::Menu(BiosMenu::new()),
             Profile::Utf8Slow => Device::Utf8(Utf8Router::new()),
             Profile::Silent => Device::Silent,
+            Profile::UBoot => Device::UBoot(Box::new(UBoot::with_options(options))),
         }
     }
 
@@ -155,15 +163,26 @@ impl Device {
             Device::Menu(menu) => menu.feed(input, out),
             Device::Utf8(router) => router.feed(input, out),
             Device::Silent => {}
+            Device::UBoot(loader) => loader.feed(input, out),
+        }
+    }
+
+    /// The speed the device's UART runs at when it models one; a
+    /// terminal at another speed reads garbage and is read as garbage.
+    fn line_speed(&self) -> Option<u32> {
+        match self {
+            Device::Cisco(switch) => switch.line_speed(),
+            _ => None,
         }
     }
 
     /// When the device's next timer fires (a revert timer, a commit
     /// confirmed, a scheduled reload), if one is armed.
-    fn next_deadline(&self) -> Option<Instant> {
+    fn next_deadline(&mut self) -> Option<Instant> {
         match self {
             Device::Cisco(switch) => switch.next_deadline(),
             Device::Junos(router) => router.next_deadline(),
+            Device::UBoot(loader) => loader.next_deadline(),
             _ => None,
         }
     }
@@ -173,6 +192,7 @@ impl Device {
         match self {
             Device::Cisco(switch) => switch.tick(now, out),
             Device::Junos(router) => router.tick(now, out),
+            Device::UBoot(loader) => loader.tick(now, out),
             _ => {}
         }
     }
@@ -201,6 +221,30 @@ impl Device {
     fn byte_at_a_time(&self) -> bool {
         matches!(self, Device::Utf8(_))
     }
+}
+
+/// Whether the device models a line speed and the terminal's side of the
+/// pty is set to another.
+fn speeds_differ(pty: &Pty, device_speed: Option<u32>) -> bool {
+    device_speed.is_some_and(|speed| pty.peer_speed().is_some_and(|peer| peer != speed))
+}
+
+/// What crosses a line whose two ends disagree on the speed: framing
+/// errors and bytes of nothing like what was sent (never ASCII, so never a
+/// protocol's control byte or a prompt).
+fn garble(bytes: &mut [u8]) {
+    for b in bytes {
+        *b = 0x80 | (*b).rotate_left(3);
+    }
+}
+
+/// Writes some of `bytes`, garbled first if the speeds now disagree.
+async fn write_at_speed(pty: &Pty, device: &Mutex<Device>, bytes: &mut [u8]) -> io::Result<usize> {
+    let device_speed = device.lock().unwrap().line_speed();
+    if speeds_differ(pty, device_speed) {
+        garble(bytes);
+    }
+    pty.write(bytes).await
 }
 
 /// What the handle and the device task share.
@@ -278,6 +322,7 @@ pub async fn spawn_with(
         shared.clone(),
         inject_rx,
         stop.clone(),
+        options.pace,
     ));
     Ok(SimHandle {
         path,
@@ -397,6 +442,7 @@ async fn run(
     shared: Arc<Shared>,
     mut injects: mpsc::UnboundedReceiver<Inject>,
     stop: CancellationToken,
+    pace: bool,
 ) {
     let mut input = [0u8; 4096];
     // Output not yet written is `output[written..]`; `total_*` count bytes
@@ -421,9 +467,19 @@ async fn run(
             read = pty.read(&mut input) => match read {
                 Ok(0) => break,
                 Ok(n) => {
+                    let speed = device.lock().unwrap().line_speed();
+                    if let Some(speed) = speed.filter(|_| pace) {
+                        // The bytes arrive when a line at that speed has
+                        // carried them.
+                        tokio::time::sleep(Duration::from_secs_f64(n as f64 * 10.0 / f64::from(speed))).await;
+                    }
                     shared.received.lock().unwrap().extend_from_slice(&input[..n]);
                     shared.arrived.notify_waiters();
-                    device.lock().unwrap().feed(&input[..n], &mut output);
+                    let mut device = device.lock().unwrap();
+                    if speeds_differ(&pty, device.line_speed()) {
+                        garble(&mut input[..n]);
+                    }
+                    device.feed(&input[..n], &mut output);
                 }
                 Err(error) => {
                     tracing::debug!(%error, "simulated device: reading the pty master failed");
@@ -440,7 +496,7 @@ async fn run(
                 }
                 None => break,
             },
-            write = pty.write(&output[written..end]), if written < output.len() => match write {
+            write = write_at_speed(&pty, &device, &mut output[written..end]), if written < output.len() => match write {
                 Ok(n) => {
                     written += n;
                     total_written += n as u64;

@@ -11,7 +11,9 @@ mod options;
 pub mod procurve;
 pub mod pty;
 pub mod shell;
+mod transfer;
+pub mod uboot;
 pub mod utf8;
 
 pub use device::{Profile, SimHandle, spawn, spawn_with};
-pub use options::{Credentials, SimOptions};
+pub use options::{BlockFaults, Credentials, SimOptions};

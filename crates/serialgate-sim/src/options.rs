@@ -1,6 +1,7 @@
 //! What a test (or `serialgate simulate`) may ask of a simulated device
 //! beyond its profile: a login, an enable secret, how long its minutes
-//! last, where it boots.
+//! last, where it boots, how long its boot can be stopped, which blocks of
+//! a transfer its line damages.
 
 use std::time::Duration;
 
@@ -24,6 +25,37 @@ pub struct SimOptions {
     /// line end); default [`TECH_SUPPORT_LINES`], about 4 MB. A modular
     /// switch prints 5 to 30 MB.
     pub tech_support_lines: usize,
+    /// How long a booting device stays in its first seconds, where a
+    /// break (ROMMON) or any key (U-Boot's autoboot) stops it in the boot
+    /// loader; zero boots straight through (as before this existed).
+    pub boot_window: Duration,
+    /// Blocks the boot loaders' receivers damage or lose on arrival.
+    pub faults: BlockFaults,
+    /// While the device models a line speed (ROMMON after `xmodem -s`),
+    /// take what arrives no faster than that line carries it (10 bits a
+    /// byte), as a real UART would; off, a pty moves data at memory speed.
+    pub pace: bool,
+}
+
+/// Blocks of an XMODEM/YMODEM transfer that the line damages or loses,
+/// counted by arrival: 0 is the first block the receiver asked for (YMODEM's
+/// header, else block 1), and a block sent again counts again.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockFaults {
+    /// Arrivals with one byte flipped (a NAK and a retry follow).
+    pub corrupt: Vec<u64>,
+    /// Arrivals lost whole (a timeout, a NAK and a retry follow).
+    pub drop: Vec<u64>,
+}
+
+impl BlockFaults {
+    /// Arrival numbers from `3,17,200`, as `serialgate simulate` takes them.
+    pub fn parse_list(text: &str) -> Option<Vec<u64>> {
+        text.split(',')
+            .filter(|part| !part.trim().is_empty())
+            .map(|part| part.trim().parse().ok())
+            .collect()
+    }
 }
 
 impl Default for SimOptions {
@@ -34,6 +66,9 @@ impl Default for SimOptions {
             minute: Duration::from_secs(60),
             rommon: false,
             tech_support_lines: TECH_SUPPORT_LINES,
+            boot_window: Duration::ZERO,
+            faults: BlockFaults::default(),
+            pace: false,
         }
     }
 }

@@ -57,6 +57,20 @@ impl Pty {
         &self.slave_path
     }
 
+    /// The output speed the slave's user set (the terminal's side of the
+    /// line), from the kernel's termios2 (which also holds rates set as
+    /// BOTHER); `None` if it cannot be read.
+    pub fn peer_speed(&self) -> Option<u32> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: an all-zero termios2 is a valid value of this plain C struct.
+        let mut termios: nix::libc::termios2 = unsafe { std::mem::zeroed() };
+        // SAFETY: the slave descriptor is open for the life of `self`, and
+        // `termios` is a termios2 the call writes.
+        let r =
+            unsafe { nix::libc::ioctl(self._slave.as_raw_fd(), nix::libc::TCGETS2, &mut termios) };
+        (r == 0).then_some(termios.c_ospeed)
+    }
+
     /// Reads what was written to the slave: at least one byte, waiting for
     /// it. Cancel-safe.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {

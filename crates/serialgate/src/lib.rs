@@ -58,6 +58,7 @@ pub mod daemon;
 pub mod demo;
 pub mod devices;
 pub(crate) mod error;
+pub(crate) mod files;
 pub(crate) mod gateway;
 pub mod log;
 pub(crate) mod logfile;

@@ -75,6 +75,21 @@ enum Command {
             value_parser = clap::value_parser!(u64).range(1..1_000_000)
         )]
         tech_support_lines: u64,
+        /// After a reload (Cisco) or reset (U-Boot), how long the boot can
+        /// be stopped in the boot loader, in milliseconds (Cisco: by the
+        /// alternate break CR ~ Ctrl-B; U-Boot: by any key).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        boot_window_ms: u64,
+        /// Blocks of a boot loader's transfer to damage on arrival,
+        /// counted from 0 with repeats: e.g. 3,100.
+        #[arg(long, value_name = "N,N")]
+        corrupt_blocks: Option<String>,
+        /// Blocks of a boot loader's transfer to lose on arrival.
+        #[arg(long, value_name = "N,N")]
+        drop_blocks: Option<String>,
+        /// Take a transfer no faster than the line speed it runs at.
+        #[arg(long)]
+        pace: bool,
     },
     /// Start a simulated switch and the gateway, and drive a short agent
     /// session through the real MCP path.
@@ -129,7 +144,21 @@ fn main() -> ExitCode {
                 minute_ms,
                 rommon,
                 tech_support_lines,
+                boot_window_ms,
+                corrupt_blocks,
+                drop_blocks,
+                pace,
             } => {
+                let blocks = |flag: &str, text: Option<String>| match text {
+                    None => Ok(Vec::new()),
+                    Some(text) => serialgate_sim::BlockFaults::parse_list(&text).ok_or_else(|| {
+                        anyhow::anyhow!("--{flag} wants block numbers such as 3,100, got `{text}`")
+                    }),
+                };
+                let faults = serialgate_sim::BlockFaults {
+                    corrupt: blocks("corrupt-blocks", corrupt_blocks)?,
+                    drop: blocks("drop-blocks", drop_blocks)?,
+                };
                 let login = match login {
                     Some(text) => {
                         Some(serialgate_sim::Credentials::parse(&text).ok_or_else(|| {
@@ -144,6 +173,9 @@ fn main() -> ExitCode {
                     rommon,
                     // At most 999999 (the parser's range): it fits.
                     tech_support_lines: tech_support_lines as usize,
+                    boot_window: std::time::Duration::from_millis(boot_window_ms),
+                    faults,
+                    pace,
                     ..serialgate_sim::SimOptions::default()
                 };
                 simulate(&profile, link, options).await

@@ -10,7 +10,9 @@
 //! If it falls so far behind that retention dropped bytes it had not
 //! written, it writes a marker saying how many — losses are counted, never
 //! silent. Sent data reaches it through a bounded channel; a full channel
-//! drops the record and counts it.
+//! drops the record and counts it. A file transfer's binary traffic is
+//! left out: the range of the OutputLog it spans is replaced by one
+//! summary line ([`Transcript::binary_begin`], [`Transcript::binary_end`]).
 
 use std::fs::File;
 use std::io;
@@ -67,6 +69,18 @@ pub struct Transcript {
     sent: mpsc::Sender<SentRecord>,
     dropped_sent: Arc<AtomicU64>,
     progress: watch::Receiver<Progress>,
+    binary: Arc<std::sync::Mutex<Binary>>,
+    binary_changed: Arc<watch::Sender<u64>>,
+}
+
+/// The OutputLog ranges a transfer spans, which the writer replaces by a
+/// summary line.
+#[derive(Debug, Default)]
+struct Binary {
+    /// A transfer under way since this offset: the writer stops there.
+    open_from: Option<u64>,
+    /// Ended transfers not yet written: their range and summary.
+    closed: std::collections::VecDeque<(u64, u64, String)>,
 }
 
 /// How far the writer got: lets a caller (a test, a flush at shutdown)
@@ -102,7 +116,14 @@ impl Transcript {
             file,
             at_line_start: true,
         };
-        tokio::spawn(run(writer, log, from, sent_rx, progress_tx, stop));
+        let binary = Arc::new(std::sync::Mutex::new(Binary::default()));
+        let binary_changed = Arc::new(watch::Sender::new(0));
+        let follow = Follow {
+            log,
+            binary: binary.clone(),
+            binary_rx: binary_changed.subscribe(),
+        };
+        tokio::spawn(run(writer, follow, from, sent_rx, progress_tx, stop));
         Ok(Transcript {
             dir,
             name,
@@ -110,7 +131,27 @@ impl Transcript {
             sent,
             dropped_sent: Arc::new(AtomicU64::new(0)),
             progress,
+            binary,
+            binary_changed,
         })
+    }
+
+    /// A transfer starts: device output from `from` on is held back until
+    /// [`binary_end`](Self::binary_end) says where it ended.
+    pub fn binary_begin(&self, from: u64) {
+        crate::sync::lock(&self.binary).open_from = Some(from);
+        self.binary_changed.send_modify(|n| *n += 1);
+    }
+
+    /// The transfer ended at `to`: its range is written as `summary`, one
+    /// line, and what follows it as usual.
+    pub fn binary_end(&self, to: u64, summary: String) {
+        {
+            let mut binary = crate::sync::lock(&self.binary);
+            let from = binary.open_from.take().unwrap_or(to);
+            binary.closed.push_back((from, to.max(from), summary));
+        }
+        self.binary_changed.send_modify(|n| *n += 1);
     }
 
     /// The transcript file.
@@ -246,20 +287,61 @@ fn describe_sent(record: &SentRecord) -> String {
     }
 }
 
+/// What the writer follows: the log, and the transfers' ranges in it.
+struct Follow {
+    log: OutputLog,
+    binary: Arc<std::sync::Mutex<Binary>>,
+    binary_rx: watch::Receiver<u64>,
+}
+
+impl Follow {
+    /// Where the writer may copy to from `written`, given the `head`; a
+    /// transfer's range that starts at `written` is taken: its summary
+    /// and end are returned.
+    fn limit(&self, written: u64, head: u64) -> (u64, Option<(u64, String)>) {
+        let mut binary = crate::sync::lock(&self.binary);
+        if let Some(&(from, to, _)) = binary.closed.front()
+            && from <= written
+        {
+            let summary = binary.closed.pop_front().map(|(_, _, s)| s);
+            return (head, summary.map(|s| (to, s)));
+        }
+        let stop = binary
+            .closed
+            .front()
+            .map(|&(from, _, _)| from)
+            .or(binary.open_from);
+        (stop.map_or(head, |s| head.min(s.max(written))), None)
+    }
+}
+
 async fn run(
     mut writer: Writer,
-    log: OutputLog,
+    mut follow: Follow,
     from: u64,
     mut sent: mpsc::Receiver<SentRecord>,
     progress: watch::Sender<Progress>,
     stop: CancellationToken,
 ) {
+    let log = follow.log.clone();
     let mut head_rx = log.subscribe();
     let mut written = from;
     let mut sent_open = true;
     let mut sent_records = 0;
     loop {
-        let head = *head_rx.borrow_and_update();
+        let mut head = *head_rx.borrow_and_update();
+        follow.binary_rx.borrow_and_update();
+        loop {
+            let (limit, summary) = follow.limit(written, head);
+            let Some((to, line)) = summary else {
+                head = limit;
+                break;
+            };
+            if let Err(e) = writer.marker(&line) {
+                tracing::warn!("transcript {}: {e}", writer.file.path().display());
+            }
+            written = written.max(to);
+        }
         while written < head {
             let oldest = log.oldest();
             if written < oldest {
@@ -285,6 +367,7 @@ async fn run(
         tokio::select! {
             _ = stop.cancelled() => break,
             changed = head_rx.changed() => if changed.is_err() { break },
+            changed = follow.binary_rx.changed() => if changed.is_err() { break },
             record = sent.recv(), if sent_open => match record {
                 Some(r) => {
                     if let Err(e) = writer.marker(&describe_sent(&r)) {
@@ -370,6 +453,43 @@ mod tests {
         let text = written(&t, &log, 2).await;
         assert!(text.contains(">>> sent text: enable\\r"), "{text}");
         assert!(text.contains(">>> sent expect: <redacted>"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_transfer_is_one_summary_line_not_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = OutputLog::new(1 << 20);
+        let t = Transcript::start(
+            "r1",
+            log.clone(),
+            config(dir.path(), 1 << 20, 2),
+            CancellationToken::new(),
+        )
+        .unwrap();
+        log.append(b"rommon 2 > xmodem -c img\r\n");
+        t.binary_begin(log.head());
+        log.append(b"CCC\x06\x06\x15\x06BINARY");
+        let text = written_to(&t, log.head() - 14).await;
+        assert!(!text.contains("CCC"), "{text}");
+        t.binary_end(log.head(), ">>> send_file xmodem-1k img: done".into());
+        log.append(b"\r\nrommon 3 > ");
+        let text = written(&t, &log, 0).await;
+        assert!(text.contains("xmodem -c img\r\n"), "{text}");
+        assert!(
+            text.contains(" >>> send_file xmodem-1k img: done\n"),
+            "{text}"
+        );
+        assert!(text.contains("rommon 3 > "), "{text}");
+        assert!(!text.contains("BINARY") && !text.contains('\x06'), "{text}");
+    }
+
+    /// The file once the writer has device output up to `offset`.
+    async fn written_to(t: &Transcript, offset: u64) -> String {
+        assert!(
+            t.wait_written(offset, 0, std::time::Duration::from_secs(5))
+                .await
+        );
+        std::fs::read_to_string(t.path()).unwrap()
     }
 
     #[tokio::test]

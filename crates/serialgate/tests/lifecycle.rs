@@ -135,6 +135,8 @@ async fn the_tool_list_is_the_contract() {
         "rollback",
         "save_config",
         "alerts",
+        "send_file",
+        "receive_file",
     ];
     want.sort();
     assert_eq!(names, want);

@@ -15,6 +15,7 @@
 //! - [`presets`]: the built-in presets that user presets extend.
 
 mod auto_reply;
+pub mod breaks;
 mod credentials;
 mod diagnostics;
 pub mod modes;
@@ -524,6 +525,11 @@ device = "/dev/ttyUSB2"
         assert_eq!(c.ports["core-sw2"].line.baud, 19200);
         let lab = &c.ports["lab-rtr1"];
         assert_eq!((lab.preset.as_str(), lab.line.baud), ("lab-ios", 115200));
+        assert_eq!(
+            lab.break_sequences["alt"].steps,
+            vec![crate::config::breaks::BreakStep::Bytes(b"\r~\x02".to_vec())]
+        );
+        assert_eq!(lab.break_sequences["double"].steps.len(), 3);
         assert_eq!(lab.error_patterns, c.presets["cisco-ios"].error_patterns);
         assert_eq!(lab.down_after, 0);
         assert_eq!(c.ports["core-sw1"].down_after, DEFAULT_DOWN_AFTER);

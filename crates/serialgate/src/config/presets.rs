@@ -49,6 +49,8 @@ pub struct Preset {
     /// Standing watches: output that raises an alert (a crash, a reboot,
     /// a boot loader prompt, memory and hardware errors).
     pub watches: Vec<Watch>,
+    /// Named break sequences (`send_break` with `sequence`).
+    pub break_sequences: super::breaks::BreakSequences,
 }
 
 /// Where a prompt may begin: the start of a line, or right after a carriage
@@ -100,6 +102,7 @@ fn cisco_ios() -> Preset {
         modes: modes::cisco_ios(),
         credentials: None,
         watches: watches::cisco_ios(),
+        break_sequences: Default::default(),
     }
 }
 
@@ -123,6 +126,7 @@ fn cisco_nxos() -> Preset {
         modes: modes::cisco_nxos(),
         credentials: None,
         watches: watches::cisco_nxos(),
+        break_sequences: Default::default(),
     }
 }
 
@@ -155,6 +159,7 @@ fn juniper_junos() -> Preset {
         modes: modes::juniper_junos(),
         credentials: None,
         watches: watches::juniper_junos(),
+        break_sequences: Default::default(),
     }
 }
 
@@ -182,6 +187,7 @@ fn arista_eos() -> Preset {
         modes: modes::arista_eos(),
         credentials: None,
         watches: watches::arista_eos(),
+        break_sequences: Default::default(),
     }
 }
 
@@ -206,6 +212,7 @@ fn huawei_vrp() -> Preset {
         modes: modes::huawei_vrp(),
         credentials: None,
         watches: watches::huawei_vrp(),
+        break_sequences: Default::default(),
     }
 }
 
@@ -235,6 +242,7 @@ fn linux() -> Preset {
         modes: modes::linux(),
         credentials: None,
         watches: watches::linux(),
+        break_sequences: Default::default(),
     }
 }
 
@@ -269,6 +277,7 @@ fn hp_procurve() -> Preset {
         modes: modes::hp_procurve(),
         credentials: None,
         watches: watches::hp_procurve(),
+        break_sequences: Default::default(),
     }
 }
 
@@ -288,6 +297,7 @@ fn generic() -> Preset {
         modes: ModeRules::default(),
         credentials: None,
         watches: watches::generic(),
+        break_sequences: Default::default(),
     }
 }
 

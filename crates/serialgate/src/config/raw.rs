@@ -169,6 +169,7 @@ pub(super) struct RawServer {
     pub(super) auth: Option<Spanned<AuthMode>>,
     pub(super) retention: Option<Spanned<Size>>,
     pub(super) log_dir: Option<Spanned<PathBuf>>,
+    pub(super) files_dir: Option<Spanned<PathBuf>>,
     pub(super) console_socket: Option<Spanned<PathBuf>>,
     pub(super) state_dir: Option<Spanned<PathBuf>>,
     pub(super) log_max: Option<Spanned<Size>>,
@@ -229,6 +230,7 @@ pub(super) struct Overrides {
     pub(super) modes: Option<RawModes>,
     pub(super) credentials: Option<Spanned<PathBuf>>,
     pub(super) watches: Option<Vec<RawWatch>>,
+    pub(super) break_sequences: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 // `#[serde(flatten)]` would share the override keys between presets and
@@ -255,6 +257,7 @@ pub(super) struct RawPreset {
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
     watches: Option<Vec<RawWatch>>,
+    break_sequences: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 /// One `[ports.NAME]` table as written.
@@ -277,6 +280,7 @@ pub(super) struct RawPort {
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
     watches: Option<Vec<RawWatch>>,
+    break_sequences: Option<Spanned<BTreeMap<String, String>>>,
     pub(super) down_after: Option<Spanned<i64>>,
 }
 
@@ -298,6 +302,7 @@ impl RawPreset {
             modes: self.modes,
             credentials: self.credentials,
             watches: self.watches,
+            break_sequences: self.break_sequences,
         };
         (self.extends, self.description, o)
     }
@@ -322,6 +327,7 @@ impl RawPort {
             modes: self.modes,
             credentials: self.credentials,
             watches: self.watches,
+            break_sequences: self.break_sequences,
         };
         (self.device, self.preset, o)
     }

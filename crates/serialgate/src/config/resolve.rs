@@ -48,6 +48,8 @@ pub struct PortConfig {
     pub down_after: u32,
     /// The CLI's modes and configuration commands.
     pub modes: ModeRules,
+    /// Named break sequences `send_break` can send.
+    pub break_sequences: super::breaks::BreakSequences,
     /// The credentials file, if the port or its preset names one.
     pub credentials_file: Option<std::path::PathBuf>,
     /// What `credentials_file` holds, read when the config was loaded.
@@ -86,6 +88,7 @@ impl PortConfig {
             paging_off: p.paging_off,
             down_after,
             modes: p.modes,
+            break_sequences: p.break_sequences,
             credentials_file: p.credentials,
             credentials,
             watches: p.watches,
@@ -235,6 +238,10 @@ impl Overrides {
         }
         if let Some(list) = self.watches {
             super::watches::apply(list, &mut p.watches, &format!("{path}.watches"), src)?;
+        }
+        if let Some(table) = self.break_sequences {
+            p.break_sequences = super::breaks::parse_all(table.get_ref())
+                .map_err(|e| src.error(table.span(), format!("{path}.break_sequences: {e}")))?;
         }
         if let Some(file) = self.credentials {
             p.credentials = if file.get_ref().as_os_str().is_empty() {

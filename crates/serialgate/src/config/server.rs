@@ -45,6 +45,10 @@ pub struct ServerConfig {
     /// the audit log (`audit.log`); none: neither. A relative path is
     /// relative to the config file's directory.
     pub log_dir: Option<PathBuf>,
+    /// The one directory `send_file` reads from and `receive_file` writes
+    /// into (images, crash files); none: no file transfers. A relative
+    /// path is relative to the config file's directory.
+    pub files_dir: Option<PathBuf>,
     /// The local console socket people attach through (`console_socket`;
     /// relative to the config file's directory). Unset: under systemd's
     /// `RuntimeDirectory` (`$RUNTIME_DIRECTORY/console.sock`) when the
@@ -84,6 +88,7 @@ impl Default for ServerConfig {
             auth: AuthMode::Token,
             retention: DEFAULT_RETENTION,
             log_dir: None,
+            files_dir: None,
             console_socket: std::env::var_os("RUNTIME_DIRECTORY")
                 .filter(|dir| !dir.is_empty())
                 .map(|dir| PathBuf::from(dir).join("console.sock")),
@@ -177,6 +182,15 @@ impl RawServer {
         }
         if let Some(dir) = self.state_dir {
             s.state_dir = Some(private_dir("state_dir", "/var/lib/serialgate", dir, src)?);
+        }
+        if let Some(dir) = self.files_dir {
+            if dir.get_ref().as_os_str().is_empty() {
+                return Err(src.error(
+                    dir.span(),
+                    "server.files_dir: it is empty; give the directory images are sent from and files received into, or leave files_dir out",
+                ));
+            }
+            s.files_dir = Some(next_to_config(dir.get_ref(), src));
         }
         if let Some(path) = self.console_socket {
             if path.get_ref().as_os_str().is_empty() {

@@ -96,6 +96,8 @@ pub const TOOLS: &[(&str, TokenAccess, Scope)] = &[
     ("set_lines", TokenAccess::Admin, Scope::Connection),
     ("pulse_line", TokenAccess::Admin, Scope::Connection),
     ("detect_baud", TokenAccess::Admin, Scope::Connection),
+    ("send_file", TokenAccess::Admin, Scope::Connection),
+    ("receive_file", TokenAccess::Admin, Scope::Connection),
 ];
 
 /// The access a tool needs and what it acts on (unknown tools: admin).

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::args::{self, parse};
 use super::describe::{list, millis};
 use super::{GateServer, ToolError};
+use crate::config::breaks::BreakStep;
 use crate::error::GateError;
 use crate::port::baud_detect::{
     BaudScore, DEFAULT_CANDIDATES, MAX_CANDIDATES, MAX_LISTEN, MIN_SCORE,
@@ -48,6 +49,9 @@ pub struct SendBreakArgs {
     ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub duration_ms: Option<u64>,
+    /// A break sequence the port's preset names, sent instead.
+    #[schemars(description = "A preset's break sequence name.")]
+    pub sequence: Option<String>,
     /// The connection (default: the current one).
     pub connection: Option<String>,
 }
@@ -55,8 +59,11 @@ pub struct SendBreakArgs {
 /// Result of `send_break`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SendBreakResult {
-    /// How long the BREAK lasted, in milliseconds.
+    /// How long the BREAK (or the sequence) lasted, in milliseconds.
     pub duration_ms: u64,
+    /// The break sequence sent, if one was named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<String>,
 }
 
 /// Arguments of `set_line_settings`; what is not given stays as it is.
@@ -292,6 +299,47 @@ impl SetLineSettingsArgs {
     }
 }
 
+impl GateServer {
+    /// Sends the port's break sequence `name`: its BREAKs, bytes (written
+    /// as this session, so held and audited like any write) and pauses.
+    async fn send_break_sequence(
+        &self,
+        conn: &super::session::Connection,
+        name: &str,
+    ) -> Result<(), GateError> {
+        let sequences = &conn.gateway_port.config.break_sequences;
+        let Some(sequence) = sequences.get(name) else {
+            let known: Vec<&str> = sequences.keys().map(String::as_str).collect();
+            return Err(GateError::invalid(format!(
+                "{} names no break sequence {}; {}",
+                conn.name,
+                crate::error::shown(name),
+                if known.is_empty() {
+                    "it has none: add break_sequences to its preset, or omit sequence for a plain BREAK".to_owned()
+                } else {
+                    format!("it has: {}", known.join(", "))
+                }
+            )));
+        };
+        let port = conn.port();
+        for step in &sequence.steps {
+            match step {
+                BreakStep::Break(ms) => port.send_break(Duration::from_millis(*ms)).await?,
+                BreakStep::Bytes(bytes) => {
+                    port.write_as(&self.session.actor(), "break", bytes, false)
+                        .await?
+                }
+                BreakStep::Pause(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+            }
+        }
+        port.record(format!(
+            "sent break sequence {name} ({})",
+            sequence.text.escape_default()
+        ));
+        Ok(())
+    }
+}
+
 #[tool_router(router = control_router, vis = "pub(super)")]
 impl GateServer {
     /// Sends a serial BREAK for duration_ms (default [`DEFAULT_BREAK_MS`]).
@@ -312,9 +360,20 @@ impl GateServer {
     ) -> Result<Json<SendBreakResult>, ToolError> {
         let a: SendBreakArgs = parse("send_break", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
+        if let Some(name) = a.sequence.filter(|n| !n.is_empty()) {
+            let started = std::time::Instant::now();
+            self.send_break_sequence(&conn, &name).await?;
+            return Ok(Json(SendBreakResult {
+                duration_ms: started.elapsed().as_millis() as u64,
+                sequence: Some(name),
+            }));
+        }
         let ms = ms_arg("duration_ms", a.duration_ms, DEFAULT_BREAK_MS, MAX_BREAK)?;
         conn.port().send_break(Duration::from_millis(ms)).await?;
-        Ok(Json(SendBreakResult { duration_ms: ms }))
+        Ok(Json(SendBreakResult {
+            duration_ms: ms,
+            sequence: None,
+        }))
     }
 
     /// Change baud rate and framing of the open line at once, without

@@ -127,6 +127,9 @@ pub struct StatusResult {
     pub mode: Option<DeviceMode>,
     /// A change committed with an automatic rollback, not confirmed yet.
     pub pending_confirm: Option<PendingConfirm>,
+    /// A file transfer under way (send_file, receive_file): its file,
+    /// protocol, who runs it and its progress; null when none.
+    pub transfer: Option<crate::port::transfer::TransferStatus>,
     /// Times the device was reopened after a loss.
     pub reconnects: u64,
     /// The last time the open device went away, and why; null if it never did.
@@ -298,6 +301,7 @@ impl GateServer {
             mode: super::mode::last_prompt(&conn.profile.prompt, &tail)
                 .and_then(|prompt| conn.profile.mode_prompts.mode_of(&prompt)),
             pending_confirm: port.pending_confirm(),
+            transfer: port.transfer(),
             reconnects: port.reconnects(),
             last_loss: port.last_loss(),
             events: port.events(),

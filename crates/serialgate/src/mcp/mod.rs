@@ -23,6 +23,7 @@ mod resources;
 pub mod scope;
 mod session;
 mod terminal;
+mod transfer;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -125,7 +126,8 @@ impl GateServer {
                     + Self::terminal_router()
                     + Self::mode_router()
                     + Self::configure_router()
-                    + Self::alerts_router();
+                    + Self::alerts_router()
+                    + Self::transfer_router();
                 for route in router.map.values_mut() {
                     let mut schema = (*route.attr.input_schema).clone();
                     describe::lean_schema(&mut schema);

@@ -20,6 +20,7 @@ mod reader;
 mod responder;
 mod sharing;
 mod telnet_link;
+pub mod transfer;
 pub mod wait;
 
 use std::collections::VecDeque;
@@ -187,6 +188,8 @@ struct Shared {
     confirm: Mutex<Option<confirm_watch::Armed>>,
     /// The standing watches and their alerts (alerts.rs).
     alerts: alerts::Alerts,
+    /// A file transfer under way (transfer.rs).
+    transfer: Mutex<Option<transfer::TransferStatus>>,
 }
 
 impl Port {
@@ -228,6 +231,7 @@ impl Port {
                 transcript,
                 audit: services.audit,
                 confirm: Mutex::new(None),
+                transfer: Mutex::new(None),
             }),
         };
         tokio::spawn(reader::run(port.clone()));

@@ -130,6 +130,7 @@ impl Port {
         sensitive: bool,
     ) -> Result<(), GateError> {
         self.claim_writer(actor, false)?;
+        self.refuse_during_transfer()?;
         self.write_unrecorded(bytes).await?;
         if let Some(t) = &self.shared.transcript {
             t.record_sent(SentRecord {
@@ -164,6 +165,7 @@ impl Port {
     /// Writes for the gateway itself (answers to terminal queries, baud
     /// probes): recorded in the transcript as such, not held by a session.
     pub async fn write(&self, bytes: &[u8]) -> Result<(), GateError> {
+        self.refuse_during_transfer()?;
         self.write_unrecorded(bytes).await?;
         if let Some(t) = &self.shared.transcript {
             t.record_sent(SentRecord {
