@@ -427,6 +427,19 @@ async fn a_cancelled_transfer_sends_can_can_and_leaves_rommon_at_its_prompt() {
         .unwrap()
         .err();
     assert!(e.starts_with("busy: "), "{e}");
+    // Nor may anyone change the line under it: speed, BREAK, modem lines.
+    for (tool, args) in [
+        ("set_line_settings", json!({"baud": 9600})),
+        ("send_break", json!({})),
+        ("detect_baud", json!({})),
+        ("pulse_line", json!({"line": "dtr"})),
+    ] {
+        let e = other.call(tool, args).await.unwrap().err();
+        assert!(
+            e.starts_with("busy: ") && e.contains("file transfer"),
+            "{tool}: {e}"
+        );
+    }
     handle.cancel(Some("enough".into())).await.unwrap();
     // The transfer ends, the speed is back, and ROMMON says so at 9600.
     let after = site.until(ROMMON).await;

@@ -360,6 +360,7 @@ impl GateServer {
     ) -> Result<Json<SendBreakResult>, ToolError> {
         let a: SendBreakArgs = parse("send_break", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
+        conn.port().refuse_during_transfer()?;
         if let Some(name) = a.sequence.filter(|n| !n.is_empty()) {
             let started = std::time::Instant::now();
             self.send_break_sequence(&conn, &name).await?;
@@ -390,6 +391,7 @@ impl GateServer {
     ) -> Result<Json<SetLineSettingsResult>, ToolError> {
         let a: SetLineSettingsArgs = parse("set_line_settings", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
+        conn.port().refuse_during_transfer()?;
         let port = conn.port();
         let previous = port.line_settings();
         let line = a.apply_to(previous)?;
@@ -413,6 +415,9 @@ impl GateServer {
     ) -> Result<Json<ModemStatus>, ToolError> {
         let a: SetLinesArgs = parse("set_lines", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
+        if a.dtr.is_some() || a.rts.is_some() {
+            conn.port().refuse_during_transfer()?;
+        }
         let status = conn.port().set_lines(a.dtr, a.rts).await?;
         Ok(Json(status))
     }
@@ -435,6 +440,7 @@ impl GateServer {
     ) -> Result<Json<PulseLineResult>, ToolError> {
         let a: PulseLineArgs = parse("pulse_line", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
+        conn.port().refuse_during_transfer()?;
         let ms = ms_arg("ms", a.ms, DEFAULT_PULSE_MS, MAX_PULSE)?;
         let level = a.level.unwrap_or(false);
         let lines = conn
@@ -468,6 +474,7 @@ impl GateServer {
     ) -> Result<Json<DetectBaudResult>, ToolError> {
         let a: DetectBaudArgs = parse("detect_baud", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
+        conn.port().refuse_during_transfer()?;
         let listen = ms_arg("listen_ms", a.listen_ms, DEFAULT_LISTEN_MS, MAX_LISTEN)?;
         let given = a
             .candidates
