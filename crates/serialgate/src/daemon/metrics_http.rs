@@ -135,7 +135,7 @@ pub(crate) fn render(gateway: &Gateway, shows: &dyn Fn(&str) -> bool) -> String 
         let now = port.state();
         for state in states {
             let mut labels = one();
-            labels.push(("state", state_name(state).to_owned()));
+            labels.push(("state", state.as_str().to_owned()));
             port_state
                 .get_or_create(&labels)
                 .set(i64::from(state == now));
@@ -232,15 +232,4 @@ pub(crate) fn render(gateway: &Gateway, shows: &dyn Fn(&str) -> bool) -> String 
     // Writing to a String cannot fail.
     let _ = encode(&mut text, &registry);
     text
-}
-
-fn state_name(state: PortState) -> &'static str {
-    match state {
-        PortState::Opening => "opening",
-        PortState::Open => "open",
-        PortState::Lost => "lost",
-        PortState::Reopening => "reopening",
-        PortState::Down => "down",
-        PortState::Closed => "closed",
-    }
 }

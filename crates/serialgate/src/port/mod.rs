@@ -72,6 +72,20 @@ pub enum PortState {
     Closed,
 }
 
+impl PortState {
+    /// The state as one word, as results and metrics spell it (`lost`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PortState::Opening => "opening",
+            PortState::Open => "open",
+            PortState::Lost => "lost",
+            PortState::Reopening => "reopening",
+            PortState::Down => "down",
+            PortState::Closed => "closed",
+        }
+    }
+}
+
 /// Something that happened to a port, shown by `status`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct PortEvent {

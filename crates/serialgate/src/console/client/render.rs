@@ -146,18 +146,6 @@ pub(crate) fn state(port: &str, state: PortState) -> String {
     }
 }
 
-/// A port's state as one word.
-pub(crate) fn state_word(state: PortState) -> &'static str {
-    match state {
-        PortState::Opening => "opening",
-        PortState::Open => "open",
-        PortState::Lost => "lost",
-        PortState::Reopening => "reopening",
-        PortState::Down => "down",
-        PortState::Closed => "closed",
-    }
-}
-
 /// The answer to `who`, one message per line.
 pub(crate) fn who(watchers: &[Participant], holder_now: Option<&Holder>) -> Vec<String> {
     let mut lines = Vec::with_capacity(watchers.len() + 2);
@@ -196,7 +184,7 @@ pub(crate) fn ports_table(ports: &[PortSummary]) -> String {
         let holder_text = port.holder.as_ref().map_or_else(|| "-".to_owned(), holder);
         rows.push([
             shown(&port.name),
-            state_word(port.state).to_owned(),
+            port.state.as_str().to_owned(),
             watchers,
             holder_text,
         ]);
