@@ -14,6 +14,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile};
 use serialgate_testkit::client::to_outcome;
+use serialgate_testkit::daemon::Daemon;
 use tokio::sync::mpsc;
 
 /// A client that keeps every progress notification it gets.
@@ -98,35 +99,14 @@ async fn start() -> (tempfile::TempDir, sim::SimHandle, Client, Progress) {
 }
 
 /// The real binary over streamable HTTP on loopback, logged in.
-async fn start_http() -> (
-    tempfile::TempDir,
-    sim::SimHandle,
-    Client,
-    Progress,
-    tokio::process::Child,
-) {
-    use tokio::io::AsyncBufReadExt;
+async fn start_http() -> (tempfile::TempDir, sim::SimHandle, Client, Progress, Daemon) {
     let (dir, device, config) = device().await;
-    let mut daemon = tokio::process::Command::new(common::binary())
-        .args(["serve", "--http", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .env("SERIALGATE_LOG", "info")
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(daemon.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(url) = line.split("listening on ").nth(1) {
-                return url.trim().to_owned();
-            }
-        }
-        panic!("the daemon exited without listening")
-    })
-    .await
-    .unwrap();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let mut daemon = Daemon::run(Daemon::command_for(
+        &common::binary(),
+        Some(&config),
+        &["--http", "127.0.0.1:0"],
+    ));
+    let url = daemon.http_url().await;
     let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url),
     );

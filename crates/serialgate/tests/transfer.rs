@@ -19,6 +19,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use serialgate_sim::{self as sim, BlockFaults, Profile, SimOptions};
 use serialgate_testkit::client::{GateClient, to_outcome};
+use serialgate_testkit::daemon::Daemon;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -46,7 +47,7 @@ struct Site {
     client: Client,
     progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
     url: String,
-    _daemon: tokio::process::Child,
+    _daemon: Daemon,
 }
 
 fn request(tool: &str, args: Value) -> ClientRequest {
@@ -69,7 +70,6 @@ impl Site {
     /// `profile` with `options` at `<tmp>/sw1`, files_dir and log_dir in
     /// the temp dir, the daemon over HTTP on loopback, connected to sw1.
     async fn start(profile: Profile, preset_extra: &str, options: SimOptions) -> Site {
-        use tokio::io::AsyncBufReadExt;
         let dir = tempfile::tempdir().unwrap();
         let link = dir.path().join("sw1");
         let files = dir.path().join("files");
@@ -89,26 +89,12 @@ impl Site {
             ),
         )
         .unwrap();
-        let mut daemon = tokio::process::Command::new(common::binary())
-            .args(["serve", "--http", "127.0.0.1:0", "--config"])
-            .arg(&config)
-            .env("SERIALGATE_LOG", "info")
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = tokio::io::BufReader::new(daemon.stderr.take().unwrap()).lines();
-        let url = tokio::time::timeout(Duration::from_secs(20), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(url) = line.split("listening on ").nth(1) {
-                    return url.trim().to_owned();
-                }
-            }
-            panic!("the daemon exited without listening")
-        })
-        .await
-        .unwrap();
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let mut daemon = Daemon::run(Daemon::command_for(
+            &common::binary(),
+            Some(&config),
+            &["--http", "127.0.0.1:0"],
+        ));
+        let url = daemon.http_url().await;
         let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
             rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                 url.clone(),
