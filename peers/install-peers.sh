@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the MCP servers serialgate is measured against (crates/serialgate/benches/peers.rs)
+# Installs the MCP servers serialgate is measured against (benches/peers.rs)
 # into a scratch folder, from their registries:
 #
 #   serial-console-mcp  (Python, PyPI)     -> $PEERS_DIR/venv/bin/serial-console-mcp

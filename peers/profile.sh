@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Profiles serialgate while crates/serialgate/benches/peers.rs drives it, by pointing the bench
+# Profiles serialgate while benches/peers.rs drives it, by pointing the bench
 # at a wrapper (SERIALGATE_BIN) that starts serialgate under the profiler:
 #
 #   peers/profile.sh perf      --only bulk --quick   # perf record, cpu-clock, DWARF call graphs

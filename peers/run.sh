@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces "Against the peers" in BENCHMARKS.md: installs the peers into
-# bench-out/, builds serialgate in release, runs crates/serialgate/benches/peers.rs.
+# bench-out/, builds serialgate in release, runs benches/peers.rs.
 # Arguments go to the bench: peers/run.sh --quick, peers/run.sh --only rtt.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -87,7 +87,7 @@ fn newest_source() -> Option<SystemTime> {
     }
     let mut newest = None;
     walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../serialgate/src"),
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src"),
         &mut newest,
     );
     newest

@@ -656,8 +656,8 @@ mod tests {
 
     #[test]
     fn the_documented_adhoc_remotes_parse_and_mean_what_they_say() {
-        let readme = include_str!("../../../../README.md");
-        let example = include_str!("../../../../config/example.toml");
+        let readme = include_str!("../../README.md");
+        let example = include_str!("../../config/example.toml");
         let lines: Vec<&str> = readme
             .lines()
             .chain(example.lines().map(|l| l.trim_start_matches("# ")))

@@ -511,7 +511,7 @@ device = "/dev/ttyUSB2"
 
     #[test]
     fn example_config_parses() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/example.toml");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml");
         let c = Config::load(Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
         assert!(
             c.ports

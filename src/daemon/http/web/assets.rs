@@ -1,5 +1,5 @@
 //! The web view's files, built into the binary from
-//! `crates/serialgate/web/`: two pages, their script and style, and the
+//! `web/`: two pages, their script and style, and the
 //! vendored xterm.js. An asset is found by exact name in [`ASSETS`], never
 //! on the file system, so no request path can reach anything else.
 

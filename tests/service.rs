@@ -8,7 +8,7 @@ use std::process::Command;
 #[test]
 fn systemd_unit_verifies() {
     let dir = tempfile::tempdir().unwrap();
-    let unit = std::fs::read_to_string("../../config/serialgate.service").unwrap();
+    let unit = std::fs::read_to_string("config/serialgate.service").unwrap();
     // Point the unit at the binary cargo built, as an install would.
     let unit = unit.replace(
         "/usr/local/bin/serialgate",
@@ -35,7 +35,7 @@ fn systemd_unit_verifies() {
 
 #[test]
 fn unit_has_the_promised_settings() {
-    let unit = std::fs::read_to_string("../../config/serialgate.service").unwrap();
+    let unit = std::fs::read_to_string("config/serialgate.service").unwrap();
     for line in [
         "Type=notify",
         "ExecReload=/bin/kill -HUP $MAINPID",
@@ -56,7 +56,7 @@ fn unit_has_the_promised_settings() {
 
 #[test]
 fn udev_rules_keep_modemmanager_away() {
-    let rules = std::fs::read_to_string("../../udev/99-serialgate.rules").unwrap();
+    let rules = std::fs::read_to_string("udev/99-serialgate.rules").unwrap();
     let active: Vec<&str> = rules
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

@@ -578,11 +578,9 @@ fn noise(len: usize) -> Vec<u8> {
 #[test]
 fn check_config_refuses_broken_files_with_a_place_and_a_remedy() {
     let dir = tempfile::tempdir().unwrap();
-    let example = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../config/example.toml"
-    ))
-    .unwrap();
+    let example =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"))
+            .unwrap();
     let cut_at = example.find("[ports.core-sw2]").unwrap() + "[ports.core".len();
     let mut twenty_mb = String::with_capacity(20 << 20);
     while twenty_mb.len() < 20 << 20 {

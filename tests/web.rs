@@ -30,7 +30,7 @@ fn browser_here() -> bool {
 /// Where a screenshot goes, when `SERIALGATE_SCREENSHOTS=1` asks for them.
 fn screenshot_path(name: &str) -> Option<PathBuf> {
     (std::env::var("SERIALGATE_SCREENSHOTS").as_deref() == Ok("1"))
-        .then(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs")).join(name))
+        .then(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).join(name))
 }
 
 /// The text of the ports page's row for `port`.

@@ -242,7 +242,7 @@ struct ScaleRow {
 }
 
 async fn run(plan: Plan) -> anyhow::Result<()> {
-    let workspace_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let scratch = std::env::var_os("PEERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_dir.join("bench-out"));
