@@ -5,6 +5,11 @@
 //! like the transcripts (`log_max`, `log_keep`, on a record boundary) and
 //! never opened through a link ([`crate::logfile`]).
 //!
+//! Sessions attaching to and leaving a port (`attach`, `detach`) go to a
+//! file of their own, `log_dir/sessions.log`, rotated the same way: anyone
+//! who may read a port can attach and leave as fast as they like, and must
+//! not be able to rotate a writer's record out of `audit.log` by doing so.
+//!
 //! Writers never wait for the file: records go through a bounded channel
 //! to one task; a full channel drops the record and counts it.
 
@@ -20,8 +25,12 @@ use crate::logfile::{LogDir, LogFile, Rotation};
 
 /// Records that may wait for the audit writer.
 const QUEUE: usize = 4096;
-/// The audit trail's file in `log_dir`.
+/// The audit trail's file of writes in `log_dir`.
 pub const AUDIT_FILE: &str = "audit.log";
+/// The file in `log_dir` of sessions attaching to and leaving ports.
+pub const SESSIONS_FILE: &str = "sessions.log";
+/// The record kinds that go to [`SESSIONS_FILE`], not to [`AUDIT_FILE`].
+const SESSION_EVENTS: &[&str] = &["attach", "detach"];
 
 /// Numbers sessions, agents' and people's alike, in the order they start,
 /// for the audit trail and the write hold.
@@ -113,7 +122,8 @@ impl AuditRecord {
 /// A handle on the audit trail. Clones share it.
 #[derive(Clone)]
 pub struct Audit {
-    file: Option<mpsc::Sender<AuditRecord>>,
+    writes: Option<mpsc::Sender<AuditRecord>>,
+    sessions: Option<mpsc::Sender<AuditRecord>>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -121,35 +131,21 @@ impl Audit {
     /// An audit trail to the log only (no `log_dir`).
     pub fn log_only() -> Audit {
         Audit {
-            file: None,
+            writes: None,
+            sessions: None,
             dropped: Arc::new(AtomicU64::new(0)),
         }
     }
 
-    /// An audit trail appended to `dir/audit.log` (rotated by `rotation`)
-    /// and to the log.
+    /// An audit trail appended to `dir/audit.log` and `dir/sessions.log`
+    /// (each rotated by `rotation`) and to the log.
     pub fn to_dir(dir: &Path, rotation: Rotation) -> std::io::Result<Audit> {
         let dir = Arc::new(LogDir::open(dir)?);
-        let mut file = LogFile::open(dir, AUDIT_FILE, rotation)?;
-        let (tx, mut rx) = mpsc::channel::<AuditRecord>(QUEUE);
-        tokio::spawn(async move {
-            while let Some(record) = rx.recv().await {
-                let mut line = serde_json::to_vec(&record).unwrap_or_default();
-                line.push(b'\n');
-                let written = file.append(&line).and_then(|()| {
-                    if file.rotation_due() {
-                        file.rotate()
-                    } else {
-                        Ok(())
-                    }
-                });
-                if let Err(e) = written {
-                    tracing::warn!("audit log {}: {e}", file.path().display());
-                }
-            }
-        });
+        let writes = LogFile::open(dir.clone(), AUDIT_FILE, rotation)?;
+        let sessions = LogFile::open(dir, SESSIONS_FILE, rotation)?;
         Ok(Audit {
-            file: Some(tx),
+            writes: Some(spawn_writer(writes)),
+            sessions: Some(spawn_writer(sessions)),
             dropped: Arc::new(AtomicU64::new(0)),
         })
     }
@@ -167,7 +163,12 @@ impl Audit {
             "{}",
             record.data
         );
-        if let Some(tx) = &self.file
+        let file = if SESSION_EVENTS.contains(&record.kind.as_str()) {
+            &self.sessions
+        } else {
+            &self.writes
+        };
+        if let Some(tx) = file
             && tx.try_send(record).is_err()
         {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -178,6 +179,28 @@ impl Audit {
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
+}
+
+/// One task that appends the records it is sent to `file`, rotating it.
+fn spawn_writer(mut file: LogFile) -> mpsc::Sender<AuditRecord> {
+    let (tx, mut rx) = mpsc::channel::<AuditRecord>(QUEUE);
+    tokio::spawn(async move {
+        while let Some(record) = rx.recv().await {
+            let mut line = serde_json::to_vec(&record).unwrap_or_default();
+            line.push(b'\n');
+            let written = file.append(&line).and_then(|()| {
+                if file.rotation_due() {
+                    file.rotate()
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = written {
+                tracing::warn!("audit log {}: {e}", file.path().display());
+            }
+        }
+    });
+    tx
 }
 
 #[cfg(test)]
@@ -234,5 +257,64 @@ mod tests {
         assert_eq!(lines[0]["data"], "show clock\\r");
         assert_eq!(lines[1]["data"], "<redacted>");
         assert!(!text.contains("s3cret"));
+    }
+
+    /// Reads `dir/name` until it has `lines` lines (the writer task is
+    /// behind the channel), with a deadline.
+    async fn lines_of(dir: &Path, name: &str, lines: usize) -> String {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            if text.lines().count() >= lines || tokio::time::Instant::now() > deadline {
+                return text;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
+    /// A reader attaching and leaving as fast as it can fills and rotates
+    /// sessions.log only: the writer's record stays in audit.log.
+    #[tokio::test]
+    async fn attaching_and_leaving_never_rotates_a_write_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = Rotation {
+            max_bytes: 4096,
+            keep: 1,
+        };
+        let audit = Audit::to_dir(dir.path(), small).unwrap();
+        let writer = Actor {
+            session: 1,
+            client: "claude-code".into(),
+            token: "noc-writer".into(),
+            person: None,
+        };
+        let reader = Actor {
+            session: 2,
+            client: "console".into(),
+            token: "noc-reader".into(),
+            person: Some("noc-reader".into()),
+        };
+        audit.record(AuditRecord::now("sw1", &writer, "text", b"reload\r", false));
+        for round in 0..400 {
+            let kind = if round % 2 == 0 { "attach" } else { "detach" };
+            audit.record(AuditRecord::now("sw1", &reader, kind, b"", false));
+            if round % 64 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        audit.record(AuditRecord::now("sw1", &writer, "text", b"yes\r", false));
+        let writes = lines_of(dir.path(), AUDIT_FILE, 2).await;
+        assert!(
+            writes.contains("reload") && writes.contains("yes"),
+            "{writes}"
+        );
+        assert!(!writes.contains("attach") && !writes.contains("noc-reader"));
+        let sessions = lines_of(dir.path(), SESSIONS_FILE, 1).await;
+        assert!(sessions.contains("\"kind\":\"detach\""), "{sessions}");
+        assert!(
+            dir.path().join(format!("{SESSIONS_FILE}.1")).exists(),
+            "the flood rotated sessions.log"
+        );
+        assert_eq!(audit.dropped(), 0);
     }
 }
