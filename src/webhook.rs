@@ -1,6 +1,11 @@
-//! Alerts POSTed to `[server] alert_webhook`: each alert as JSON, signed
-//! `X-Serialgate-Signature: sha256=<hex HMAC-SHA256 of the body>` when a
-//! secret file is given.
+//! Alerts POSTed to `[server] alert_webhook`: each alert as JSON. With a
+//! secret file each attempt is signed, and the signature covers when it
+//! was sent and which delivery it is, so a captured POST cannot be
+//! replayed later or twice: `X-Serialgate-Timestamp: <unix seconds>`,
+//! `X-Serialgate-Delivery: <32 hex digits, the same for every retry of one
+//! alert>` and `X-Serialgate-Signature: sha256=<hex HMAC-SHA256 of
+//! "<timestamp>.<delivery>.<body>">`. A receiver refuses a timestamp more
+//! than five minutes away from its clock and a delivery it has seen.
 //!
 //! The reader never waits for it: the alert hook only `try_send`s into a
 //! bounded queue, and a full queue drops the alert and counts it
@@ -29,6 +34,10 @@ use crate::port::alerts::{Alert, AlertHook};
 
 /// The signature header.
 pub const SIGNATURE_HEADER: &str = "x-serialgate-signature";
+/// When the attempt was signed, in seconds since the Unix epoch.
+pub const TIMESTAMP_HEADER: &str = "x-serialgate-timestamp";
+/// Which delivery this is: one random id per alert, kept by its retries.
+pub const DELIVERY_HEADER: &str = "x-serialgate-delivery";
 /// First wait before a retry.
 const BACKOFF_START: Duration = Duration::from_millis(500);
 /// Longest wait between retries.
@@ -81,15 +90,17 @@ async fn deliver_all(
         let Ok(body) = serde_json::to_vec(&alert) else {
             continue;
         };
+        let delivery = delivery_id();
         let mut backoff = BACKOFF_START;
         let mut attempt = 0;
         loop {
-            let outcome = match tokio::time::timeout(config.timeout, post(&config, &body)).await {
-                Ok(Ok(status)) if status.is_success() => Ok(()),
-                Ok(Ok(status)) => Err(format!("the receiver answered {status}")),
-                Ok(Err(e)) => Err(e),
-                Err(_) => Err(format!("no answer within {:?}", config.timeout)),
-            };
+            let outcome =
+                match tokio::time::timeout(config.timeout, post(&config, &body, &delivery)).await {
+                    Ok(Ok(status)) if status.is_success() => Ok(()),
+                    Ok(Ok(status)) => Err(format!("the receiver answered {status}")),
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => Err(format!("no answer within {:?}", config.timeout)),
+                };
             match outcome {
                 Ok(()) => {
                     crate::metrics::webhook("delivered");
@@ -126,7 +137,11 @@ async fn deliver_all(
 
 /// One POST of `body`; the answer's status. The connection lives only in
 /// this future: a timeout drops it.
-async fn post(config: &WebhookConfig, body: &[u8]) -> Result<hyper::StatusCode, String> {
+async fn post(
+    config: &WebhookConfig,
+    body: &[u8],
+    delivery: &str,
+) -> Result<hyper::StatusCode, String> {
     let stream = tokio::net::TcpStream::connect((config.host.as_str(), config.port))
         .await
         .map_err(|e| format!("cannot connect to {}: {e}", config.authority))?;
@@ -141,10 +156,23 @@ async fn post(config: &WebhookConfig, body: &[u8]) -> Result<hyper::StatusCode, 
             concat!("serialgate/", env!("CARGO_PKG_VERSION")),
         );
     if let Some(secret) = &config.secret {
-        request = request.header(
-            SIGNATURE_HEADER,
-            format!("sha256={}", hex(&hmac_sha256(&secret.0, body))),
-        );
+        let timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            .to_string();
+        request = request
+            .header(TIMESTAMP_HEADER, timestamp.as_str())
+            .header(DELIVERY_HEADER, delivery)
+            .header(
+                SIGNATURE_HEADER,
+                format!(
+                    "sha256={}",
+                    hex(&hmac_sha256(
+                        &secret.0,
+                        &signed_message(&timestamp, delivery, body)
+                    ))
+                ),
+            );
     }
     let request = request
         .body(Full::new(Bytes::copy_from_slice(body)))
@@ -169,6 +197,33 @@ async fn post(config: &WebhookConfig, body: &[u8]) -> Result<hyper::StatusCode, 
 }
 
 /// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+/// What the signature covers: `<timestamp>.<delivery>.<body>`.
+fn signed_message(timestamp: &str, delivery: &str, body: &[u8]) -> Vec<u8> {
+    let mut message = Vec::with_capacity(timestamp.len() + delivery.len() + 2 + body.len());
+    message.extend_from_slice(timestamp.as_bytes());
+    message.push(b'.');
+    message.extend_from_slice(delivery.as_bytes());
+    message.push(b'.');
+    message.extend_from_slice(body);
+    message
+}
+
+/// A delivery id: 128 random bits as hex (the time and a counter if the
+/// system cannot give random bytes, still unique within this daemon).
+fn delivery_id() -> String {
+    static FALLBACK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut raw = [0u8; 16];
+    if getrandom::fill(&mut raw).is_err() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        raw[..8].copy_from_slice(&now.to_be_bytes());
+        let n = FALLBACK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        raw[8..].copy_from_slice(&n.to_be_bytes());
+    }
+    hex(&raw)
+}
+
 fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     const BLOCK: usize = 64;
     let mut padded = [0u8; BLOCK];

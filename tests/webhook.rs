@@ -175,10 +175,46 @@ async fn a_receiver_gets_each_alert_as_a_signed_post() {
         got.head
     );
     assert_eq!(got.header("content-type"), Some("application/json"));
+    // The signature covers the time and the delivery, so a captured POST
+    // replayed later (its timestamp too old) or twice (a delivery already
+    // seen) is refused by a receiver that checks them.
     let signature = got.header("x-serialgate-signature").expect("signed");
+    let timestamp = got.header("x-serialgate-timestamp").expect("a timestamp");
+    let delivery = got.header("x-serialgate-delivery").expect("a delivery id");
+    let signed = [
+        timestamp.as_bytes(),
+        b".",
+        delivery.as_bytes(),
+        b".",
+        &got.body,
+    ]
+    .concat();
     assert_eq!(
         signature,
-        format!("sha256={}", hmac_sha256_hex(KEY.as_bytes(), &got.body))
+        format!("sha256={}", hmac_sha256_hex(KEY.as_bytes(), &signed))
+    );
+    let sent: u64 = timestamp.parse().expect("seconds");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(sent.abs_diff(now) < 300, "signed at {sent}, now {now}");
+    assert!(
+        delivery.len() == 32 && delivery.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{delivery}"
+    );
+    let later = [
+        (sent + 600).to_string().as_bytes(),
+        b".",
+        delivery.as_bytes(),
+        b".",
+        &got.body,
+    ]
+    .concat();
+    assert_ne!(
+        signature,
+        format!("sha256={}", hmac_sha256_hex(KEY.as_bytes(), &later)),
+        "the body alone under another time is not signed"
     );
     let alert: Value = serde_json::from_slice(&got.body).unwrap();
     assert_eq!(alert["port"], "sw1");
@@ -186,6 +222,14 @@ async fn a_receiver_gets_each_alert_as_a_signed_post() {
     assert_eq!(alert["severity"], "critical");
     assert_eq!(alert["text"], "Unexpected exception to CPU");
     wait_deliveries(&metrics, "delivered", 1.0).await;
+    // The next alert is another delivery.
+    pty.write_all(CRASH).await.unwrap();
+    let next = tokio::time::timeout(WITHIN, received.recv())
+        .await
+        .expect("a second POST in time")
+        .unwrap();
+    let next_delivery = next.header("x-serialgate-delivery").expect("a delivery id");
+    assert_ne!(next_delivery, got.header("x-serialgate-delivery").unwrap());
 }
 
 #[tokio::test]
