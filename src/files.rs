@@ -23,16 +23,22 @@ use crate::error::{GateError, shown};
 pub const MAX_FILE: u64 = 256 * 1024 * 1024;
 /// Longest file name.
 pub const MAX_NAME: usize = 128;
+/// What the files in the directory may hold in all unless `files_max` says
+/// otherwise.
+pub const DEFAULT_FILES_MAX: u64 = 2 * 1024 * 1024 * 1024;
 
 /// The transfers' directory, opened.
 pub struct FilesDir {
     fd: OwnedFd,
     path: PathBuf,
+    /// The most its regular files may hold in all after a write.
+    max_total: u64,
 }
 
 impl FilesDir {
-    /// Opens `path` (the operator's setting; it may itself be a link).
-    pub fn open(path: &Path) -> Result<FilesDir, GateError> {
+    /// Opens `path` (the operator's setting; it may itself be a link),
+    /// whose files may hold `max_total` bytes in all.
+    pub fn open(path: &Path, max_total: u64) -> Result<FilesDir, GateError> {
         let fd = nix::fcntl::open(
             path,
             OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
@@ -50,6 +56,7 @@ impl FilesDir {
         Ok(FilesDir {
             fd,
             path: path.to_owned(),
+            max_total,
         })
     }
 
@@ -112,6 +119,18 @@ impl FilesDir {
         if !overwrite && self.exists(name) {
             return Err(exists(name));
         }
+        let replaced = self.regular_size(name).unwrap_or(0);
+        let after = self.total().saturating_sub(replaced) + data.len() as u64;
+        if after > self.max_total {
+            return Err(GateError::invalid(format!(
+                "files_dir would hold {after} bytes with {} ({} bytes), more than its files_max of {}; \
+                 remove files from {} first (nothing was saved)",
+                shown(name),
+                data.len(),
+                self.max_total,
+                self.path.display()
+            )));
+        }
         let temporary = format!(".{name}.partial-{}", std::process::id());
         let fd = nix::fcntl::openat(
             &self.fd,
@@ -144,6 +163,44 @@ impl FilesDir {
             );
         }
         renamed
+    }
+}
+
+impl FilesDir {
+    /// How many bytes a new file may have before the directory passes its
+    /// total: a receive stops (and cancels the sender) beyond it, instead
+    /// of taking a whole file only to refuse it.
+    pub fn room(&self) -> u64 {
+        self.max_total.saturating_sub(self.total())
+    }
+
+    /// The size of `name` if it is a regular file in the directory.
+    fn regular_size(&self, name: &str) -> Option<u64> {
+        let stat =
+            nix::sys::stat::fstatat(&self.fd, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+                .ok()?;
+        (SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG)
+            .then_some(stat.st_size as u64)
+    }
+
+    /// What the regular files directly in the directory hold (temporary
+    /// files of transfers under way included).
+    fn total(&self) -> u64 {
+        let Ok(dir) = nix::dir::Dir::openat(
+            &self.fd,
+            ".",
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        ) else {
+            return 0;
+        };
+        dir.into_iter()
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_str().ok()?.to_owned();
+                self.regular_size(&name)
+            })
+            .sum()
     }
 }
 
@@ -241,7 +298,7 @@ mod tests {
         std::fs::write(outside.path().join("secret"), b"s3cret").unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
         std::fs::write(dir.path().join("img.bin"), b"image").unwrap();
-        let files = FilesDir::open(dir.path()).unwrap();
+        let files = FilesDir::open(dir.path(), DEFAULT_FILES_MAX).unwrap();
         assert_eq!(files.read("img.bin").unwrap(), b"image");
         let e = files.read("link").unwrap_err();
         assert!(e.message.contains("symbolic link"), "{e}");
@@ -272,5 +329,31 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(left.len(), 2, "no temporary file left: {left:?}");
+    }
+
+    /// Files received one after another stop at files_max, with nothing
+    /// saved and what to do said; a replaced file counts once; links and
+    /// other files' targets outside count nothing.
+    #[test]
+    fn received_files_stop_at_the_directory_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("big"), vec![0u8; 4096]).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("big"), dir.path().join("link")).unwrap();
+        let files = FilesDir::open(dir.path(), 1000).unwrap();
+        files.write("a.bin", &[1; 400], false).unwrap();
+        files.write("b.bin", &[2; 400], false).unwrap();
+        let e = files.write("c.bin", &[3; 400], false).unwrap_err();
+        assert!(
+            e.message.contains("1200 bytes") && e.message.contains("files_max of 1000"),
+            "{e}"
+        );
+        assert!(e.message.contains("remove files"), "{e}");
+        assert!(!files.exists("c.bin"));
+        // Replacing a file counts its new size only.
+        files.write("b.bin", &[2; 600], true).unwrap();
+        assert!(files.write("d.bin", &[4; 1], false).is_err());
+        let left = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(left, 3, "a.bin, b.bin and the link; no temporary file");
     }
 }

@@ -170,6 +170,7 @@ pub(super) struct RawServer {
     pub(super) retention: Option<Spanned<Size>>,
     pub(super) log_dir: Option<Spanned<PathBuf>>,
     pub(super) files_dir: Option<Spanned<PathBuf>>,
+    pub(super) files_max: Option<Spanned<Size>>,
     pub(super) console_socket: Option<Spanned<PathBuf>>,
     pub(super) state_dir: Option<Spanned<PathBuf>>,
     pub(super) log_max: Option<Spanned<Size>>,

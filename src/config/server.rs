@@ -49,6 +49,11 @@ pub struct ServerConfig {
     /// into (images, crash files); none: no file transfers. A relative
     /// path is relative to the config file's directory.
     pub files_dir: Option<PathBuf>,
+    /// The most the regular files in `files_dir` may hold in all: a
+    /// received file that would take it past this is refused, so a device
+    /// (or a caller) sending file after file cannot fill the disk
+    /// (`files_max`).
+    pub files_max: u64,
     /// The local console socket people attach through (`console_socket`;
     /// relative to the config file's directory). Unset: under systemd's
     /// `RuntimeDirectory` (`$RUNTIME_DIRECTORY/console.sock`) when the
@@ -89,6 +94,7 @@ impl Default for ServerConfig {
             retention: DEFAULT_RETENTION,
             log_dir: None,
             files_dir: None,
+            files_max: crate::files::DEFAULT_FILES_MAX,
             console_socket: std::env::var_os("RUNTIME_DIRECTORY")
                 .filter(|dir| !dir.is_empty())
                 .map(|dir| PathBuf::from(dir).join("console.sock")),
@@ -200,6 +206,19 @@ impl RawServer {
                 ));
             }
             s.console_socket = Some(next_to_config(path.get_ref(), src));
+        }
+        if let Some(m) = self.files_max {
+            let bytes = m.get_ref().0 as u64;
+            if !(crate::files::MAX_FILE..=1 << 50).contains(&bytes) {
+                return Err(src.error(
+                    m.span(),
+                    format!(
+                        "server.files_max: {bytes} bytes is out of range: use {} (one largest file) to 1PiB, e.g. \"4GiB\"",
+                        crate::files::MAX_FILE
+                    ),
+                ));
+            }
+            s.files_max = bytes;
         }
         if let Some(m) = self.log_max {
             let bytes = m.get_ref().0;

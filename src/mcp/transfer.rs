@@ -132,7 +132,7 @@ impl GateServer {
                 "file transfers are off: the operator sets [server] files_dir to the directory they use",
             ));
         };
-        FilesDir::open(dir)
+        FilesDir::open(dir, config.server.files_max)
     }
 
     /// Runs `job` on the connection's port in a task of its own (so that
@@ -284,6 +284,14 @@ impl GateServer {
         )?;
         let overwrite = a.overwrite.unwrap_or(false);
         let files = self.files_dir()?;
+        let room = files.room().min(MAX_FILE);
+        if room == 0 {
+            return Err(GateError::invalid(format!(
+                "files_dir is full (files_max {} bytes): remove files from it, or raise files_max, before receiving",
+                self.gateway.config().server.files_max
+            ))
+            .into());
+        }
         let given = a.file.filter(|f| !f.is_empty());
         match &given {
             Some(name) => {
@@ -311,7 +319,7 @@ impl GateServer {
                 .clone()
                 .unwrap_or_else(|| "(the sender's name)".to_owned()),
             data: Vec::new(),
-            max_bytes: MAX_FILE,
+            max_bytes: room,
             baud: None,
             start_timeout: START_TIMEOUT,
             cancel: Default::default(),
