@@ -3,7 +3,8 @@
 //! simulated devices, with every host but 127.0.0.1 unresolvable. Signing
 //! in, the ports page following an unplug and a replug, a console page
 //! showing the switch, typing into it, an agent's command appearing, and a
-//! read token's keys reaching nothing.
+//! read token's keys reaching nothing; an idle tab answering none of
+//! the device's terminal queries.
 //!
 //! `SERIALGATE_SCREENSHOTS=1` writes `docs/web-ports.png` and
 //! `docs/web-console.png`. The ignored test
@@ -282,6 +283,82 @@ async fn latency_from_a_device_byte_to_the_browser_screen() {
         println!(
             "device byte to browser screen, 20 markers: p50 {p50:?}, p99 (max) {p99:?}; one WebDriver round trip {round_trip:?}"
         );
+    })
+    .await;
+}
+
+/// A tab nobody is looking at never answers the device: a device's
+/// cursor-position, attributes and colour queries are answered once, by
+/// the daemon, and the tab neither sends the answers again nor takes the
+/// free write hold from the agent who comes next.
+#[tokio::test]
+async fn an_idle_console_tab_answers_no_query_and_takes_no_hold() {
+    if !browser_here() {
+        return;
+    }
+    let site = WebSite::start().await;
+    browser::session(move |browser| async move {
+        browser.sign_in(&site.base, NOC).await;
+        browser.until(&row("sw1"), "open").await;
+        browser.goto(&site.url("/web/console/sw1")).await;
+        browser.until_text("#events", "attached as noc").await;
+        site.sw1
+            .inject(b"\r\n\x1b[6n\x1b[c\x1b[>c\x1b]11;?\x07\x1b[5nqueried\r\nSW1>")
+            .await;
+        browser.until_screen("queried").await;
+        // Frames from the tab arrive in order: an answer it had sent would
+        // reach the daemon before this acquire and release.
+        browser
+            .find("#acquire")
+            .await
+            .click()
+            .await
+            .expect("acquire");
+        browser.until_text("#holder", "you hold the write").await;
+        browser
+            .find("#release")
+            .await
+            .click()
+            .await
+            .expect("release");
+        browser.until_text("#holder", "nobody holds").await;
+        // The daemon's own answer (a cursor position) reached the device.
+        assert!(
+            site.sw1.wait_received(b"R", Duration::from_secs(10)).await,
+            "the daemon answers the cursor query"
+        );
+        let received = site.sw1.received();
+        let positions = regex::bytes::Regex::new(r"\x1b\[\d+;\d+R").unwrap();
+        let attributes = regex::bytes::Regex::new(r"\x1b\[[?>]?[\d;]*c").unwrap();
+        assert_eq!(
+            positions.find_iter(&received).count(),
+            1,
+            "one answer to the cursor query: {:?}",
+            String::from_utf8_lossy(&received)
+        );
+        assert!(
+            attributes.find_iter(&received).count() <= 2,
+            "the attribute queries answered once each at most: {:?}",
+            String::from_utf8_lossy(&received)
+        );
+        assert!(
+            !received.windows(4).any(|w| w == b"]11;"),
+            "nobody answers the colour query: {:?}",
+            String::from_utf8_lossy(&received)
+        );
+        // The free hold is still free: an agent writes at once.
+        let agent = site.agent().await;
+        agent
+            .call("connect", json!({"port": "sw1"}))
+            .await
+            .expect("connect")
+            .ok();
+        // `ok()` fails the test with the error (`busy` if the tab held it).
+        agent
+            .call("send_text", json!({"text": "\r"}))
+            .await
+            .expect("send_text")
+            .ok();
     })
     .await;
 }

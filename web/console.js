@@ -48,7 +48,37 @@
     document.getElementById(id).onclick = () => send({ type: id });
   }
   document.getElementById("break").onclick = () => send({ type: "break" });
+  // The page sends only what a person typed or pasted. xterm.js answers a
+  // device's queries (cursor position, device attributes, colours) and
+  // reports focus and mouse through the same onData as keys: the daemon
+  // answers the queries already, so the terminal is told they are handled
+  // (it answers nothing), and onData is forwarded only right after the
+  // person's own keyboard, paste or input-method event in this terminal,
+  // so an idle tab neither answers twice nor takes the write hold.
+  const handled = () => true;
+  term.parser.registerCsiHandler({ final: "n" }, handled); // DSR: status, cursor position
+  term.parser.registerCsiHandler({ prefix: "?", final: "n" }, handled);
+  term.parser.registerCsiHandler({ final: "c" }, handled); // DA1
+  term.parser.registerCsiHandler({ prefix: ">", final: "c" }, handled); // DA2
+  term.parser.registerCsiHandler({ prefix: "=", final: "c" }, handled); // DA3
+  term.parser.registerCsiHandler({ intermediates: "$", final: "p" }, handled); // DECRQM
+  term.parser.registerCsiHandler({ prefix: "?", intermediates: "$", final: "p" }, handled);
+  term.parser.registerCsiHandler({ final: "t" }, handled); // window reports
+  term.parser.registerCsiHandler({ final: "x" }, handled); // DECREQTPARM
+  term.parser.registerDcsHandler({ intermediates: "$", final: "q" }, handled); // DECRQSS
+  term.parser.registerDcsHandler({ intermediates: "+", final: "q" }, handled); // XTGETTCAP
+  for (const osc of [4, 10, 11, 12, 17, 19, 52, 104]) {
+    // A colour or clipboard query ("?") is answered by nobody here; a
+    // colour that is set is left to the terminal.
+    term.parser.registerOscHandler(osc, (data) => data.includes("?"));
+  }
+  let personAt = -Infinity; // when the person last typed, pasted or composed
+  const person = () => { personAt = performance.now(); };
+  for (const type of ["keydown", "keypress", "paste", "input", "compositionend"]) {
+    document.getElementById("terminal").addEventListener(type, person, true);
+  }
   term.onData((data) => {
+    if (performance.now() - personAt > 1000) return; // not typed: a report
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(data));
   });
 
@@ -114,6 +144,9 @@
         document.getElementById(id).disabled = true;
       }
       event(`token ${me.token} has read access: watching only`);
+    } else if (me && me.access !== "admin") {
+      // BREAK is a line signal: admin's, as over MCP (the daemon refuses it).
+      document.getElementById("break").disabled = true;
     }
   });
 
