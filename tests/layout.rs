@@ -260,9 +260,8 @@ fn use_tree(tokens: &[Token], at: &mut usize, prefix: Vec<String>, out: &mut Vec
                     }
                     let before = *at;
                     use_tree(tokens, at, path.clone(), out);
-                    if is_punct(tokens.get(*at), ',') {
-                        *at += 1;
-                    } else if *at == before {
+                    // Past the comma, or past a token no tree starts with.
+                    if is_punct(tokens.get(*at), ',') || *at == before {
                         *at += 1;
                     }
                 }
@@ -561,10 +560,9 @@ fn build_graphs(krate: &CrateSources) -> Graphs {
         for path in paths.iter().filter(|p| p.from_use) {
             if let (Some(bound), Some((module, rest))) =
                 (&path.binds, resolve(here, &path.segments, &HashMap::new()))
+                && rest.is_empty()
             {
-                if rest.is_empty() {
-                    aliases.insert(bound.clone(), module);
-                }
+                aliases.insert(bound.clone(), module);
             }
         }
         for path in &paths {
@@ -889,4 +887,14 @@ fn a_dag_passes_and_comments_strings_and_tests_do_not_count() {
     );
     assert!(graphs.rooms.cycles().is_empty());
     assert!(graphs.files.cycles().is_empty());
+}
+
+#[test]
+fn character_literals_and_lifetimes_do_not_swallow_code() {
+    let found =
+        tokens("fn f<'a>(s: &'a str) { let c = '\\''; let d = '{'; let e = b'\\\\'; x::y(); }");
+    assert!(!found.contains(&Token::Punct('\'')));
+    assert_eq!(found.iter().filter(|t| **t == Token::Punct('{')).count(), 1);
+    let paths = named_paths(&found);
+    assert!(paths.iter().any(|p| p.segments == ["x", "y"]), "{paths:?}");
 }

@@ -1,7 +1,11 @@
 //! The config file (TOML): read, checked and resolved into a [`Config`] of
-//! plain values. This file holds the resolved config and the reading of
-//! the file; each section and step has its own file:
+//! plain values. This file is the module map and the public re-exports;
+//! each section and step has its own file:
 //!
+//! - `load`: the resolved [`Config`], the file read, parsed and checked;
+//! - `checks`: globs and paths next to the config, checked alike by the
+//!   sections; `access`: the auth mode and what a token may do;
+//! - `ad_hoc_port`: a port outside the config resolved against it;
 //! - `raw`: the serde shapes the text is read into, mirroring the file
 //!   (unknown keys are errors, values a check must point at are
 //!   [`toml::Spanned`]);
