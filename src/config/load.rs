@@ -199,8 +199,8 @@ mod tests {
     use super::super::test_support::*;
     use super::*;
     use crate::config::*;
-    use std::path::PathBuf;
     use crate::settings::{LineEnding, LineSettings, Parity};
+    use std::path::PathBuf;
 
     const FULL: &str = r#"
 [server]
