@@ -10,8 +10,8 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
+use super::access::{AuthMode, TokenAccess};
 use super::watches::RawWatch;
-use super::{AuthMode, TokenAccess};
 use crate::settings::{FlowControl, LineEnding, Parity};
 
 /// Parses a size: a whole or decimal number with an optional unit,

@@ -12,12 +12,13 @@ use serde::Serialize;
 use toml::Spanned;
 
 use super::credentials::Credentials;
+use super::diagnostics::{ConfigError, Source};
 use super::diagnostics::{regex_error, toml_key};
 use super::modes::ModeRules;
 use super::presets::{self, AutoReply, DEFAULT_PRESET, Preset};
 use super::raw::{Overrides, RawPort, RawPreset};
+use super::server::ServerConfig;
 use super::server::check_down_after;
-use super::{Config, ConfigError, ServerConfig, Source};
 use crate::remote::RemoteAddr;
 use crate::settings::{LineEnding, LineSettings};
 
@@ -63,7 +64,7 @@ pub struct PortConfig {
 impl PortConfig {
     /// The port `name` on `device` with preset `p`; reads the preset's
     /// credentials file if it names one.
-    fn from_preset(
+    pub(super) fn from_preset(
         name: &str,
         device: &str,
         p: Preset,
@@ -96,39 +97,8 @@ impl PortConfig {
     }
 }
 
-impl Config {
-    /// A [`PortConfig`] for a port that is not in the config (an ad-hoc
-    /// connect) or a configured port switched to another preset: `preset`
-    /// (default `generic`) applied to `device`. The error says what is wrong
-    /// and lists the presets.
-    pub fn resolve_port(
-        &self,
-        name: &str,
-        device: &str,
-        preset: Option<&str>,
-    ) -> Result<PortConfig, String> {
-        check_name(name).map_err(|e| format!("bad port name {name:?}: {e}"))?;
-        if device.is_empty() {
-            return Err("the device path is empty; give one like /dev/ttyUSB0".into());
-        }
-        let preset = preset.unwrap_or(DEFAULT_PRESET);
-        let p = self.presets.get(preset).ok_or_else(|| {
-            format!(
-                "unknown preset {preset:?}; presets: {}",
-                self.preset_names().join(", ")
-            )
-        })?;
-        PortConfig::from_preset(name, device, p.clone(), self.server.down_after)
-    }
-
-    /// The names of all presets, built-in and the user's, in order.
-    fn preset_names(&self) -> Vec<&str> {
-        self.presets.keys().map(String::as_str).collect()
-    }
-}
-
 /// Checks a port or preset name: `[A-Za-z0-9][A-Za-z0-9_.-]*`.
-fn check_name(name: &str) -> Result<(), String> {
+pub(super) fn check_name(name: &str) -> Result<(), String> {
     let mut chars = name.chars();
     match chars.next() {
         None => Err("it is empty".into()),
@@ -247,7 +217,7 @@ impl Overrides {
             p.credentials = if file.get_ref().as_os_str().is_empty() {
                 None
             } else {
-                Some(super::next_to_config(file.get_ref(), src))
+                Some(super::checks::next_to_config(file.get_ref(), src))
             };
         }
         Ok(())

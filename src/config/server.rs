@@ -4,11 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use toml::Spanned;
 
+use super::access::AuthMode;
+use super::checks::{check_globs, next_to_config};
+use super::diagnostics::{ConfigError, Source};
 use super::raw::RawServer;
-use super::{ConfigError, Source, check_globs, next_to_config};
 use crate::remote::allow::RemoteRule;
 
 /// Retention per port when the config does not say: 1 MiB.
@@ -133,18 +135,6 @@ impl ServerConfig {
             .iter()
             .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches_with(path, options)))
     }
-}
-
-/// How HTTP callers authenticate (`[server] auth`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AuthMode {
-    /// `Authorization: Bearer <secret>` of one of the `[[tokens]]` (default).
-    #[default]
-    Token,
-    /// No authentication: every caller has full access. Only allowed on a
-    /// loopback listen address, and only when said explicitly.
-    None,
 }
 
 impl RawServer {

@@ -5,7 +5,8 @@
 
 use std::fmt;
 
-use super::{AuthMode, Config, TokenAccess};
+use super::access::{AuthMode, TokenAccess};
+use super::load::Config;
 use crate::settings::LineEnding;
 
 impl Config {

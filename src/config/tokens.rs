@@ -5,27 +5,12 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::access::TokenAccess;
+use super::checks::{check_globs, next_to_config};
+use super::diagnostics::{ConfigError, Source};
 use super::raw::RawToken;
-use super::{ConfigError, Source, check_globs, next_to_config};
-
-/// What a token may do (`access` of a `[[tokens]]` entry), weakest first.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum TokenAccess {
-    /// Only scrape `/metrics`: no tool, console or web view.
-    Metrics,
-    /// Read output and status.
-    Read,
-    /// Also send to devices.
-    Write,
-    /// Also take over writers and change line settings.
-    Admin,
-}
 
 /// A token's secret, kept only as its SHA-256 digest: compared in constant
 /// time, never shown (`Debug` prints a placeholder) and never serialized.

@@ -10,8 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::diagnostics::regex_error;
-use super::{ConfigError, Source};
+use super::diagnostics::{ConfigError, Source, regex_error};
 
 /// Most watches one port may have (config and sessions each).
 pub const MAX_WATCHES: usize = 128;

@@ -13,9 +13,10 @@ use std::time::Duration;
 use serde::Serialize;
 use toml::Spanned;
 
+use super::checks::next_to_config;
+use super::diagnostics::{ConfigError, Source};
 use super::raw::RawWebhook;
 use super::tokens::read_small_file;
-use super::{ConfigError, Source, next_to_config};
 
 /// Default time one delivery attempt may take.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -1,32 +1,33 @@
 //! A Cisco IOS switch console as a synchronous state machine: bytes in, bytes
 //! out, no I/O, so every byte it prints can be checked in unit tests.
 
+mod boot;
+mod clock;
 mod config;
 mod rommon;
 mod running;
 mod safety;
+mod timers;
 
 use std::mem;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::cli::{
     CTRL_Z, Edited, Key, Keys, LastPage, LineEditor, Miss, Paged, Pager, PagerStyle, Quit, Word,
-    civil_from_days, crlf_lines, page_lines, split_words,
+    crlf_lines, page_lines, split_words,
 };
 use super::options::{Credentials, SimOptions};
+use boot::{boot_rest, boot_text};
+use clock::{clock_text, log_stamp};
 use rommon::{Rommon, RommonEvent};
 use running::Configuration;
-use safety::{Reload, Revert};
+use timers::{Reload, Revert};
 
-/// The enable password of the simulated switch.
-pub const ENABLE_PASSWORD: &str = "cisco";
+pub use super::options::{ENABLE_PASSWORD, TECH_SUPPORT_LINES};
+pub use running::RUNNING_CONFIG_LINES;
+
 /// The terminal length a console session starts with (`terminal length 24`).
 pub const DEFAULT_TERMINAL_LENGTH: usize = 24;
-/// Lines in the whole output of `show running-config`, header to `end`.
-pub const RUNNING_CONFIG_LINES: usize = 2000;
-/// Lines in the output of `show tech-support` by default (78 characters
-/// each, ~4 MB; [`SimOptions::tech_support_lines`] sets another count).
-pub const TECH_SUPPORT_LINES: usize = 50_000;
 /// What the pager prints when a page is full: space, `--More--`, space.
 pub const MORE_PROMPT: &[u8] = b" --More-- ";
 /// What the pager prints after a key at [`MORE_PROMPT`]: 9 backspaces, 9
@@ -492,7 +493,7 @@ impl CiscoSwitch {
     /// A scheduled reload fires: whatever the console was doing, the
     /// switch shuts down and boots.
     fn reload_now(&mut self, out: &mut Vec<u8>) {
-        out.extend_from_slice(safety::SHUTDOWN_NOW.as_bytes());
+        out.extend_from_slice(timers::SHUTDOWN_NOW.as_bytes());
         self.boot(out);
     }
 
@@ -661,7 +662,7 @@ impl CiscoSwitch {
         if *lookup(&[("cancel", true), ("in", false)], *how)? {
             no_more_words(words, 2)?;
             return Ok(match self.reload_at.take() {
-                Some(_) => safety::SHUTDOWN_ABORTED.as_bytes().to_vec(),
+                Some(_) => timers::SHUTDOWN_ABORTED.as_bytes().to_vec(),
                 None => b"% No reload is scheduled.\r\n".to_vec(),
             });
         }
@@ -906,95 +907,15 @@ fn uptime_text(seconds: u64) -> String {
     parts.join(", ")
 }
 
-/// What the switch prints from a confirmed `reload` to `Press RETURN`.
-fn boot_text(now: SystemTime) -> String {
-    let clock = clock_text(now);
-    let time = clock.split(" UTC").next().unwrap_or_default();
-    format!(
-        "{time}: %SYS-5-RELOAD: Reload requested by console. Reload Reason: Reload command.\r\n\r\n{}",
-        boot_banner()
-    )
-}
-
-/// The boot loader's banner, the first thing a booting switch prints.
-const BOOTSTRAP: [&str; 4] = [
-    "System Bootstrap, Version 15.2(7r)E2, RELEASE SOFTWARE (fc1)",
-    "Technical Support: http://www.cisco.com/techsupport",
-    "Copyright (c) 2020 by cisco Systems, Inc.",
-    "",
-];
-
-/// What a booting switch prints from the boot loader to `Press RETURN`.
-fn boot_banner() -> String {
-    let mut text = String::from_utf8(crlf_lines(BOOTSTRAP)).expect("ASCII");
-    text.push_str(&boot_rest());
-    text
-}
-
 /// What a pty can carry of a BREAK: nothing (Linux's pty driver drops
 /// TIOCSBRK), so in its first seconds of boot the simulated switch takes
 /// the alternate break, CR `~` Ctrl-B (Solaris' and conserver's), as one.
 pub const BREAK_BYTES: &[u8] = b"\r~\x02";
 
-/// The boot after the boot loader's banner, to `Press RETURN`.
-fn boot_rest() -> String {
-    let lines = [
-        "Initializing flashfs...",
-        "Loading \"flash:c2960x-universalk9-mz.152-7.E4.bin\"...@@@@@@@@@@@@@@@@@@@@@@@@",
-        "File \"flash:c2960x-universalk9-mz.152-7.E4.bin\" uncompressed and installed, entry point: 0x3000",
-        "executing...",
-        "",
-        "Press RETURN to get started!",
-    ];
-    String::from_utf8(crlf_lines(lines)).expect("ASCII")
-}
-
-/// `show clock` for `now`: `*HH:MM:SS.mmm UTC Mon Nov 30 2026` (the `*`
-/// says the clock is not set from NTP).
-fn clock_text(now: SystemTime) -> String {
-    const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let seconds = since_epoch.as_secs();
-    let days = seconds / 86_400;
-    let (year, month, day) = civil_from_days(days);
-    let weekday = WEEKDAYS[((days + 4) % 7) as usize]; // 1970-01-01 was a Thursday
-    format!(
-        "*{:02}:{:02}:{:02}.{:03} UTC {weekday} {} {day} {year}",
-        seconds / 3600 % 24,
-        seconds / 60 % 60,
-        seconds % 60,
-        since_epoch.subsec_millis(),
-        MONTHS[month - 1],
-    )
-}
-
-/// A log message's timestamp (`service timestamps log datetime msec`):
-/// `*Nov 30 10:21:03.045`, the day padded to two places; the `*` says the
-/// clock is not set from NTP.
-fn log_stamp(now: SystemTime) -> String {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let seconds = since_epoch.as_secs();
-    let (_, month, day) = civil_from_days(seconds / 86_400);
-    format!(
-        "*{} {day:>2} {:02}:{:02}:{:02}.{:03}",
-        MONTHS[month - 1],
-        seconds / 3600 % 24,
-        seconds / 60 % 60,
-        seconds % 60,
-        since_epoch.subsec_millis(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     /// Feeds `input` and returns what the switch printed, as text.
     pub(super) fn send(switch: &mut CiscoSwitch, input: &str) -> String {

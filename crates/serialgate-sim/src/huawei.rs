@@ -9,9 +9,8 @@ use super::cli::{
 };
 use super::options::{Credentials, SimOptions};
 use config::Current;
+pub use config::SYSNAME;
 
-/// The system name a router starts with.
-pub const SYSNAME: &str = "HUAWEI";
 /// The screen length a console session starts with: pages of 23 lines and
 /// the pager's line.
 pub const DEFAULT_SCREEN_LENGTH: usize = 24;

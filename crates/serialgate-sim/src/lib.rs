@@ -1,6 +1,8 @@
 //! Simulated devices on pseudo-terminals: the far end of a serial line for
 //! the end-to-end tests, `serialgate simulate` and the demo.
 
+#![deny(missing_docs)]
+
 pub mod cisco;
 mod cli;
 mod device;

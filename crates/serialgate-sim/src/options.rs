@@ -5,7 +5,12 @@
 
 use std::time::Duration;
 
-use super::cisco::{ENABLE_PASSWORD, TECH_SUPPORT_LINES};
+/// The enable password of the simulated switch (Cisco), unless
+/// [`SimOptions::enable_secret`] says another.
+pub const ENABLE_PASSWORD: &str = "cisco";
+/// Lines in the output of `show tech-support` by default (78 characters
+/// each, ~4 MB; [`SimOptions::tech_support_lines`] sets another count).
+pub const TECH_SUPPORT_LINES: usize = 50_000;
 
 /// Options a test (or `serialgate simulate`) gives a simulated device.
 #[derive(Clone, Debug)]

@@ -15,6 +15,7 @@
 //! - `frame`: one block on the wire, built and checked.
 //! - `header`: YMODEM's block 0 (name, size).
 //! - `sender`, `receiver`: the two state machines.
+#![deny(missing_docs)]
 
 mod crc;
 mod frame;

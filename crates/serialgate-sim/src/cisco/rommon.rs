@@ -297,7 +297,7 @@ impl Rommon {
             "reset" if self.confreg & 0xf != 0 => return RommonEvent::Boot,
             "reset" => {
                 out.extend_from_slice(b"\r\n");
-                out.extend(crlf_lines(super::BOOTSTRAP));
+                out.extend(crlf_lines(super::boot::BOOTSTRAP));
                 self.count = 1;
                 out.extend_from_slice(self.prompt().as_bytes());
                 return RommonEvent::Nothing;
@@ -383,7 +383,7 @@ fn parse_register(text: &str) -> Option<u16> {
 /// What the switch prints leaving ROMMON for IOS, up to `Press RETURN`.
 pub fn boot_text() -> String {
     let mut text = String::from("\r\n");
-    text.push_str(&super::boot_banner());
+    text.push_str(&super::boot::boot_banner());
     text
 }
 

@@ -4,7 +4,8 @@
 //! commands change these lines; `show running-config` prints them under
 //! IOS's three header lines.
 
-use super::RUNNING_CONFIG_LINES;
+/// Lines in the whole output of `show running-config`, header to `end`.
+pub const RUNNING_CONFIG_LINES: usize = 2000;
 
 /// What `show startup-config` says the NVRAM holds.
 pub const NVRAM_BYTES: usize = 524_288;

@@ -4,70 +4,16 @@
 //! a backup made on entry) and `reload in N` (a reload that `reload cancel`
 //! stops).
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use super::running::Configuration;
-use super::{CiscoSwitch, civil_from_days, clock_text};
+use super::CiscoSwitch;
+use super::timers::Revert;
+use crate::cli::civil_from_days;
 
-/// What IOS prints when a scheduled reload fires.
-pub const SHUTDOWN_NOW: &str = "\r\n\r\n***\r\n*** --- SHUTDOWN NOW ---\r\n***\r\n\r\n";
-/// What `reload cancel` prints when a reload was scheduled.
-pub const SHUTDOWN_ABORTED: &str = "\r\n***\r\n*** --- SHUTDOWN ABORTED ---\r\n***\r\n\r\n";
 /// Where the backups of a revert timer go when no `archive path` is set.
 const DEFAULT_ARCHIVE: &str = "flash:/archive";
 /// Who IOS says armed or confirmed a revert timer.
 const USER: &str = "User: console(Priv: 15, View: 0)";
-
-/// An armed revert timer.
-#[derive(Debug)]
-pub struct Revert {
-    /// When the running configuration rolls back.
-    deadline: Instant,
-    /// When IOS warns that the rollback is a minute away (if not yet).
-    warning: Option<Instant>,
-    /// The running configuration at `configure terminal revert timer`.
-    backup: Configuration,
-    /// The backup's file name, as the messages name it.
-    file: String,
-}
-
-impl Revert {
-    /// The next moment the timer acts: the warning, then the rollback.
-    pub fn next(&self) -> Instant {
-        self.warning.unwrap_or(self.deadline)
-    }
-}
-
-/// A scheduled `reload in N`.
-#[derive(Debug)]
-pub struct Reload {
-    /// When the switch reloads.
-    pub deadline: Instant,
-    /// The wall-clock time it reloads at, for `show reload`.
-    at: SystemTime,
-}
-
-impl Reload {
-    /// A reload `minutes` device minutes of `minute` after `now`.
-    pub fn new(minutes: u32, now: Instant, minute: Duration) -> Reload {
-        Reload {
-            deadline: now + minute * minutes,
-            at: SystemTime::now() + Duration::from_secs(60 * u64::from(minutes)),
-        }
-    }
-
-    /// What `show reload` prints at `now`.
-    pub fn show(&self, now: Instant, minute: Duration) -> String {
-        let left = self.deadline.saturating_duration_since(now);
-        let minutes = left.as_secs_f64() / minute.as_secs_f64().max(f64::MIN_POSITIVE);
-        let clock = clock_text(self.at);
-        let time = clock.trim_start_matches('*');
-        format!(
-            "Reload scheduled for {time} (in {} minutes) by console\r\nReload reason: Reload Command\r\n",
-            minutes.ceil() as u64
-        )
-    }
-}
 
 impl CiscoSwitch {
     /// `configure terminal revert timer MINUTES`: backs up the running
@@ -175,6 +121,7 @@ fn file_stamp(now: SystemTime) -> String {
 mod tests {
     use super::super::tests::{config_i, privileged, send};
     use super::*;
+    use std::time::Duration;
 
     /// Fires the switch's next timer; what it printed.
     fn fire(switch: &mut CiscoSwitch) -> String {

@@ -2,6 +2,9 @@
 //! `#`, an interface's settings indented under `interface X`. Commands in
 //! the system and interface views change these lines.
 
+/// The system name a router starts with.
+pub const SYSNAME: &str = "HUAWEI";
+
 /// A current (or saved) configuration, `!Software Version` to `return`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Current {
@@ -25,7 +28,7 @@ impl Current {
         self.lines
             .iter()
             .find_map(|l| l.strip_prefix("sysname "))
-            .unwrap_or(super::SYSNAME)
+            .unwrap_or(SYSNAME)
     }
 
     /// Sets `sysname NAME`.

@@ -1,0 +1,39 @@
+//! What several sections check the same way: lists of globs, and paths
+//! relative to the config file.
+
+use std::path::{Path, PathBuf};
+
+use toml::Spanned;
+
+use super::diagnostics::{ConfigError, Source};
+
+/// Checks a list of globs (`adhoc_devices`, a token's `ports`): each one
+/// valid and not empty.
+pub(super) fn check_globs(
+    globs: Vec<Spanned<String>>,
+    key: &str,
+    src: &Source,
+) -> Result<Vec<String>, ConfigError> {
+    globs
+        .into_iter()
+        .map(|g| match glob::Pattern::new(g.get_ref()) {
+            Ok(_) if g.get_ref().is_empty() => {
+                Err(src.error(g.span(), format!("{key}: a glob is empty")))
+            }
+            Ok(_) => Ok(g.into_inner()),
+            Err(e) => Err(src.error(g.span(), format!("{key}: bad glob {:?}: {e}", g.get_ref()))),
+        })
+        .collect()
+}
+
+/// `path` as the config means it: a relative path is relative to the config
+/// file's directory (so it does not depend on where the daemon started).
+pub(super) fn next_to_config(path: &Path, src: &Source) -> PathBuf {
+    if path.is_relative() {
+        Path::new(src.file)
+            .parent()
+            .map_or_else(|| path.to_path_buf(), |dir| dir.join(path))
+    } else {
+        path.to_path_buf()
+    }
+}
