@@ -55,25 +55,24 @@ pub struct ConfirmWatch {
 }
 
 /// What the watch task reads and records into: the port's log and its
-/// event history.
-#[derive(Clone)]
+/// event history, and the port's closing, which ends the watch.
 pub struct Watched {
     /// The port's output.
     pub log: OutputLog,
     /// The port's events, where the outcome goes.
     pub events: Events,
+    /// Cancelled when the port closes.
+    pub closing: CancellationToken,
 }
 
 impl ConfirmWatch {
     /// Arms the watch for a change `by` committed with `how`, rolling back
     /// after `minutes` unless confirmed; the device's rollback message
     /// (`rolled_back`) is looked for in `watched.log` from offset `from`,
-    /// until `closing` or the deadline. Replaces an earlier watch.
-    #[allow(clippy::too_many_arguments)]
+    /// until the port closes or the deadline. Replaces an earlier watch.
     pub fn arm(
         &self,
         watched: Watched,
-        closing: &CancellationToken,
         by: &str,
         how: &str,
         minutes: u64,
@@ -87,7 +86,7 @@ impl ConfirmWatch {
             how: how.to_owned(),
             deadline: humantime::format_rfc3339_seconds(deadline).to_string(),
         };
-        let stop = closing.child_token();
+        let stop = watched.closing.child_token();
         let id = ARMINGS.fetch_add(1, Ordering::Relaxed);
         let previous = crate::sync::lock(&self.armed).replace(Armed {
             info: info.clone(),

@@ -560,10 +560,11 @@ impl Port {
         let watched = Watched {
             log: self.log().clone(),
             events: self.shared.events.clone(),
+            closing: self.shared.closing.clone(),
         };
         self.shared
             .confirm
-            .arm(watched, self.closing(), by, how, minutes, rolled_back, from)
+            .arm(watched, by, how, minutes, rolled_back, from)
     }
 
     /// Disarms the watch after a confirmation; whether one was armed.
