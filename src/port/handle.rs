@@ -241,6 +241,7 @@ impl Port {
         self.shared.events.recent()
     }
 
+    /// Records an event (`status` shows the newest).
     pub(crate) fn record(&self, what: impl Into<String>) {
         self.record_event(what);
     }
@@ -256,6 +257,7 @@ impl Port {
         self.shared.connection.last_loss()
     }
 
+    /// Remembers the latest loss of the open device.
     pub(crate) fn set_last_loss(&self, event: PortEvent) {
         self.shared.connection.set_last_loss(event);
     }
@@ -270,6 +272,8 @@ impl Port {
         self.shared.connection.ever_opened()
     }
 
+    /// Moves the port to `state` (the reader task's, and `down` goes
+    /// through [`set_down`](Self::set_down)).
     pub(crate) fn set_state(&self, state: PortState) {
         self.shared.connection.set_state(state);
     }
@@ -279,14 +283,17 @@ impl Port {
         self.shared.connection.set_down(reason);
     }
 
+    /// Cancelled when the port closes.
     pub(crate) fn closing(&self) -> &CancellationToken {
         &self.shared.closing
     }
 
+    /// Counts one reopen after a loss.
     pub(crate) fn count_reconnect(&self) {
         self.shared.connection.count_reconnect();
     }
 
+    /// Installs (or, with `None`, removes) the open device's writer.
     pub(crate) async fn install_writer(&self, writer: Option<DeviceWriter>) {
         self.shared.connection.install_writer(writer).await;
     }
