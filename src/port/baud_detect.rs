@@ -6,15 +6,15 @@
 //! (`control.rs`); while a detection runs, other settings changes are
 //! refused as `busy`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::Port;
+use super::connection::ControlSlot;
 use super::control::join_error;
+use super::handle::Port;
 use crate::error::GateError;
 use crate::log::OutputLog;
 use crate::settings::LineSettings;
@@ -164,11 +164,11 @@ async fn listen_from(log: &OutputLog, start: u64, listen: Duration) -> u64 {
 }
 
 /// Resets the detection flag when a detection ends, however it ends.
-struct Detecting<'a>(&'a AtomicBool);
+struct Detecting<'a>(&'a ControlSlot);
 
 impl Drop for Detecting<'_> {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.0.stop_detecting();
     }
 }
 
@@ -200,12 +200,12 @@ impl Port {
                 .validate()
                 .map_err(GateError::invalid)?;
         }
-        if self.control().detecting.swap(true, Ordering::AcqRel) {
+        if !self.control().start_detecting() {
             return Err(self.detecting_error());
         }
         let port = self.clone();
         let task = tokio::spawn(async move {
-            let _flag = Detecting(&port.control().detecting);
+            let _flag = Detecting(port.control());
             let mut ranking = Vec::with_capacity(candidates.len());
             let tried = port
                 .try_candidates(&candidates, &probe, listen, original, &mut ranking)

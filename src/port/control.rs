@@ -8,28 +8,25 @@
 //! The timed sequences ([`hold_break`], [`pulse`]) are plain functions
 //! over the trait, so their order and timing are tested without hardware.
 //!
-//! A port keeps its control state in a [`ControlSlot`]:
-//! - the handle, in an async mutex installed and removed by the reader task
-//!   together with the writer (present exactly while the device is open);
-//!   it serializes control operations, so two pulses never interleave;
-//! - the *current* line settings. They start as the configured ones and
-//!   `set_line_settings` changes them; the reader reopens a lost device
-//!   with them. The reader reads them and opens the device while holding
-//!   the handle's lock, so a change made during a reopen is never lost:
-//!   either the open sees it, or the change finds the new handle.
+//! A port keeps its control state in the `ControlSlot` of its device part
+//! (`connection.rs`): the handle on the open device, in an async mutex
+//! that serializes control operations, and the current line settings.
+//! The operations here are the port's, over that slot: they need the
+//! whole port (its state, its events, its errors), so they sit above the
+//! handle (`handle.rs`), which does not depend on them.
 //!
 //! Operations that wait (BREAK, pulses, detection) run in their own task:
 //! a tool call cancelled halfway never leaves the line in BREAK, a pin
 //! dropped, or the rate at a candidate of the detection.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::comport_link::ComPortLink;
+use super::connection::{ControlHandle, RemoteBreak};
+use super::device;
+use super::handle::Port;
 use super::lines::{LineControl, ModemLine, ModemStatus};
-use super::{Port, device};
+use super::state::PortState;
 use crate::error::{ErrorCode, GateError};
 use crate::remote::{RemoteAddr, Scheme};
 use crate::settings::LineSettings;
@@ -41,33 +38,6 @@ pub const MAX_PULSE: Duration = Duration::from_secs(10);
 /// How long a control operation waits for another one on the same port
 /// (at most a 10 s BREAK or pulse) before it reports `busy`.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(15);
-
-type Handle = Option<Box<dyn LineControl>>;
-
-/// A port's control state: the handle on the open device and the current
-/// line settings (see the module docs).
-pub struct ControlSlot {
-    handle: tokio::sync::Mutex<Handle>,
-    settings: Mutex<LineSettings>,
-    /// Set while `detect_baud` runs (`baud_detect.rs`); a settings change
-    /// meanwhile is refused as `busy`.
-    pub(super) detecting: AtomicBool,
-    /// The open connection's RFC 2217 state (rfc2217:// ports), readable
-    /// without waiting for the handle's lock.
-    com_port: Mutex<Option<Arc<ComPortLink>>>,
-}
-
-impl ControlSlot {
-    /// A slot with no device open yet and `line` as the current settings.
-    pub fn new(line: LineSettings) -> ControlSlot {
-        ControlSlot {
-            handle: tokio::sync::Mutex::new(None),
-            settings: Mutex::new(line),
-            detecting: AtomicBool::new(false),
-            com_port: Mutex::new(None),
-        }
-    }
-}
 
 /// Holds a BREAK for `duration`: starts it, waits, ends it.
 pub async fn hold_break(ctl: &mut dyn LineControl, duration: Duration) -> io::Result<()> {
@@ -126,53 +96,22 @@ pub(super) fn join_error(e: tokio::task::JoinError) -> GateError {
 }
 
 impl Port {
-    pub(super) fn control(&self) -> &ControlSlot {
-        &self.shared.control
-    }
-
-    /// The current line settings: the configured ones until
-    /// [`set_line_settings`](Self::set_line_settings) changes them; a
-    /// reopen after a loss uses these.
-    pub fn line_settings(&self) -> LineSettings {
-        *crate::sync::lock(&self.control().settings)
-    }
-
-    fn store_settings(&self, line: LineSettings) {
-        *crate::sync::lock(&self.control().settings) = line;
-    }
-
     /// Opens the device with the current settings and installs its control
     /// handle, under the handle's lock (see the module docs). The reader
     /// task's way to open.
     pub(super) async fn open_with_control(
         &self,
     ) -> io::Result<(device::DeviceReader, device::DeviceWriter, LineSettings)> {
-        let mut slot = self.control().handle.lock().await;
+        let mut slot = self.control().lock().await;
         let line = self.line_settings();
         // Boxed: opening (a remote console's negotiation above all) needs
         // 1.5 KB of future state that the reader task, which awaits this,
         // would otherwise carry for the port's whole life.
-        let (reader, writer, control) =
-            Box::pin(device::open(&self.shared.spec.device, &line)).await?;
-        *self.lock_com_port() = control.as_ref().and_then(|c| c.com_port());
+        let (reader, writer, control) = Box::pin(device::open(self.device(), &line)).await?;
+        self.control()
+            .set_com_port(control.as_ref().and_then(|c| c.com_port()));
         *slot = control;
         Ok((reader, writer, line))
-    }
-
-    fn lock_com_port(&self) -> std::sync::MutexGuard<'_, Option<Arc<ComPortLink>>> {
-        crate::sync::lock(&self.control().com_port)
-    }
-
-    /// The RFC 2217 state of the open connection (rfc2217:// ports while
-    /// open): what `status` shows of the server's notifications.
-    pub fn com_port(&self) -> Option<Arc<ComPortLink>> {
-        self.lock_com_port().clone()
-    }
-
-    /// Whether the device is a remote console (`tcp://`, `telnet://`,
-    /// `rfc2217://`).
-    pub fn is_remote(&self) -> bool {
-        RemoteAddr::is_url(&self.shared.spec.device)
     }
 
     /// Whether the device is a remote console without line control: a
@@ -180,7 +119,7 @@ impl Port {
     /// COM-PORT-OPTION).
     pub(super) fn lacks_line_control(&self) -> bool {
         matches!(
-            RemoteAddr::parse(&self.shared.spec.device),
+            RemoteAddr::parse(self.device()),
             Ok(Some(addr)) if addr.scheme != Scheme::Rfc2217
         )
     }
@@ -223,7 +162,7 @@ impl Port {
             format!(
                 "{} is a remote console ({}): {what} is not available over telnet or raw TCP; use rfc2217:// if the console server speaks RFC 2217 (ser2net's telnet(rfc2217) accepter), or set the line on the console server itself",
                 self.name(),
-                self.shared.spec.device
+                self.device()
             ),
         )
     }
@@ -231,18 +170,14 @@ impl Port {
     /// BREAK on a remote console: telnet's IAC BRK (the duration is the
     /// console server's), refused on raw TCP.
     async fn send_remote_break(&self) -> Result<(), GateError> {
-        let mut slot = self.shared.writer.lock().await;
-        let Some(writer) = slot.as_mut() else {
-            return Err(self.not_open_error());
-        };
-        match writer.send_break().await {
-            Some(Ok(())) => {
-                drop(slot);
+        match self.connection().remote_break().await {
+            RemoteBreak::NotOpen => Err(self.not_open_error()),
+            RemoteBreak::Sent => {
                 self.record("sent BREAK (telnet IAC BRK)");
                 Ok(())
             }
-            Some(Err(e)) => Err(self.failed("sending BREAK", &e)),
-            None => {
+            RemoteBreak::Failed(e) => Err(self.failed("sending BREAK", &e)),
+            RemoteBreak::Unsupported => {
                 Err(self.remote_refusal("BREAK (raw TCP has no way to send one; use telnet://)"))
             }
         }
@@ -250,12 +185,12 @@ impl Port {
 
     /// Drops the control handle (the device is lost or closing).
     pub(super) async fn drop_control(&self) {
-        *self.lock_com_port() = None;
-        *self.control().handle.lock().await = None;
+        self.control().set_com_port(None);
+        *self.control().lock().await = None;
     }
 
-    async fn lock_control(&self) -> Result<tokio::sync::MutexGuard<'_, Handle>, GateError> {
-        tokio::time::timeout(LOCK_TIMEOUT, self.control().handle.lock())
+    async fn lock_control(&self) -> Result<tokio::sync::MutexGuard<'_, ControlHandle>, GateError> {
+        tokio::time::timeout(LOCK_TIMEOUT, self.control().lock())
             .await
             .map_err(|_| {
                 GateError::new(
@@ -276,7 +211,7 @@ impl Port {
                 format!(
                     "{what} on {} ({}) failed: {e}; check the console server, then retry",
                     self.name(),
-                    self.shared.spec.device
+                    self.device()
                 ),
             );
         }
@@ -285,7 +220,7 @@ impl Port {
             format!(
                 "{what} on {} ({}) failed: {e}; the device may have gone away, check status",
                 self.name(),
-                self.shared.spec.device
+                self.device()
             ),
         )
     }
@@ -299,7 +234,7 @@ impl Port {
             format!(
                 "{} ({}) has no modem control lines (a pseudo-terminal, or an adapter without DTR/RTS): {e}; use a port wired with DTR/RTS, or send_break / power-cycle instead",
                 self.name(),
-                self.shared.spec.device
+                self.device()
             ),
         )
     }
@@ -324,7 +259,7 @@ impl Port {
                         format!(
                             "{} ({}) does not support BREAK (a pseudo-terminal, or an adapter without it?): {e}; some console servers send BREAK on a telnet command instead",
                             port.name(),
-                            port.shared.spec.device
+                            port.device()
                         ),
                     )
                 } else {
@@ -347,7 +282,7 @@ impl Port {
         if self.lacks_line_control() {
             return Err(self.remote_refusal("set_line_settings"));
         }
-        if self.control().detecting.load(Ordering::Acquire) {
+        if self.control().detecting() {
             return Err(self.detecting_error());
         }
         let previous = self.line_settings();
@@ -368,7 +303,7 @@ impl Port {
         line: LineSettings,
         previous: LineSettings,
     ) -> Result<bool, GateError> {
-        use super::PortState::{Down, Lost, Opening, Reopening};
+        use PortState::{Down, Lost, Opening, Reopening};
         let mut slot = self.lock_control().await?;
         let live = match slot.as_mut() {
             Some(ctl) => {
@@ -378,7 +313,7 @@ impl Port {
             None if matches!(self.state(), Opening | Lost | Reopening | Down) => false,
             None => return Err(self.not_open_error()),
         };
-        self.store_settings(line);
+        self.control().store_settings(line);
         Ok(live)
     }
 
@@ -421,7 +356,7 @@ impl Port {
             GateError::invalid(format!(
                 "{} ({}) rejected {line}: {e}; use settings the adapter supports (settings stay {previous})",
                 self.name(),
-                self.shared.spec.device
+                self.device()
             ))
         } else {
             self.failed("changing the line settings", &e)
@@ -497,7 +432,7 @@ impl Port {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
 
     use tokio::time::Instant;
 
@@ -670,7 +605,7 @@ mod tests {
     #[tokio::test]
     async fn settings_changed_while_not_open_apply_at_reopen() {
         let shutdown = tokio_util::sync::CancellationToken::new();
-        let spec = super::super::PortSpec {
+        let spec = crate::port::handle::PortSpec {
             name: "nowhere".into(),
             device: "/nonexistent/serialgate-test-tty".into(),
             line: LineSettings::default(),

@@ -1,16 +1,14 @@
 //! Who is at a port: the people attached with a console client, and a
 //! signal that wakes everyone watching whenever they or the write holder
 //! change, so that each console hears of joins, leaves and take-overs at
-//! once (and `status` can show them).
+//! once (and `status` can show them). The list and the signal are kept by
+//! the port's hold part (`sharing.rs`); this file says who a participant is
+//! and keeps one on the list for as long as they are attached.
 
 use std::time::SystemTime;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::sync::watch;
-
-use super::Port;
-
 /// Someone attached to a port with a console client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Participant {
@@ -40,44 +38,23 @@ impl Participant {
 /// Keeps a participant on the port's list; dropping it (however the
 /// console session ends) takes them off and tells the others.
 pub struct PresenceGuard {
-    port: Port,
-    session: u64,
+    leave: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl PresenceGuard {
+    /// A guard that runs `leave` (takes the participant off the list and
+    /// wakes the watchers) when it drops.
+    pub fn new(leave: impl FnOnce() + Send + Sync + 'static) -> PresenceGuard {
+        PresenceGuard {
+            leave: Some(Box::new(leave)),
+        }
+    }
 }
 
 impl Drop for PresenceGuard {
     fn drop(&mut self) {
-        crate::sync::lock(&self.port.shared.people).retain(|p| p.session != self.session);
-        self.port.presence_changed();
-    }
-}
-
-impl Port {
-    /// Puts `participant` on the port's list until the guard drops.
-    pub fn join(&self, participant: Participant) -> PresenceGuard {
-        let session = participant.session;
-        crate::sync::lock(&self.shared.people).push(participant);
-        self.presence_changed();
-        PresenceGuard {
-            port: self.clone(),
-            session,
+        if let Some(leave) = self.leave.take() {
+            leave();
         }
-    }
-
-    /// The people attached now, in the order they came.
-    pub fn people(&self) -> Vec<Participant> {
-        crate::sync::lock(&self.shared.people).clone()
-    }
-
-    /// Changes whenever someone joins or leaves, or the write holder
-    /// changes.
-    pub fn watch_presence(&self) -> watch::Receiver<u64> {
-        self.shared.presence.subscribe()
-    }
-
-    /// Wakes every watcher of [`Port::watch_presence`].
-    pub(super) fn presence_changed(&self) {
-        self.shared
-            .presence
-            .send_modify(|generation| *generation += 1);
     }
 }

@@ -13,11 +13,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use tokio_util::sync::CancellationToken;
+
 use super::alerts::Compiled;
 use super::appear::PathWatch;
+use super::device;
+use super::handle::{Port, PortServices, PortSpec};
 use super::mask::{MASK_HOLD, SecretMask};
 use super::responder::Responder;
-use super::{Port, PortState, device};
+use super::state::{DOWN_RETRY, PortState};
 use crate::watchset::{WatchHit, WatchScanner};
 
 /// First wait before reopening a lost device.
@@ -26,11 +30,20 @@ pub const BACKOFF_START: Duration = Duration::from_millis(100);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// A loss this soon after opening counts as a quick loss (towards `down`).
 pub const QUICK_LOSS: Duration = Duration::from_secs(2);
-/// How often a `down` port is retried when its path does not reappear.
-pub const DOWN_RETRY: Duration = Duration::from_secs(60);
+impl Port {
+    /// Creates the port and starts its reader task, which opens the device
+    /// and keeps it open (reopening with backoff after a loss) until
+    /// [`close`](Self::close) or `shutdown` is cancelled, and passes the
+    /// device's terminal queries to the responder (responder.rs).
+    pub fn start(spec: PortSpec, services: PortServices, shutdown: &CancellationToken) -> Port {
+        let port = Port::new(spec, services, shutdown);
+        tokio::spawn(run(port.clone()));
+        port
+    }
+}
 
 /// Runs until the port is closed.
-pub(super) async fn run(port: Port) {
+async fn run(port: Port) {
     let device = port.spec().device;
     let local = !port.is_remote();
     let down_after = port.spec().down_after;

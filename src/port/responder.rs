@@ -16,7 +16,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{Port, PortState};
+use super::handle::Port;
+use super::state::PortState;
 use crate::terminal::queries::{Query, QueryHit, QueryScanner, answer};
 use crate::terminal::screen::{self, SEARCH_WINDOW, Terminal};
 

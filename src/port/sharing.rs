@@ -1,17 +1,21 @@
 //! Shared ports: many sessions may watch a port, one at a time holds it for
-//! writing (conserver's model). Every write by a session goes through
-//! [`Port::write_as`], which checks the holder, then records the write in
-//! the transcript and the audit trail.
+//! writing (conserver's model). [`Sharing`] is the port's part for this:
+//! the write holder, the people attached with a console client
+//! (`presence.rs`) and the signal that wakes everyone watching when either
+//! changes. Every write by a session goes through the handle's `write_as`,
+//! which asks this part for the hold before it writes.
 
 use std::time::SystemTime;
 
+use std::sync::Mutex;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
-use super::Port;
-use crate::audit::{Actor, AuditRecord};
+use super::presence::Participant;
+use crate::audit::Actor;
 use crate::error::{ErrorCode, GateError};
-use crate::transcript::SentRecord;
 
 /// The session that holds a port for writing.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -40,9 +44,45 @@ impl Holder {
     }
 }
 
-impl Port {
+/// How [`Sharing::take`] changed the hold.
+pub enum Taken {
+    /// The actor held it already: nothing changed.
+    Already,
+    /// The port was free; the actor holds it now.
+    Free,
+    /// The actor took it from the holder described here.
+    From(String),
+}
+
+/// The port's hold and presence: who holds it for writing, who is attached
+/// at its console, and a generation bumped whenever either changes.
+pub struct Sharing {
+    /// The session holding the port for writing.
+    holder: Mutex<Option<Holder>>,
+    /// The people attached with a console client.
+    people: Mutex<Vec<Participant>>,
+    /// Bumped when `people` or `holder` change.
+    presence: watch::Sender<u64>,
+}
+
+impl Default for Sharing {
+    fn default() -> Self {
+        Sharing::new()
+    }
+}
+
+impl Sharing {
+    /// Nobody holding, nobody attached.
+    pub fn new() -> Sharing {
+        Sharing {
+            holder: Mutex::new(None),
+            people: Mutex::new(Vec::new()),
+            presence: watch::Sender::new(0),
+        }
+    }
+
     fn lock_holder(&self) -> std::sync::MutexGuard<'_, Option<Holder>> {
-        crate::sync::lock(&self.shared.holder)
+        crate::sync::lock(&self.holder)
     }
 
     /// Who holds the port for writing now.
@@ -50,62 +90,34 @@ impl Port {
         self.lock_holder().clone()
     }
 
-    /// Makes `actor` the writer when nobody holds the port (or `actor`
-    /// already does); otherwise `busy`, naming the holder. With
-    /// `take_over` it takes the hold from anyone, unchecked: a session's
-    /// take-over goes through [`Port::take_writer`] instead, which asks
-    /// who may take it.
-    pub fn claim_writer(&self, actor: &Actor, take_over: bool) -> Result<(), GateError> {
-        self.take_writer(actor, |holder| match holder {
-            Some(h) if !take_over => Err(self.busy(h)),
-            _ => Ok(()),
-        })
-    }
-
     /// Makes `actor` the writer if `may_take` allows it, given the current
-    /// holder (`None`: the port is free); the other holder becomes
-    /// read-only. `may_take` is asked under the hold's lock, so the holder
-    /// it judges is the one replaced, and it is not asked when `actor`
-    /// already holds the port.
-    pub fn take_writer(
+    /// holder (`None`: the port is free). `may_take` is asked under the
+    /// hold's lock, so the holder it judges is the one replaced, and it is
+    /// not asked when `actor` already holds the port. Wakes the watchers
+    /// when the hold changed.
+    pub fn take(
         &self,
         actor: &Actor,
         may_take: impl FnOnce(Option<&Holder>) -> Result<(), GateError>,
-    ) -> Result<(), GateError> {
-        let taken_from = {
+    ) -> Result<Taken, GateError> {
+        let taken = {
             let mut holder = self.lock_holder();
             if holder.as_ref().is_some_and(|h| h.session == actor.session) {
-                return Ok(());
+                return Ok(Taken::Already);
             }
             may_take(holder.as_ref())?;
-            holder.replace(Holder::of(actor)).map(|h| h.who)
+            match holder.replace(Holder::of(actor)) {
+                Some(previous) => Taken::From(previous.who),
+                None => Taken::Free,
+            }
         };
-        self.presence_changed();
-        match taken_from {
-            Some(previous) => self.record(format!(
-                "take-over: {} took the write hold from {previous}",
-                actor.describe()
-            )),
-            None => self.record(format!("{} holds the port for writing", actor.describe())),
-        }
-        Ok(())
+        self.changed();
+        Ok(taken)
     }
 
-    /// The refusal of a write while `holder` has the port.
-    fn busy(&self, holder: &Holder) -> GateError {
-        GateError::new(
-            ErrorCode::Busy,
-            format!(
-                "{} is held for writing by {} since {}; you can still read it. To write, connect again with take_over: true (the holder becomes read-only; taking it from another token's session needs admin access)",
-                self.name(),
-                holder.who,
-                holder.since
-            ),
-        )
-    }
-
-    /// Lets go of the write hold if `session` has it.
-    pub fn release_writer(&self, session: u64) {
+    /// Lets go of the write hold if `session` has it; returns the hold let
+    /// go of (and wakes the watchers), if any.
+    pub fn release(&self, session: u64) -> Option<Holder> {
         let released = {
             let mut holder = self.lock_holder();
             match holder.as_ref() {
@@ -113,67 +125,48 @@ impl Port {
                 _ => None,
             }
         };
-        if let Some(h) = released {
-            self.presence_changed();
-            self.record(format!("{} released the write hold", h.who));
+        if released.is_some() {
+            self.changed();
         }
+        released
     }
 
-    /// Writes for a session: claims the write hold (or fails `busy`),
-    /// writes, and records the write in the transcript and the audit trail
-    /// (`sensitive` bytes as redacted).
-    pub async fn write_as(
-        &self,
-        actor: &Actor,
-        kind: &'static str,
-        bytes: &[u8],
-        sensitive: bool,
-    ) -> Result<(), GateError> {
-        self.claim_writer(actor, false)?;
-        self.refuse_during_transfer()?;
-        self.write_unrecorded(bytes).await?;
-        if let Some(t) = &self.shared.transcript {
-            t.record_sent(SentRecord {
-                kind,
-                bytes: (!sensitive).then(|| bytes.to_vec()),
-                who: actor.person.as_ref().map(|_| actor.describe()),
-            });
-        }
-        self.shared
-            .audit
-            .record(AuditRecord::now(self.name(), actor, kind, bytes, sensitive));
-        Ok(())
+    /// Puts `participant` on the list and wakes the watchers.
+    pub fn join(&self, participant: Participant) {
+        crate::sync::lock(&self.people).push(participant);
+        self.changed();
     }
 
-    /// Records in the audit trail that `actor` did `kind` with `bytes`
-    /// (the bytes a write sent; empty for a BREAK).
-    pub fn audit_as(&self, actor: &Actor, kind: &str, bytes: &[u8]) {
-        self.shared
-            .audit
-            .record(AuditRecord::now(self.name(), actor, kind, bytes, false));
+    /// Takes `session` off the list and wakes the watchers.
+    pub fn leave(&self, session: u64) {
+        crate::sync::lock(&self.people).retain(|p| p.session != session);
+        self.changed();
     }
 
-    /// Records a session's attach, detach or take-over as a port event and
-    /// in the audit trail.
-    pub fn record_session_event(&self, actor: &Actor, kind: &str) {
-        self.record(format!("{} {kind}", actor.describe()));
-        self.shared
-            .audit
-            .record(AuditRecord::now(self.name(), actor, kind, b"", false));
+    /// The people attached now, in the order they came.
+    pub fn people(&self) -> Vec<Participant> {
+        crate::sync::lock(&self.people).clone()
     }
 
-    /// Writes for the gateway itself (answers to terminal queries, baud
-    /// probes): recorded in the transcript as such, not held by a session.
-    pub async fn write(&self, bytes: &[u8]) -> Result<(), GateError> {
-        self.refuse_during_transfer()?;
-        self.write_unrecorded(bytes).await?;
-        if let Some(t) = &self.shared.transcript {
-            t.record_sent(SentRecord {
-                kind: "gateway",
-                bytes: Some(bytes.to_vec()),
-                who: None,
-            });
-        }
-        Ok(())
+    /// Changes whenever someone joins or leaves, or the write holder
+    /// changes.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.presence.subscribe()
     }
+
+    /// Wakes every watcher of [`Sharing::watch`].
+    fn changed(&self) {
+        self.presence.send_modify(|generation| *generation += 1);
+    }
+}
+
+/// The refusal of a write to `port` while `holder` has it.
+pub fn busy(port: &str, holder: &Holder) -> GateError {
+    GateError::new(
+        ErrorCode::Busy,
+        format!(
+            "{port} is held for writing by {} since {}; you can still read it. To write, connect again with take_over: true (the holder becomes read-only; taking it from another token's session needs admin access)",
+            holder.who, holder.since
+        ),
+    )
 }

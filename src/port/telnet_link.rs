@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 
-use super::WRITE_TIMEOUT;
 use super::comport_link::ComPortLink;
+use super::state::WRITE_TIMEOUT;
 use crate::remote::telnet::Telnet;
 
 /// What the two halves of a telnet connection share (see the module docs).

@@ -1,20 +1,101 @@
 //! Waiting on a port: for a prompt (answering auto-reply triggers on the
 //! way), or for the first bytes of output. Every wait has a deadline and
 //! wakes on appends and state changes, never on a timer poll.
+//!
+//! The port's log part is here too: [`Waiters`] owns the OutputLog and
+//! counts the calls waiting on it. The waits themselves take the port as
+//! a [`WaitPort`], the little of it they need (its log, its state, its
+//! write path for auto-replies), which the handle provides.
 
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use std::sync::Arc;
-
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Port, PortState};
+use super::state::PortState;
 use crate::audit::Actor;
 use crate::error::GateError;
+use crate::log::OutputLog;
 use crate::matcher::{PromptScanner, Span, TriggerScanner};
+
+/// The port's log part: everything the device sent, and how many calls
+/// are waiting on it right now (`status` and the metrics show it).
+pub struct Waiters {
+    log: OutputLog,
+    active: Arc<AtomicU64>,
+}
+
+impl Waiters {
+    /// An empty log keeping `retention` bytes, nobody waiting.
+    pub fn new(retention: usize) -> Waiters {
+        Waiters {
+            log: OutputLog::new(retention),
+            active: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Everything the device sent.
+    pub fn log(&self) -> &OutputLog {
+        &self.log
+    }
+
+    /// Calls waiting on the output right now.
+    pub fn active(&self) -> u64 {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Counts a wait for as long as the guard lives.
+    pub fn guard(&self) -> WaitGuard {
+        self.active.fetch_add(1, Ordering::Relaxed);
+        WaitGuard {
+            active: Arc::clone(&self.active),
+            started: std::time::Instant::now(),
+        }
+    }
+}
+
+/// Counts one waiting call on a port; dropping it (however the wait ends,
+/// cancellation included) uncounts it.
+pub struct WaitGuard {
+    active: Arc<AtomicU64>,
+    started: std::time::Instant,
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        crate::metrics::wait(self.started.elapsed());
+        self.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What a wait needs of a port: its log part, its name and state, and its
+/// write path (an auto-reply is a write of the waiting session).
+pub trait WaitPort: Sync {
+    /// The port's name, for the log.
+    fn name(&self) -> &str;
+    /// The log and its wait counter.
+    fn waiters(&self) -> &Waiters;
+    /// The current state.
+    fn state(&self) -> PortState;
+    /// A receiver that changes with the state.
+    fn watch_state(&self) -> watch::Receiver<PortState>;
+    /// Makes `actor` the writer, or fails `busy`.
+    fn claim_writer(&self, actor: &Actor, take_over: bool) -> Result<(), GateError>;
+    /// Writes for `actor`, recorded like every session write.
+    fn write_as(
+        &self,
+        actor: &Actor,
+        kind: &'static str,
+        bytes: &[u8],
+        sensitive: bool,
+    ) -> impl Future<Output = Result<(), GateError>> + Send;
+}
 
 /// Most auto-replies one call sends before it stops answering (a device
 /// that repeats its trigger forever must not make the gateway loop).
@@ -112,7 +193,7 @@ pub struct PromptWait {
 /// `triggers` once per occurrence (at most `max_replies`) as `actor`, until
 /// `timeout`. With triggers, `actor` must hold (or take) the write hold.
 pub async fn wait_for_prompt(
-    port: &Port,
+    port: &impl WaitPort,
     actor: &Actor,
     want: PromptWanted,
     hooks: &WaitHooks,
@@ -127,10 +208,10 @@ pub async fn wait_for_prompt(
     if !triggers.is_empty() {
         port.claim_writer(actor, false)?;
     }
-    let _counted = port.wait_guard();
+    let _counted = port.waiters().guard();
     let started = Instant::now();
     let deadline = started + timeout;
-    let log = port.log();
+    let log = port.waiters().log();
     let mut head_rx = log.subscribe();
     let mut state_rx = port.watch_state();
     let mut auto_replies = Vec::new();
@@ -241,15 +322,15 @@ pub async fn wait_for_prompt(
 /// `None` when `hooks` cancelled the wait (the request was cancelled or the
 /// client went away).
 pub async fn wait_for_output(
-    port: &Port,
+    port: &impl WaitPort,
     cursor: u64,
     timeout: Duration,
     settle: Duration,
     settle_max: Duration,
     hooks: &WaitHooks,
 ) -> Option<u64> {
-    let _counted = port.wait_guard();
-    let log = port.log();
+    let _counted = port.waiters().guard();
+    let log = port.waiters().log();
     let mut head_rx = log.subscribe();
     let mut state_rx = port.watch_state();
     let deadline = Instant::now() + timeout;
