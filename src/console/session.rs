@@ -14,12 +14,13 @@ use super::protocol::{
     ClientMessage, DEFAULT_REPLAY_LINES, DataChunk, Frame, Hello, MAX_CLIENT_DATA_BYTES,
     MAX_REPLAY_LINES, MAX_SERVER_DATA_BYTES, Mode, PortSummary, ServerMessage,
 };
+use crate::access::Caller;
+use crate::access::rules::may_take_hold;
 use crate::audit::Actor;
 use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, label};
 use crate::gateway::Gateway;
 use crate::log::OutputLog;
-use crate::mcp::access::{Caller, may_take_hold};
 use crate::port::{Holder, Participant, Port, PortState};
 
 /// How long a new connection may take to say `hello` or `list`.

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::protocol::{Frame, FrameDecoder, MAX_JSON_BYTES, ServerMessage, encode_frame};
 use super::session::{OUTGOING_FRAMES, Person, serve};
+use crate::access::Caller;
 use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
 
 /// The group whose members may use the console socket.
 pub const CONSOLE_GROUP: &str = "serialgate";

@@ -9,11 +9,11 @@ use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::access::{self, Caller};
 use super::args::{self, parse};
 use super::describe::size;
 use super::session::{Connection, Profile};
 use super::{GateServer, ToolError};
+use crate::access::{Caller, rules};
 use crate::config::PortConfig;
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::{AdhocRequest, GatewayPort};
@@ -229,12 +229,12 @@ pub(super) fn compile_regex(what: &str, source: &str) -> Result<Prompt, GateErro
 
 impl GateServer {
     /// Takes `gp`'s write hold for this session if `caller` may take it
-    /// from its holder ([`access::may_take_hold`], asked under the hold's
+    /// from its holder ([`rules::may_take_hold`], asked under the hold's
     /// lock); the holder becomes read-only.
     fn take_hold(&self, caller: &Caller, gp: &GatewayPort) -> Result<(), GateError> {
         let actor = self.session.actor();
         gp.port.take_writer(&actor, |holder| {
-            access::may_take_hold(caller, actor.session, gp.port.name(), holder)
+            rules::may_take_hold(caller, actor.session, gp.port.name(), holder)
         })
     }
 }

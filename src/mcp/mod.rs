@@ -6,9 +6,9 @@
 //! in a JSON string) and `dialogue` (send and wait for a prompt). Failures are tool results with `isError` and a stable code
 //! ([`crate::error`]).
 
-pub mod access;
 mod alerts;
 mod args;
+mod authorize;
 mod configure;
 mod connect;
 mod control;
@@ -18,7 +18,7 @@ mod encoding;
 mod expect;
 mod info;
 mod io;
-pub(crate) mod mode;
+mod mode;
 mod resources;
 pub mod scope;
 mod session;
@@ -38,6 +38,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
+use crate::access::{Caller, rules};
 use crate::error::GateError;
 use crate::gateway::Gateway;
 
@@ -257,9 +258,8 @@ fn count_call(router: &ToolRouter<GateServer>, tool: &str, response: &CallToolRe
 
 /// Refuses a resource of a port the caller does not reach (or an ad-hoc
 /// port, unless admin), without saying more about the port.
-fn resource_scope(caller: &access::Caller, gateway: &Gateway, port: &str) -> Result<(), ErrorData> {
-    let adhoc = gateway.port(port).is_some_and(|gp| gp.adhoc);
-    if !caller.may_use_port(port) || (adhoc && caller.access < crate::config::TokenAccess::Admin) {
+fn resource_scope(caller: &Caller, gateway: &Gateway, port: &str) -> Result<(), ErrorData> {
+    if !rules::may_read_port(caller, gateway, port) {
         return Err(ErrorData::invalid_request(
             format!(
                 "forbidden: token {:?} may not read the resources of port {}",
@@ -278,7 +278,7 @@ fn resource_port(uri: &str) -> Option<&str> {
 }
 
 // `#[tool_handler]` is not used: `call_tool` checks the caller's access
-// (mcp/access.rs) and picks the session state (mcp/scope.rs) first.
+// (the access rules, src/access/) and picks the session state (mcp/scope.rs) first.
 impl ServerHandler for GateServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -323,14 +323,16 @@ impl ServerHandler for GateServer {
         let client = info.as_ref().map(|info| info.client_info.name.as_str());
         target.session.identify(client, &caller.name);
         let mut request = request;
-        if let Err(e) = access::authorize(&caller, &target.gateway, &target.session, &mut request) {
+        if let Err(e) =
+            authorize::authorize(&caller, &target.gateway, &target.session, &mut request)
+        {
             tracing::info!("refused {:?} to token {:?}: {e}", request.name, caller.name);
             let refused = error_result(e);
             count_call(&self.tool_router, &request.name, &refused);
             return Ok(refused);
         }
         if !matches!(self.mode, scope::Mode::Local)
-            && access::classify(&request.name).0 > crate::config::TokenAccess::Read
+            && rules::classify(&request.name).0 > crate::config::TokenAccess::Read
         {
             tracing::info!(
                 "token {:?} calls {} on {}",
@@ -344,19 +346,10 @@ impl ServerHandler for GateServer {
                     .map_or_else(|| "the current connection".to_owned(), crate::error::shown)
             );
         }
-        let is_list_ports = request.name == "list_ports";
         let tool = request.name.clone();
         let tcc = ToolCallContext::new(&*target, request, context);
-        let mut response = target.tool_router.call(tcc).await?;
+        let response = target.tool_router.call(tcc).await?;
         count_call(&target.tool_router, &tool, &response);
-        if is_list_ports
-            && let CallToolResponse::Complete(result) = &mut response
-            && result.is_error != Some(true)
-            && let Some(mut value) = result.structured_content.take()
-        {
-            access::filter_list_ports(&caller, &mut value);
-            *result = CallToolResult::structured(value);
-        }
         Ok(response)
     }
 
@@ -375,7 +368,7 @@ impl ServerHandler for GateServer {
             self.tool_router
                 .list_all()
                 .into_iter()
-                .filter(|t| access::tool_visible(&t.name, caller.access))
+                .filter(|t| rules::tool_visible(&t.name, caller.access))
                 .collect(),
         );
         if supports_cache_hints {

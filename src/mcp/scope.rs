@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 use rmcp::model::Extensions;
 
 use super::GateServer;
-use super::access::Caller;
 use super::session::Session;
+use crate::access::Caller;
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::Gateway;
 

@@ -10,7 +10,7 @@
 //! `WWW-Authenticate: Bearer`. A known token becomes a [`Caller`] in the
 //! request's extensions (the `Authorization` header itself is removed),
 //! which the MCP layer checks against the tool and port of every call
-//! (see [`crate::mcp::access`]). Tokens are read from the config in force
+//! (see [`crate::access`]). Tokens are read from the config in force
 //! at each request.
 //!
 //! Once the caller is known, the same middleware holds it to its share of
@@ -38,6 +38,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use sha2::Digest;
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
+use crate::access::Caller;
 use crate::config::TokenConfig;
 use crate::daemon::http::drain::{CallInFlight, InFlight};
 use crate::daemon::http::listener::Admission;
@@ -45,7 +46,6 @@ use crate::daemon::http::sessions::{self, SessionOwners};
 use crate::daemon::http::web::cookie_session::{self, WebSessions};
 use crate::daemon::http::web::origin;
 use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
 
 /// Who may call: nobody without a token, or (loopback, said explicitly)
 /// everybody.

@@ -14,10 +14,10 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Caller;
 use crate::console::protocol::{Frame, MAX_JSON_BYTES};
 use crate::console::session::{self, OUTGOING_FRAMES, Person};
 use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
 
 /// What the console routes need.
 #[derive(Clone)]

@@ -25,10 +25,10 @@ use axum::http::{HeaderMap, header};
 use sha2::Digest;
 use subtle::ConstantTimeEq;
 
+use crate::access::Caller;
 use crate::config::TokenConfig;
 use crate::gateway::Gateway;
 use crate::logfile::LogDir;
-use crate::mcp::access::Caller;
 
 /// The cookie's name.
 pub const COOKIE: &str = "serialgate_session";

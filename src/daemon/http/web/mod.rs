@@ -40,10 +40,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Caller;
 use crate::config::TokenAccess;
 use crate::daemon::http::listener::Admission;
 use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
 use cookie_session::WebSessions;
 use throttle::Throttle;
 

@@ -13,7 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::WebState;
-use crate::mcp::access::Caller;
+use crate::access::Caller;
 
 /// The most of a transcript's end one download carries.
 pub const MAX_DOWNLOAD_BYTES: u64 = 16 << 20;
