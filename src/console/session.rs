@@ -183,7 +183,27 @@ struct Attached<'a> {
     /// What the person last heard of who is here, to tell them changes.
     seen_people: Vec<Participant>,
     seen_holder: Option<Holder>,
+    /// How this person's client takes a held port ([`hold_hint`]).
+    hold_hint: &'static str,
     out: &'a Outgoing,
+}
+
+/// The web view's name for itself in its hello.
+const WEB_VIEW_CLIENT: &str = "web view";
+
+/// What a person does about a port someone else holds, in the client
+/// they attached with: the web view's Force button, the console client's
+/// force key or `--force`. The hint of a `busy` error that names the
+/// holder (an agent's says `take_over` instead).
+fn hold_hint(client: Option<&str>) -> &'static str {
+    match client {
+        Some(WEB_VIEW_CLIENT) => {
+            "To write, press Force (the holder becomes read-only; taking the hold from another token's session needs admin access)"
+        }
+        _ => {
+            "To write, force the hold with Ctrl-] f, or attach again with serialgate console --force (the holder becomes read-only; taking the hold from another token's session needs admin access)"
+        }
+    }
 }
 
 async fn attach(
@@ -206,6 +226,7 @@ async fn attach(
     let port = found.port;
     let may_write = person.caller.access >= TokenAccess::Write;
     let spy = hello.mode == Mode::Spy || !may_write;
+    let hold_hint = hold_hint(hello.client.as_deref());
     let client = hello
         .client
         .as_deref()
@@ -221,6 +242,7 @@ async fn attach(
     let mut session = Attached {
         seen_people: port.people(),
         seen_holder: port.holder(),
+        hold_hint,
         cursor: 0,
         port: port.clone(),
         person,
@@ -286,7 +308,7 @@ impl Attached<'_> {
             })
             .await?;
         if let Some(e) = refusal {
-            self.out.error(&e).await?;
+            self.refuse(e).await?;
         }
         let mut head_rx = log.subscribe();
         let mut state_rx = self.port.watch_state();
@@ -464,8 +486,14 @@ impl Attached<'_> {
         };
         match result {
             Ok(()) => Ok(()),
-            Err(e) => self.out.error(&e).await,
+            Err(e) => self.refuse(e).await,
         }
+    }
+
+    /// Tells the person a request was refused; a held port's refusal says
+    /// how their client takes the hold.
+    async fn refuse(&self, e: GateError) -> Result<(), Ended> {
+        self.out.error(&e.with_hold_hint(self.hold_hint)).await
     }
 
     /// Writes what the person typed, under the write hold.
@@ -484,7 +512,7 @@ impl Attached<'_> {
         };
         match result {
             Ok(()) => Ok(()),
-            Err(e) => self.out.error(&e).await,
+            Err(e) => self.refuse(e).await,
         }
     }
 
@@ -566,6 +594,18 @@ pub fn last_lines_start(log: &OutputLog, lines: u32, end: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_client_is_told_its_own_way_to_take_the_hold() {
+        assert!(hold_hint(Some(WEB_VIEW_CLIENT)).contains("press Force"));
+        for client in [Some("serialgate console 0.1.0"), None] {
+            let hint = hold_hint(client);
+            assert!(
+                hint.contains("Ctrl-] f") && hint.contains("--force"),
+                "{hint}"
+            );
+        }
+    }
 
     #[test]
     fn the_last_lines_start_after_the_newline_before_them() {

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::args::{self, parse};
 use super::describe::size;
+use super::server::GateServer;
 use super::session::{Connection, Profile};
-use super::{GateServer, ToolError};
+use super::tool_result::ToolError;
 use crate::access::{Caller, rules};
 use crate::config::PortConfig;
 use crate::error::{ErrorCode, GateError};
@@ -255,7 +256,7 @@ impl GateServer {
         Parameters(raw): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<ConnectResult>, ToolError> {
-        let caller = super::scope::tool_caller(self, &context.extensions)?;
+        let caller = super::server::tool_caller(self, &context.extensions)?;
         let a: ConnectArgs = parse("connect", raw)?;
         if a.port.trim().is_empty() {
             return Err(

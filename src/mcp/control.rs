@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use super::args::{self, parse};
 use super::describe::{list, millis};
-use super::{GateServer, ToolError};
+use super::server::GateServer;
+use super::tool_result::ToolError;
 use crate::config::breaks::BreakStep;
 use crate::error::GateError;
 use crate::port::baud_detect::{

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::args::parse;
 use super::describe::size;
+use super::server::GateServer;
 use super::session::Session;
-use super::{GateServer, ToolError};
+use super::tool_result::ToolError;
 use crate::access::{Caller, rules};
 use crate::config::DeviceMode;
 use crate::devices::{self, SerialDevice};
@@ -257,7 +258,7 @@ impl GateServer {
         Parameters(raw): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<ListPortsResult>, ToolError> {
-        let caller = super::scope::tool_caller(self, &context.extensions)?;
+        let caller = super::server::tool_caller(self, &context.extensions)?;
         let NoArgs {} = parse("list_ports", raw)?;
         let devices = if rules::may_see_devices(&caller) {
             tokio::task::spawn_blocking(devices::list)

@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use super::args::{self, parse, timeout_arg};
 use super::describe::timeout_limits;
 use super::dialogue::wait_hooks;
+use super::server::GateServer;
 use super::session::Connection;
-use super::{GateServer, ToolError};
+use super::tool_result::ToolError;
 use crate::access::Caller;
 use crate::clean::{CleanOptions, clean_output, error_lines};
 use crate::config::{Credentials, DeviceMode, ModeRules};
@@ -131,7 +132,7 @@ impl<'a> ModeDriver<'a> {
         Ok(ModeDriver {
             server,
             conn,
-            caller: super::scope::tool_caller(server, &context.extensions)?,
+            caller: super::server::tool_caller(server, &context.extensions)?,
             hooks: wait_hooks(context, &server.client_gone),
             timeout,
             steps: Vec::new(),

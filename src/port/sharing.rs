@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Port;
 use crate::audit::{Actor, AuditRecord};
-use crate::error::{ErrorCode, GateError};
+use crate::error::{GateError, HeldBy};
 use crate::transcript::SentRecord;
 
 /// The session that holds a port for writing.
@@ -91,17 +91,14 @@ impl Port {
         Ok(())
     }
 
-    /// The refusal of a write while `holder` has the port.
+    /// The refusal of a write while `holder` has the port: `busy`, naming
+    /// the holder; each door adds how its callers take the hold.
     fn busy(&self, holder: &Holder) -> GateError {
-        GateError::new(
-            ErrorCode::Busy,
-            format!(
-                "{} is held for writing by {} since {}; you can still read it. To write, connect again with take_over: true (the holder becomes read-only; taking it from another token's session needs admin access)",
-                self.name(),
-                holder.who,
-                holder.since
-            ),
-        )
+        GateError::held(HeldBy {
+            port: self.name().to_owned(),
+            who: holder.who.clone(),
+            since: holder.since.clone(),
+        })
     }
 
     /// Lets go of the write hold if `session` has it.
