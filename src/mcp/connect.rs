@@ -9,7 +9,7 @@ use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::args::{self, parse};
+use super::args::{self, LineOverride, parse};
 use super::describe::size;
 use super::server::GateServer;
 use super::session::{Connection, Profile};
@@ -131,43 +131,20 @@ pub struct DisconnectResult {
     pub detached: bool,
 }
 
-fn to_u8(name: &str, v: Option<u64>) -> Result<Option<u8>, GateError> {
-    v.map(|v| {
-        u8::try_from(v).map_err(|_| GateError::invalid(format!("{name} {v} is out of range")))
-    })
-    .transpose()
-}
-
 impl ConnectArgs {
     /// Line settings asked for, on top of `base`; `None` when none was given.
     fn line_settings(&self, base: LineSettings) -> Result<Option<LineSettings>, GateError> {
-        if self.baud.is_none()
-            && self.data_bits.is_none()
-            && self.parity.is_none()
-            && self.stop_bits.is_none()
-            && self.flow_control.is_none()
-        {
+        let asked = LineOverride {
+            baud: self.baud,
+            data_bits: self.data_bits,
+            parity: self.parity,
+            stop_bits: self.stop_bits,
+            flow_control: self.flow_control,
+        };
+        if asked.is_empty() {
             return Ok(None);
         }
-        let mut line = base;
-        if let Some(b) = self.baud {
-            line.baud = u32::try_from(b)
-                .map_err(|_| GateError::invalid(format!("baud {b} is out of range")))?;
-        }
-        if let Some(d) = to_u8("data_bits", self.data_bits)? {
-            line.data_bits = d;
-        }
-        if let Some(p) = self.parity {
-            line.parity = p;
-        }
-        if let Some(s) = to_u8("stop_bits", self.stop_bits)? {
-            line.stop_bits = s;
-        }
-        if let Some(f) = self.flow_control {
-            line.flow_control = f;
-        }
-        line.validate().map_err(GateError::invalid)?;
-        Ok(Some(line))
+        asked.apply_to(base).map(Some)
     }
 }
 
