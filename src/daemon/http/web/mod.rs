@@ -4,12 +4,12 @@
 //!
 //! - [`signin`]: the sign-in form and sign-in and sign-out (`POST`, the
 //!   same `[[tokens]]` as `/mcp`), held to [`origin`] and [`throttle`].
-//! - [`cookie_session`]: the server-side sessions a browser's cookie names.
+//! - [`browser_login`]: the server-side logins a browser's cookie names.
 //! - [`assets`]: the pages, scripts and styles, built into the binary.
 //! - [`ports_live`]: the ports page's WebSocket, a snapshot at every change.
 //! - [`transcript`]: a port's transcript as a download.
 //!
-//! Everything but the sign-in form needs a live session (or, with
+//! Everything but the sign-in form needs a live login (or, with
 //! `auth = "none"` on loopback, a loopback `Host`); the token's port globs
 //! and access apply to everything shown or sent. Every response carries
 //! [`CSP`] and asks not to be cached or framed.
@@ -19,11 +19,11 @@
 //! (WebSocket), `GET /web/console/{port}/transcript`, `GET|POST
 //! /web/signin`, `POST /web/signout`; `GET /` and `GET /web` lead to
 //! `/web/`. The console itself is the attach protocol's
-//! `/ports/{port}/console`, which takes the session cookie in place of a
+//! `/ports/{port}/console`, which takes the login cookie in place of a
 //! bearer token (see [`crate::daemon::http::auth`]).
 
 pub mod assets;
-pub mod cookie_session;
+pub mod browser_login;
 pub mod origin;
 pub mod ports_live;
 pub mod signin;
@@ -44,7 +44,7 @@ use crate::access::Caller;
 use crate::config::TokenAccess;
 use crate::daemon::http::listener::Admission;
 use crate::gateway::Gateway;
-use cookie_session::WebSessions;
+use browser_login::BrowserLogins;
 use throttle::Throttle;
 
 /// The Content-Security-Policy of every web view response: nothing but the
@@ -59,7 +59,7 @@ pub struct WebState {
     /// The ports, and the tokens in force.
     pub gateway: Gateway,
     /// Signed-in browsers.
-    pub sessions: WebSessions,
+    pub logins: BrowserLogins,
     /// `auth = "none"` on loopback: no sign-in, everyone is anonymous.
     pub open: bool,
     /// Failed sign-ins by client address.
@@ -75,13 +75,13 @@ pub fn router(state: WebState) -> Router {
     let signed_in_pages = Router::new()
         .route("/web/", get(assets::ports_page))
         .route("/web/console/{port}", get(assets::console_page))
-        .route_layer(middleware::from_fn_with_state(state.clone(), page_session));
+        .route_layer(middleware::from_fn_with_state(state.clone(), page_login));
     let signed_in = Router::new()
         .route("/web/assets/{file}", get(assets::asset))
         .route("/web/whoami", get(whoami))
         .route("/web/ports/live", get(ports_live::live))
         .route("/web/console/{port}/transcript", get(transcript::download))
-        .route_layer(middleware::from_fn_with_state(state.clone(), api_session));
+        .route_layer(middleware::from_fn_with_state(state.clone(), api_login));
     let public = Router::new()
         .route("/", get(|| async { Redirect::to("/web/") }))
         .route("/web", get(|| async { Redirect::to("/web/") }))
@@ -97,25 +97,25 @@ pub fn router(state: WebState) -> Router {
 }
 
 /// The caller a request to the signed-in routes comes from, or `None`.
-fn session_caller(state: &WebState, request: &Request) -> Option<Caller> {
+fn login_caller(state: &WebState, request: &Request) -> Option<Caller> {
     if state.open {
         return origin::host_is_loopback(request.headers()).then(Caller::anonymous);
     }
-    state.sessions.caller(request.headers(), &state.gateway)
+    state.logins.caller(request.headers(), &state.gateway)
 }
 
-/// In front of the pages: without a session, the sign-in form.
-async fn page_session(State(state): State<WebState>, request: Request, next: Next) -> Response {
-    match session_caller(&state, &request) {
+/// In front of the pages: without a login, the sign-in form.
+async fn page_login(State(state): State<WebState>, request: Request, next: Next) -> Response {
+    match login_caller(&state, &request) {
         Some(caller) => admitted(&state, caller, request, next).await,
         None => Redirect::to("/web/signin").into_response(),
     }
 }
 
-/// In front of assets, the live feed and downloads: without a session,
+/// In front of assets, the live feed and downloads: without a login,
 /// `401`; a WebSocket must also come from the page's own origin (`403`).
-async fn api_session(State(state): State<WebState>, request: Request, next: Next) -> Response {
-    let Some(caller) = session_caller(&state, &request) else {
+async fn api_login(State(state): State<WebState>, request: Request, next: Next) -> Response {
+    let Some(caller) = login_caller(&state, &request) else {
         return (StatusCode::UNAUTHORIZED, "sign in first: /web/signin\n").into_response();
     };
     if request.headers().contains_key(header::UPGRADE) && !origin::same_origin(request.headers()) {

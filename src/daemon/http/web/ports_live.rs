@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::{WebState, access_name};
 use crate::access::Caller;
 use crate::config::{DeviceMode, ModePrompts};
-use crate::console::session::SLOW_WATCHER;
+use crate::console::attachment::SLOW_WATCHER;
 use crate::gateway::GatewayPort;
 use crate::matcher::Prompt;
 use crate::port::{Participant, Port, PortEvent, PortState};

@@ -1,4 +1,6 @@
-//! One person at a port's console, on the server: the hello, the replay,
+//! One person's attachment to a port's console, on the server (what the
+//! attach protocol calls attaching; an MCP session is another thing, in
+//! `mcp/session.rs`): the hello, the replay,
 //! the live stream from the OutputLog at the person's own pace, events, and
 //! what they type written under the port's one write hold. The transports
 //! (the local socket, the WebSocket) only move frames between the
@@ -57,7 +59,7 @@ pub struct Person {
     pub name: String,
 }
 
-/// Why a console session ended without the client asking.
+/// Why an attachment ended without the client asking.
 #[derive(Debug)]
 struct Ended(String);
 
@@ -172,8 +174,8 @@ impl Outgoing {
     }
 }
 
-/// What a console session knows of its port and its person.
-struct Attached<'a> {
+/// One person's attachment: what it knows of its port and its person.
+struct Attachment<'a> {
     port: Port,
     person: &'a Person,
     actor: Actor,
@@ -239,7 +241,7 @@ async fn attach(
     };
     let _presence = port.join(Participant::now(actor.session, actor.describe(), spy));
     port.record_session_event(&actor, if spy { "console spy" } else { "console attach" });
-    let mut session = Attached {
+    let mut attachment = Attachment {
         seen_people: port.people(),
         seen_holder: port.holder(),
         hold_hint,
@@ -250,13 +252,13 @@ async fn attach(
         spy,
         out,
     };
-    let outcome = session.run(hello, incoming, shutdown).await;
-    port.release_writer(session.actor.session);
-    port.record_session_event(&session.actor, "console detach");
+    let outcome = attachment.run(hello, incoming, shutdown).await;
+    port.release_writer(attachment.actor.session);
+    port.record_session_event(&attachment.actor, "console detach");
     outcome
 }
 
-impl Attached<'_> {
+impl Attachment<'_> {
     async fn run(
         &mut self,
         hello: Hello,
