@@ -109,8 +109,9 @@ pub fn tool_visible(tool: &str, access: TokenAccess) -> bool {
     classify(tool).0 <= access
 }
 
-/// The name of an access level, as the config spells it.
-fn name_of(access: TokenAccess) -> &'static str {
+/// The name of an access level, as the config spells it (and the web
+/// view's pages show it).
+pub fn access_name(access: TokenAccess) -> &'static str {
     match access {
         TokenAccess::Metrics => "metrics",
         TokenAccess::Read => "read",
@@ -158,12 +159,12 @@ fn access_refused(caller: &Caller, what: &str, needs: TokenAccess) -> GateError 
         ErrorCode::Forbidden,
         format!(
             "{what} needs {} access, and {} has {} access: it may use {} on ports matching {}; ask the operator for a token with {} access",
-            name_of(needs),
+            access_name(needs),
             caller.who(),
-            name_of(caller.access),
+            access_name(caller.access),
             may.join(", "),
             caller.globs(),
-            name_of(needs),
+            access_name(needs),
         ),
     )
 }

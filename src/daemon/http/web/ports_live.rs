@@ -17,8 +17,9 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{WebState, access_name};
+use super::state::WebState;
 use crate::access::Caller;
+use crate::access::rules::access_name;
 use crate::config::{DeviceMode, ModePrompts};
 use crate::console::attachment::SLOW_WATCHER;
 use crate::gateway::GatewayPort;

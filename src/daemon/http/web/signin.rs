@@ -15,7 +15,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{WebState, browser_login, origin};
+use super::state::WebState;
+use super::{browser_login, origin};
 use crate::daemon::http::auth::find_token;
 
 /// The largest sign-in form accepted (an oversized body is `413`).

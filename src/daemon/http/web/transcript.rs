@@ -12,7 +12,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::WebState;
+use super::state::WebState;
 use crate::access::Caller;
 
 /// The most of a transcript's end one download carries.
