@@ -103,6 +103,19 @@ pub fn label(s: &str) -> String {
     out
 }
 
+/// Who holds a port's write hold, carried by a `busy` error so that each
+/// door phrases what its caller does about it: an agent connects again
+/// with `take_over`, a person forces the hold in their console.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldBy {
+    /// The port's name.
+    pub port: String,
+    /// The holder: session, client and token (or person).
+    pub who: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+}
+
 /// A failed operation: a code and a message that says what to do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GateError {
@@ -110,6 +123,10 @@ pub struct GateError {
     pub code: ErrorCode,
     /// What went wrong and what to do about it.
     pub message: String,
+    /// For a write refused because another session holds the port: who,
+    /// and since when. The message then names them but leaves the hint
+    /// (how to take the hold) to the door the caller came through.
+    pub held_by: Option<Box<HeldBy>>,
 }
 
 impl GateError {
@@ -118,7 +135,30 @@ impl GateError {
         GateError {
             code,
             message: message.into(),
+            held_by: None,
         }
+    }
+
+    /// `busy`: the port is held for writing by someone else; the caller
+    /// can still read it.
+    pub fn held(held_by: HeldBy) -> GateError {
+        GateError {
+            code: ErrorCode::Busy,
+            message: format!(
+                "{} is held for writing by {} since {}; you can still read it",
+                held_by.port, held_by.who, held_by.since
+            ),
+            held_by: Some(Box::new(held_by)),
+        }
+    }
+
+    /// The error with `hint` appended to its message when it is a
+    /// [`GateError::held`] one (how the caller's door takes the hold).
+    pub fn with_hold_hint(mut self, hint: &str) -> GateError {
+        if self.held_by.is_some() {
+            self.message = format!("{}. {hint}", self.message);
+        }
+        self
     }
 
     /// Shorthand for [`ErrorCode::InvalidArgument`].
@@ -157,6 +197,25 @@ mod tests {
         for (i, code) in ErrorCode::ALL.into_iter().enumerate() {
             assert_eq!(position(code), i, "{}", code.as_str());
         }
+    }
+
+    #[test]
+    fn a_hold_hint_goes_only_on_a_held_port() {
+        let held = GateError::held(HeldBy {
+            port: "sw1".into(),
+            who: "session 3".into(),
+            since: "2026-01-01T00:00:00Z".into(),
+        });
+        assert_eq!(held.code, ErrorCode::Busy);
+        let hinted = held.with_hold_hint("To write, take it");
+        assert!(
+            hinted
+                .message
+                .ends_with("you can still read it. To write, take it"),
+            "{hinted}"
+        );
+        let other = GateError::new(ErrorCode::Busy, "a transfer runs");
+        assert_eq!(other.clone().with_hold_hint("x"), other);
     }
 
     #[test]

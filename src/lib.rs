@@ -24,6 +24,12 @@
 //! - `terminal`: key names, the VT100 screen, terminal query answers.
 //! - `port`: one serial line: device, reader task, writer, state, waits.
 //! - `gateway`: every port of the daemon, configured or ad-hoc.
+//! - `access`: who is calling (`access::caller`) and what each caller may
+//!   do (`access::rules`): which ports, the write hold, which tools; every
+//!   door (MCP, the console socket and WebSocket, the web view, metrics)
+//!   asks it.
+//! - `last_prompt`: the prompt a port's log ends with, and the mode a
+//!   preset's modes judge it to be.
 //! - `mcp`: the MCP tools, thin over the ports; [`daemon`] serves them
 //!   over stdio or over streamable HTTP with bearer tokens
 //!   (`daemon::http`, whose `listener` holds the connection limits
@@ -46,9 +52,11 @@
 //! - [`demo`]: `serialgate demo`, a scripted agent session with a simulated
 //!   switch (the `serialgate-sim` crate) through the real binary.
 //!
-//! Dependencies point inwards: `mcp` → `gateway` → `port` → `log`/`matcher`.
+//! Dependencies point inwards: `mcp` → `access` → `gateway` → `port` →
+//! `log`/`matcher`.
 #![deny(missing_docs)]
 
+pub(crate) mod access;
 pub(crate) mod audit;
 pub(crate) mod automata;
 pub mod clean;
@@ -60,6 +68,7 @@ pub mod devices;
 pub(crate) mod error;
 pub(crate) mod files;
 pub(crate) mod gateway;
+pub(crate) mod last_prompt;
 pub mod log;
 pub(crate) mod logfile;
 pub mod matcher;

@@ -56,6 +56,10 @@ async fn a_person_attaches_replays_types_and_shares_the_hold_with_an_agent() {
         .await;
     assert!(busy.starts_with("busy: "), "{busy}");
     assert!(busy.contains(&format!("{me} on console")), "{busy}");
+    assert!(
+        busy.contains("connect again with take_over: true"),
+        "{busy}"
+    );
     let status = site.agent.ok("status", json!({})).await;
     assert_eq!(
         status["writer"]["who"],
@@ -110,6 +114,18 @@ async fn a_spy_sends_nothing_and_a_forced_take_over_tells_both_sides() {
             .unwrap_or_default()
             .contains("session"),
         "{attached}"
+    );
+    // Typing meanwhile is busy, with the console's way to take the hold
+    // (not MCP's).
+    person.send_data(b"\r").await;
+    let busy = person.until_json("error").await;
+    assert_eq!(busy["code"], "busy", "{busy}");
+    let message = busy["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Ctrl-] f")
+            && message.contains("--force")
+            && !message.contains("take_over"),
+        "{busy}"
     );
     // The person forces; the agent's next write is busy, naming them.
     person.send_json(&json!({"type": "force"})).await;

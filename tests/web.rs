@@ -235,7 +235,7 @@ async fn a_console_page_resumes_after_a_dropped_connection_and_rides_out_a_resta
         let path = browser.eval("return location.pathname;").await;
         assert_eq!(path, json!("/web/console/sw1"), "still signed in");
         // Signing out ends it (the store forgets it too: a unit test of
-        // cookie_session reads the file back).
+        // browser_login reads the file back).
         browser
             .find("form[action='/web/signout'] button")
             .await

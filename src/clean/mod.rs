@@ -14,7 +14,7 @@
 //!    `ESC[42D`, `ESC[K`, `ESC[24;1H ESC[2K`), before any terminal
 //!    emulation, so the erase does not wipe real text. Any literal works:
 //!    a preset's or port's `pagers` list configures them.
-//! 2. **Escapes** (`screen.rs`): a [`vte`] parser strips CSI, OSC, DCS and
+//! 2. **Escapes** (`line_terminal.rs`): a [`vte`] parser strips CSI, OSC, DCS and
 //!    ESC sequences; cursor-left/right/column/position and erase-line are
 //!    applied to the current line as a terminal would, `ESC E` (NEL) ends
 //!    it, the rest is dropped. Invalid UTF-8 becomes U+FFFD.
@@ -33,15 +33,15 @@
 //! character) and give the same text as one call. Time is linear in the
 //! input and there is no allocation per byte.
 
+mod line_terminal;
 mod pager;
-mod screen;
 #[cfg(test)]
 mod tests;
 
 use regex::Regex;
 
+use line_terminal::LineTerminal;
 use pager::{PagerFilter, Sink};
-use screen::Screen;
 
 /// Pager prompts of common network operating systems: Cisco IOS/IOS-XE,
 /// NX-OS, Arista EOS and AlliedWare Plus (`--More--`, which also covers
@@ -144,7 +144,7 @@ impl Cleaner {
             pager: PagerFilter::new(opts.pagers),
             term: Term {
                 parser: vte::Parser::new(),
-                screen: Screen::new(opts.command),
+                lines: LineTerminal::new(opts.command),
                 carry: [0; 4],
                 carry_len: 0,
             },
@@ -154,7 +154,7 @@ impl Cleaner {
     /// Reserves room for about `additional` more bytes of text, when the
     /// size of the output is known in advance.
     pub fn reserve(&mut self, additional: usize) {
-        self.term.screen.reserve(additional);
+        self.term.lines.reserve(additional);
     }
 
     /// Feeds the next raw bytes.
@@ -170,7 +170,7 @@ impl Cleaner {
         // a line feed completes it (as U+FFFD, or as a cancelled sequence)
         // and ends the last line.
         self.term.text(b"\n");
-        self.term.screen.finish()
+        self.term.lines.finish()
     }
 }
 
@@ -187,7 +187,7 @@ const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
 /// each invalid sequence, so those are replaced before it sees them.
 struct Term {
     parser: vte::Parser,
-    screen: Screen,
+    lines: LineTerminal,
     /// The start of a UTF-8 character cut by the end of the last slice.
     carry: [u8; 4],
     carry_len: usize,
@@ -214,7 +214,7 @@ impl Sink for Term {
     }
 
     fn pager(&mut self, erased: bool) {
-        self.screen.pager_break(erased);
+        self.lines.pager_break(erased);
     }
 }
 
@@ -230,10 +230,10 @@ impl Term {
         for chunk in now.utf8_chunks() {
             let valid = chunk.valid();
             if !valid.is_empty() {
-                self.parser.advance(&mut self.screen, valid.as_bytes());
+                self.parser.advance(&mut self.lines, valid.as_bytes());
             }
             if !chunk.invalid().is_empty() {
-                self.parser.advance(&mut self.screen, REPLACEMENT);
+                self.parser.advance(&mut self.lines, REPLACEMENT);
             }
         }
         self.carry[..keep].copy_from_slice(later);

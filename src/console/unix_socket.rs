@@ -13,10 +13,10 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::attachment::{OUTGOING_FRAMES, Person, serve};
 use super::protocol::{Frame, FrameDecoder, MAX_JSON_BYTES, ServerMessage, encode_frame};
-use super::session::{OUTGOING_FRAMES, Person, serve};
+use crate::access::Caller;
 use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
 
 /// The group whose members may use the console socket.
 pub const CONSOLE_GROUP: &str = "serialgate";
@@ -167,7 +167,7 @@ fn peer_person(stream: &UnixStream) -> std::io::Result<Person> {
     })
 }
 
-/// Moves frames between the socket and a console session.
+/// Moves frames between the socket and a person's attachment ([`crate::console::attachment`]).
 async fn serve_stream(
     stream: UnixStream,
     gateway: Gateway,
@@ -218,5 +218,5 @@ async fn serve_stream(
     let writer = tokio::spawn(write);
     serve(gateway, person, None, in_rx, out_tx, shutdown).await;
     reader.abort();
-    super::session::finish_writer(writer).await;
+    super::attachment::finish_writer(writer).await;
 }

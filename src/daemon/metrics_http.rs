@@ -18,9 +18,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::access::Caller;
 use crate::config::TokenAccess;
 use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
 use crate::port::PortState;
 
 type Labels = Vec<(&'static str, String)>;

@@ -8,7 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::parse;
-use super::{GateServer, ToolError};
+use super::server::GateServer;
+use super::tool_result::ToolError;
 use crate::config::watches::{Severity, Watch};
 use crate::error::{GateError, shown};
 use crate::port::alerts::Alert;

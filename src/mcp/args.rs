@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::session::Connection;
 use crate::error::GateError;
 use crate::matcher::TriggerScanner;
+use crate::settings::{FlowControl, LineSettings, Parity};
 
 /// Default `timeout` of prompt waits, in seconds.
 pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
@@ -106,6 +107,68 @@ pub fn opt_enum<'de, D: Deserializer<'de>, T: DeserializeOwned>(
             .map_err(|e| de::Error::custom(e.to_string())),
         Some(v) => Err(de::Error::custom(format!("expected a name, got {v}"))),
     }
+}
+
+/// The line settings a call asks for (`connect` on an ad-hoc port,
+/// `set_line_settings`), each one not given left as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LineOverride {
+    /// Bits per second.
+    pub baud: Option<u64>,
+    /// Data bits.
+    pub data_bits: Option<u64>,
+    /// Parity.
+    pub parity: Option<Parity>,
+    /// Stop bits.
+    pub stop_bits: Option<u64>,
+    /// Flow control.
+    pub flow_control: Option<FlowControl>,
+}
+
+impl LineOverride {
+    /// Whether no setting was given.
+    pub fn is_empty(&self) -> bool {
+        self.baud.is_none()
+            && self.data_bits.is_none()
+            && self.parity.is_none()
+            && self.stop_bits.is_none()
+            && self.flow_control.is_none()
+    }
+
+    /// `base` with the given settings applied over it, checked as a serial
+    /// driver would take them.
+    pub fn apply_to(&self, base: LineSettings) -> Result<LineSettings, GateError> {
+        let mut line = base;
+        if let Some(b) = self.baud {
+            line.baud = u32::try_from(b).map_err(|_| {
+                GateError::invalid(format!(
+                    "baud {b} is out of range: use 50..=4000000, e.g. 9600 or 115200"
+                ))
+            })?;
+        }
+        if let Some(d) = small("data_bits", self.data_bits)? {
+            line.data_bits = d;
+        }
+        if let Some(p) = self.parity {
+            line.parity = p;
+        }
+        if let Some(s) = small("stop_bits", self.stop_bits)? {
+            line.stop_bits = s;
+        }
+        if let Some(f) = self.flow_control {
+            line.flow_control = f;
+        }
+        line.validate().map_err(GateError::invalid)?;
+        Ok(line)
+    }
+}
+
+/// An optional count that fits a byte, naming the argument when not.
+fn small(name: &str, v: Option<u64>) -> Result<Option<u8>, GateError> {
+    v.map(|v| {
+        u8::try_from(v).map_err(|_| GateError::invalid(format!("{name} {v} is out of range")))
+    })
+    .transpose()
 }
 
 /// Checks an optional number against a range, naming the argument.
@@ -207,6 +270,32 @@ pub(super) fn triggers_arg(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_override_changes_only_what_is_given() {
+        assert!(LineOverride::default().is_empty());
+        let base = LineSettings::default();
+        let asked = LineOverride {
+            baud: Some(115_200),
+            parity: Some(Parity::Even),
+            ..LineOverride::default()
+        };
+        assert!(!asked.is_empty());
+        let line = asked.apply_to(base).unwrap();
+        assert_eq!((line.baud, line.parity), (115_200, Parity::Even));
+        assert_eq!(line.data_bits, base.data_bits);
+        let too_many = LineOverride {
+            stop_bits: Some(300),
+            ..LineOverride::default()
+        };
+        assert!(
+            too_many
+                .apply_to(base)
+                .unwrap_err()
+                .message
+                .contains("stop_bits")
+        );
+    }
 
     #[derive(Deserialize, Debug)]
     #[serde(deny_unknown_fields)]

@@ -21,7 +21,8 @@ use super::args::{self, MAX_SEND_BYTES, parse, timeout_arg};
 use super::describe::timeout_limits;
 use super::encoding::cut;
 use super::mode::{DEFAULT_STEP_TIMEOUT_S, ModeDriver, Reply};
-use super::{GateServer, ToolError};
+use super::server::GateServer;
+use super::tool_result::ToolError;
 use crate::config::{DeviceMode, ModeRules};
 use crate::error::{ErrorCode, GateError, shown};
 

@@ -9,11 +9,12 @@ use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::access::{self, Caller};
-use super::args::{self, parse};
+use super::args::{self, LineOverride, parse};
 use super::describe::size;
+use super::server::GateServer;
 use super::session::{Connection, Profile};
-use super::{GateServer, ToolError};
+use super::tool_result::ToolError;
+use crate::access::{Caller, rules};
 use crate::config::PortConfig;
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::{AdhocRequest, GatewayPort};
@@ -130,43 +131,20 @@ pub struct DisconnectResult {
     pub detached: bool,
 }
 
-fn to_u8(name: &str, v: Option<u64>) -> Result<Option<u8>, GateError> {
-    v.map(|v| {
-        u8::try_from(v).map_err(|_| GateError::invalid(format!("{name} {v} is out of range")))
-    })
-    .transpose()
-}
-
 impl ConnectArgs {
     /// Line settings asked for, on top of `base`; `None` when none was given.
     fn line_settings(&self, base: LineSettings) -> Result<Option<LineSettings>, GateError> {
-        if self.baud.is_none()
-            && self.data_bits.is_none()
-            && self.parity.is_none()
-            && self.stop_bits.is_none()
-            && self.flow_control.is_none()
-        {
+        let asked = LineOverride {
+            baud: self.baud,
+            data_bits: self.data_bits,
+            parity: self.parity,
+            stop_bits: self.stop_bits,
+            flow_control: self.flow_control,
+        };
+        if asked.is_empty() {
             return Ok(None);
         }
-        let mut line = base;
-        if let Some(b) = self.baud {
-            line.baud = u32::try_from(b)
-                .map_err(|_| GateError::invalid(format!("baud {b} is out of range")))?;
-        }
-        if let Some(d) = to_u8("data_bits", self.data_bits)? {
-            line.data_bits = d;
-        }
-        if let Some(p) = self.parity {
-            line.parity = p;
-        }
-        if let Some(s) = to_u8("stop_bits", self.stop_bits)? {
-            line.stop_bits = s;
-        }
-        if let Some(f) = self.flow_control {
-            line.flow_control = f;
-        }
-        line.validate().map_err(GateError::invalid)?;
-        Ok(Some(line))
+        asked.apply_to(base).map(Some)
     }
 }
 
@@ -229,12 +207,12 @@ pub(super) fn compile_regex(what: &str, source: &str) -> Result<Prompt, GateErro
 
 impl GateServer {
     /// Takes `gp`'s write hold for this session if `caller` may take it
-    /// from its holder ([`access::may_take_hold`], asked under the hold's
+    /// from its holder ([`rules::may_take_hold`], asked under the hold's
     /// lock); the holder becomes read-only.
     fn take_hold(&self, caller: &Caller, gp: &GatewayPort) -> Result<(), GateError> {
         let actor = self.session.actor();
         gp.port.take_writer(&actor, |holder| {
-            access::may_take_hold(caller, actor.session, gp.port.name(), holder)
+            rules::may_take_hold(caller, actor.session, gp.port.name(), holder)
         })
     }
 }
@@ -255,7 +233,7 @@ impl GateServer {
         Parameters(raw): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<ConnectResult>, ToolError> {
-        let caller = super::scope::tool_caller(self, &context.extensions)?;
+        let caller = super::server::tool_caller(self, &context.extensions)?;
         let a: ConnectArgs = parse("connect", raw)?;
         if a.port.trim().is_empty() {
             return Err(

@@ -12,9 +12,10 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::args::{self, parse};
+use super::args::{self, LineOverride, parse};
 use super::describe::{list, millis};
-use super::{GateServer, ToolError};
+use super::server::GateServer;
+use super::tool_result::ToolError;
 use crate::config::breaks::BreakStep;
 use crate::error::GateError;
 use crate::port::baud_detect::{
@@ -250,13 +251,6 @@ fn ms_arg(name: &str, v: Option<u64>, default: u64, max: Duration) -> Result<u64
     Ok(ms)
 }
 
-fn to_u8(name: &str, v: Option<u64>) -> Result<Option<u8>, GateError> {
-    v.map(|v| {
-        u8::try_from(v).map_err(|_| GateError::invalid(format!("{name} {v} is out of range")))
-    })
-    .transpose()
-}
-
 fn to_baud(v: u64) -> Result<u32, GateError> {
     u32::try_from(v).map_err(|_| {
         GateError::invalid(format!(
@@ -268,34 +262,19 @@ fn to_baud(v: u64) -> Result<u32, GateError> {
 impl SetLineSettingsArgs {
     /// The settings asked for, on top of `current`.
     fn apply_to(&self, current: LineSettings) -> Result<LineSettings, GateError> {
-        if self.baud.is_none()
-            && self.data_bits.is_none()
-            && self.parity.is_none()
-            && self.stop_bits.is_none()
-            && self.flow_control.is_none()
-        {
+        let asked = LineOverride {
+            baud: self.baud,
+            data_bits: self.data_bits,
+            parity: self.parity,
+            stop_bits: self.stop_bits,
+            flow_control: self.flow_control,
+        };
+        if asked.is_empty() {
             return Err(GateError::invalid(format!(
                 "give at least one of baud, data_bits, parity, stop_bits, flow_control (now {current})"
             )));
         }
-        let mut line = current;
-        if let Some(b) = self.baud {
-            line.baud = to_baud(b)?;
-        }
-        if let Some(d) = to_u8("data_bits", self.data_bits)? {
-            line.data_bits = d;
-        }
-        if let Some(p) = self.parity {
-            line.parity = p;
-        }
-        if let Some(s) = to_u8("stop_bits", self.stop_bits)? {
-            line.stop_bits = s;
-        }
-        if let Some(f) = self.flow_control {
-            line.flow_control = f;
-        }
-        line.validate().map_err(GateError::invalid)?;
-        Ok(line)
+        asked.apply_to(current)
     }
 }
 

@@ -13,9 +13,9 @@ use rmcp::RoleServer;
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
 
-use super::GateServer;
 use super::args::{DEFAULT_MAX_OUTPUT, triggers_arg};
 use super::encoding::cut;
+use super::server::GateServer;
 use super::session::Connection;
 use crate::error::{ErrorCode, GateError};
 use crate::log::lossy_text;

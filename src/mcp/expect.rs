@@ -24,8 +24,9 @@ use super::connect::compile_regex;
 use super::describe::{auto_reply_limits, max_output_limits, seconds, size, timeout_limits};
 use super::dialogue::wait_hooks;
 use super::encoding::cut;
+use super::server::GateServer;
 use super::session::Connection;
-use super::{GateServer, ToolError};
+use super::tool_result::ToolError;
 use crate::audit::Actor;
 use crate::error::GateError;
 use crate::log::lossy_text;
@@ -489,9 +490,9 @@ impl GateServer {
         let total = plans.len();
         for (i, step) in plans.into_iter().enumerate() {
             let step_started = Instant::now();
-            let fail = |e: GateError, results: &[StepResult]| {
-                let message = redact(&e.message, &secrets) + &progress(results, total);
-                ToolError(GateError::new(e.code, message))
+            let fail = |mut e: GateError, results: &[StepResult]| {
+                e.message = redact(&e.message, &secrets) + &progress(results, total);
+                ToolError(e)
             };
             if step.clear_first {
                 let head = port.log().head();

@@ -2,17 +2,21 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::JsonObject;
-use rmcp::{Json, tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::parse;
 use super::describe::size;
-use super::{GateServer, ToolError};
+use super::server::GateServer;
+use super::session::Session;
+use super::tool_result::ToolError;
+use crate::access::{Caller, rules};
 use crate::config::DeviceMode;
 use crate::devices::{self, SerialDevice};
 use crate::error::{ErrorCode, GateError};
-use crate::gateway::GatewayPort;
+use crate::gateway::{Gateway, GatewayPort};
 use crate::port::{Holder, Participant, PendingConfirm, PortEvent, PortState};
 use crate::presets::Preset;
 use crate::remote::rfc2217::{RemoteLineState, RemoteModemState};
@@ -218,6 +222,29 @@ fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
     }
 }
 
+/// What `list_ports` shows `caller`: only the ports it reaches; the
+/// machine's serial `devices` and `allow_adhoc` only to a caller who may
+/// open device paths ([`rules::may_see_devices`]).
+fn ports_shown_to(
+    caller: &Caller,
+    gateway: &Gateway,
+    session: &Session,
+    devices: Vec<SerialDevice>,
+) -> ListPortsResult {
+    let ports = gateway
+        .ports()
+        .iter()
+        .filter(|gp| caller.may_use_port(gp.port.name()))
+        .map(|gp| port_info(gp, session.has(gp.port.name())))
+        .collect();
+    let adhoc_shown = rules::may_see_devices(caller);
+    ListPortsResult {
+        ports,
+        devices: if adhoc_shown { devices } else { Vec::new() },
+        allow_adhoc: adhoc_shown && gateway.config().server.allow_adhoc,
+    }
+}
+
 #[tool_router(router = info_router, vis = "pub(super)")]
 impl GateServer {
     /// List the ports this gateway runs (state, settings, retained range)
@@ -229,22 +256,23 @@ impl GateServer {
     pub async fn list_ports(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ListPortsResult>, ToolError> {
+        let caller = super::server::tool_caller(self, &context.extensions)?;
         let NoArgs {} = parse("list_ports", raw)?;
-        let ports = self
-            .gateway
-            .ports()
-            .iter()
-            .map(|gp| port_info(gp, self.session.has(gp.port.name())))
-            .collect();
-        let devices = tokio::task::spawn_blocking(devices::list)
-            .await
-            .unwrap_or_default();
-        Ok(Json(ListPortsResult {
-            ports,
+        let devices = if rules::may_see_devices(&caller) {
+            tokio::task::spawn_blocking(devices::list)
+                .await
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Ok(Json(ports_shown_to(
+            &caller,
+            &self.gateway,
+            &self.session,
             devices,
-            allow_adhoc: self.gateway.config().server.allow_adhoc,
-        }))
+        )))
     }
 
     /// List the device presets (prompt regex, pager replies, error
@@ -298,7 +326,7 @@ impl GateServer {
             unread_bytes: head.saturating_sub(conn.cursor.max(oldest)),
             bytes_written: port.bytes_written(),
             blocked_prompt: blocked_prompt(&tail),
-            mode: super::mode::last_prompt(&conn.profile.prompt, &tail)
+            mode: crate::last_prompt::last_prompt(&conn.profile.prompt, &tail)
                 .and_then(|prompt| conn.profile.mode_prompts.mode_of(&prompt)),
             pending_confirm: port.pending_confirm(),
             transfer: port.transfer(),

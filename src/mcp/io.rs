@@ -21,8 +21,9 @@ use super::describe::{auto_reply_limits, max_output_limits, seconds, size, timeo
 use super::dialogue::{cancelled, wait_hooks};
 use super::encoding::{self, Encoding, cut};
 use super::resources::output_uri;
+use super::server::GateServer;
 use super::session::{Connection, RememberedOutput};
-use super::{GateServer, ToolError, structured_output};
+use super::tool_result::{ToolError, structured_output};
 use crate::clean::{CleanOptions, Cleaner, error_lines};
 use crate::error::{ErrorCode, GateError};
 use crate::log::{CursorError, lossy_text};

@@ -21,14 +21,16 @@ use serde::{Deserialize, Serialize};
 use super::args::{self, parse, timeout_arg};
 use super::describe::timeout_limits;
 use super::dialogue::wait_hooks;
+use super::server::GateServer;
 use super::session::Connection;
-use super::{GateServer, ToolError};
+use super::tool_result::ToolError;
+use crate::access::Caller;
 use crate::clean::{CleanOptions, clean_output, error_lines};
 use crate::config::{Credentials, DeviceMode, ModeRules};
 use crate::error::{ErrorCode, GateError, shown};
+use crate::last_prompt::prompt_at_log_end;
 use crate::log::lossy_text;
 use crate::matcher::Prompt;
-use crate::mcp::access::Caller;
 use crate::port::wait::{WaitEnd, WaitHooks};
 
 /// Default seconds to wait for the prompt after each step.
@@ -36,8 +38,6 @@ pub const DEFAULT_STEP_TIMEOUT_S: f64 = 10.0;
 /// Most steps one move between modes takes (a login, enable and
 /// configure take five).
 const MAX_MODE_STEPS: usize = 10;
-/// Bytes at the end of the log looked at for the last prompt.
-const PROMPT_TAIL_BYTES: u64 = 512;
 
 /// The modes `set_mode` brings a connection to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -132,7 +132,7 @@ impl<'a> ModeDriver<'a> {
         Ok(ModeDriver {
             server,
             conn,
-            caller: super::scope::tool_caller(server, &context.extensions)?,
+            caller: super::server::tool_caller(server, &context.extensions)?,
             hooks: wait_hooks(context, &server.client_gone),
             timeout,
             steps: Vec::new(),
@@ -449,43 +449,8 @@ impl<'a> ModeDriver<'a> {
 }
 
 /// The prompt the connection's log ends with, if it ends with one.
-pub(super) fn prompt_at_end(prompt: &Prompt, conn: &Connection) -> Option<String> {
+fn prompt_at_end(prompt: &Prompt, conn: &Connection) -> Option<String> {
     prompt_at_log_end(prompt, conn.port().log())
-}
-
-/// The mode of the prompt `log` ends with, judged by `modes`; `None` when
-/// it ends with no prompt or one no mode pattern matches. For pages that
-/// show a port's mode without a connection.
-pub(crate) fn mode_at_end(
-    prompt: &Prompt,
-    modes: &crate::config::ModePrompts,
-    log: &crate::log::OutputLog,
-) -> Option<DeviceMode> {
-    prompt_at_log_end(prompt, log).and_then(|p| modes.mode_of(&p))
-}
-
-/// The prompt `log` ends with, if it ends with one.
-fn prompt_at_log_end(prompt: &Prompt, log: &crate::log::OutputLog) -> Option<String> {
-    let head = log.head();
-    let tail = log.copy_range(
-        head.saturating_sub(PROMPT_TAIL_BYTES).max(log.oldest()),
-        head,
-    );
-    last_prompt(prompt, &tail)
-}
-
-/// The match of `prompt` that ends where `tail` ends.
-pub(super) fn last_prompt(prompt: &Prompt, tail: &[u8]) -> Option<String> {
-    let line_start = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let mut at = line_start;
-    while at <= tail.len() {
-        let (start, end) = prompt.find_at(tail, at)?;
-        if end == tail.len() {
-            return Some(lossy_text(&tail[start..end]).trim().to_owned());
-        }
-        at = start + 1;
-    }
-    None
 }
 
 #[tool_router(router = mode_router, vis = "pub(super)")]
@@ -510,25 +475,5 @@ impl GateServer {
             prompt,
             steps: driver.steps,
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_last_prompt_is_the_one_the_tail_ends_with() {
-        let prompt = Prompt::regex(r"[\w()-]+[>#] ?$").unwrap();
-        assert_eq!(
-            last_prompt(&prompt, b"SW1>enable\r\nPassword: \r\nSW1#"),
-            Some("SW1#".to_owned())
-        );
-        assert_eq!(
-            last_prompt(&prompt, b"SW1(config)#"),
-            Some("SW1(config)#".to_owned())
-        );
-        assert_eq!(last_prompt(&prompt, b"SW1#show clock\r\n10:00 UTC"), None);
-        assert_eq!(last_prompt(&prompt, b""), None);
     }
 }

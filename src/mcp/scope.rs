@@ -1,6 +1,6 @@
 //! Which caller a request comes from and which session state it uses.
 //!
-//! Over stdio there is one client, the local operator: one [`GateServer`],
+//! Over stdio there is one client, the local operator: one `GateServer`,
 //! one [`Session`], full access.
 //!
 //! Over streamable HTTP (see [`crate::daemon::http`]) the caller is the bearer token
@@ -26,15 +26,13 @@
 //!   are detached.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::Extensions;
 
-use super::GateServer;
-use super::access::Caller;
 use super::session::Session;
+use crate::access::Caller;
 use crate::error::{ErrorCode, GateError};
 use crate::gateway::Gateway;
 
@@ -67,8 +65,10 @@ pub(super) enum Mode {
 /// Detaches a session's connections when the last clone of its server
 /// drops (an HTTP session ended, or a sessionless state expired).
 pub(super) struct Release {
-    gateway: Gateway,
-    session: Session,
+    /// The gateway the connections are detached from.
+    pub(super) gateway: Gateway,
+    /// The session whose connections they are.
+    pub(super) session: Session,
 }
 
 impl Drop for Release {
@@ -99,7 +99,8 @@ pub struct Stateless {
 }
 
 struct KeptServer {
-    server: Arc<GateServer>,
+    /// The state, released when the last server using it drops.
+    state: Arc<Release>,
     last_used: Instant,
 }
 
@@ -108,14 +109,14 @@ impl Stateless {
         crate::sync::lock(&self.kept)
     }
 
-    /// The server kept for `(token, client)`, made by `make` if there is
+    /// The state kept for `(token, client)`, made by `make` if there is
     /// none. Expired and evicted states are dropped (outside the lock).
-    fn get_or_insert(
+    pub(super) fn get_or_insert(
         &self,
         token: &str,
         client: &str,
-        make: impl FnOnce() -> GateServer,
-    ) -> Arc<GateServer> {
+        make: impl FnOnce() -> Arc<Release>,
+    ) -> Arc<Release> {
         let now = Instant::now();
         let mut dropped = Vec::new();
         let server = {
@@ -129,7 +130,7 @@ impl Stateless {
             let key = (token.to_owned(), client.to_owned());
             if let Some(k) = kept.get_mut(&key) {
                 k.last_used = now;
-                k.server.clone()
+                k.state.clone()
             } else {
                 let mine: Vec<(&(String, String), Instant)> = kept
                     .iter()
@@ -149,15 +150,15 @@ impl Stateless {
                     );
                     dropped.extend(kept.remove(&oldest));
                 }
-                let server = Arc::new(make());
+                let state = make();
                 kept.insert(
                     key,
                     KeptServer {
-                        server: server.clone(),
+                        state: state.clone(),
                         last_used: now,
                     },
                 );
-                server
+                state
             }
         };
         drop(dropped);
@@ -171,30 +172,12 @@ impl Stateless {
     }
 }
 
-/// The server a call runs on: this one, or a kept sessionless state.
-pub(super) enum Target<'a> {
-    /// The server rmcp called.
-    This(&'a GateServer),
-    /// A sessionless client's kept state.
-    Kept(Arc<GateServer>),
-}
-
-impl Deref for Target<'_> {
-    type Target = GateServer;
-    fn deref(&self) -> &GateServer {
-        match self {
-            Target::This(s) => s,
-            Target::Kept(s) => s,
-        }
-    }
-}
-
-fn forbidden(message: impl Into<String>) -> GateError {
+pub(super) fn forbidden(message: impl Into<String>) -> GateError {
     GateError::new(ErrorCode::Forbidden, message)
 }
 
 /// The caller the HTTP auth middleware put into the request.
-fn http_caller(extensions: &Extensions) -> Result<Arc<Caller>, GateError> {
+pub(super) fn http_caller(extensions: &Extensions) -> Result<Arc<Caller>, GateError> {
     extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
@@ -207,7 +190,7 @@ fn http_caller(extensions: &Extensions) -> Result<Arc<Caller>, GateError> {
 }
 
 /// A sessionless client's `Serialgate-Session` value ("" when absent).
-fn client_key(extensions: &Extensions) -> Result<String, GateError> {
+pub(super) fn client_key(extensions: &Extensions) -> Result<String, GateError> {
     let Some(value) = extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.headers.get(SESSION_HEADER))
@@ -226,113 +209,4 @@ fn client_key(extensions: &Extensions) -> Result<String, GateError> {
             "the Serialgate-Session header must be 1 to {MAX_CLIENT_KEY} visible ASCII characters (no spaces), e.g. agent-1"
         ))),
     }
-}
-
-impl GateServer {
-    /// A server for HTTP: rmcp's service factory clones it with
-    /// [`GateServer::fresh`] for every MCP session and every sessionless
-    /// request; `stateless` keeps the state of sessionless clients.
-    pub fn for_http(gateway: Gateway, stateless: Stateless) -> GateServer {
-        let mut server = GateServer::new(gateway);
-        server.mode = Mode::Http {
-            owner: Arc::new(OnceLock::new()),
-            stateless,
-        };
-        server
-    }
-
-    /// A copy of this server with a session of its own (empty), released
-    /// when the copy's last clone drops.
-    pub fn fresh(&self) -> GateServer {
-        self.fresh_with(match &self.mode {
-            Mode::Http { stateless, .. } => Mode::Http {
-                owner: Arc::new(OnceLock::new()),
-                stateless: stateless.clone(),
-            },
-            other => other.clone(),
-        })
-    }
-
-    fn fresh_with(&self, mode: Mode) -> GateServer {
-        let session = Session::default();
-        GateServer {
-            gateway: self.gateway.clone(),
-            session: session.clone(),
-            tool_router: self.tool_router.clone(),
-            mode,
-            _release: Some(Arc::new(Release {
-                gateway: self.gateway.clone(),
-                session,
-            })),
-            client_gone: self.client_gone.clone(),
-        }
-    }
-
-    /// Records the token that opens an MCP session (at `initialize`).
-    pub(super) fn claim(&self, extensions: &Extensions) -> Result<(), GateError> {
-        if let Mode::Http { owner, .. } = &self.mode {
-            let caller = http_caller(extensions)?;
-            let owner = owner.get_or_init(|| caller.name.clone());
-            if *owner != caller.name {
-                return Err(forbidden(format!(
-                    "this MCP session belongs to token {owner:?}; open a session of your own"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Who makes the request, and the server whose session it uses.
-    pub(super) fn resolve(
-        &self,
-        extensions: &Extensions,
-    ) -> Result<(Target<'_>, Arc<Caller>), GateError> {
-        match &self.mode {
-            Mode::Local => Ok((Target::This(self), Arc::new(Caller::operator()))),
-            // Kept states are only ever reached through an `Http` server,
-            // which checked the caller; never serve one directly.
-            Mode::Kept => Err(forbidden(
-                "this server state is reachable only through an authenticated HTTP request",
-            )),
-            Mode::Http { owner, stateless } => {
-                let caller = http_caller(extensions)?;
-                if let Some(owner) = owner.get() {
-                    if *owner != caller.name {
-                        return Err(forbidden(format!(
-                            "this MCP session belongs to token {owner:?}, and the request carries token {:?}; open a session of your own",
-                            caller.name
-                        )));
-                    }
-                    return Ok((Target::This(self), caller));
-                }
-                let client = client_key(extensions)?;
-                let kept =
-                    stateless.get_or_insert(&caller.name, &client, || self.fresh_with(Mode::Kept));
-                Ok((Target::Kept(kept), caller))
-            }
-        }
-    }
-}
-
-/// The caller of a tool call, for a tool that decides at the moment it
-/// acts (the `connect` tool's take-over, the ports its errors may name):
-/// the local operator over stdio, else the HTTP request's token. A call
-/// without one is refused (the server checked it before the tool ran).
-pub(super) fn tool_caller(
-    server: &GateServer,
-    extensions: &Extensions,
-) -> Result<Arc<Caller>, GateError> {
-    if matches!(server.mode, Mode::Local) {
-        return Ok(Arc::new(Caller::operator()));
-    }
-    extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
-        .cloned()
-        .ok_or_else(|| {
-            GateError::new(
-                ErrorCode::Forbidden,
-                "the request carries no authenticated caller; send Authorization: Bearer <token>",
-            )
-        })
 }

@@ -16,7 +16,8 @@ use serialgate_xmodem::Protocol;
 use sha2::{Digest, Sha256};
 
 use super::args::{self, parse};
-use super::{GateServer, ToolError};
+use super::server::GateServer;
+use super::tool_result::ToolError;
 use crate::error::{GateError, shown};
 use crate::files::{FilesDir, MAX_FILE, sanitize};
 use crate::port::transfer::{Direction, TransferJob, TransferReport, TransferStatus};

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::presence::Participant;
 use crate::audit::Actor;
-use crate::error::{ErrorCode, GateError};
+use crate::error::{GateError, HeldBy};
 
 /// The session that holds a port for writing.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -162,11 +162,9 @@ impl Sharing {
 
 /// The refusal of a write to `port` while `holder` has it.
 pub fn busy(port: &str, holder: &Holder) -> GateError {
-    GateError::new(
-        ErrorCode::Busy,
-        format!(
-            "{port} is held for writing by {} since {}; you can still read it. To write, connect again with take_over: true (the holder becomes read-only; taking it from another token's session needs admin access)",
-            holder.who, holder.since
-        ),
-    )
+    GateError::held(HeldBy {
+        port: port.to_owned(),
+        who: holder.who.clone(),
+        since: holder.since.clone(),
+    })
 }

@@ -10,16 +10,16 @@
 //! `WWW-Authenticate: Bearer`. A known token becomes a [`Caller`] in the
 //! request's extensions (the `Authorization` header itself is removed),
 //! which the MCP layer checks against the tool and port of every call
-//! (see [`crate::mcp::access`]). Tokens are read from the config in force
+//! (see [`crate::access`]). Tokens are read from the config in force
 //! at each request.
 //!
 //! Once the caller is known, the same middleware holds it to its share of
 //! the connections ([`crate::daemon::http::listener`], `429`), to the MCP
-//! sessions it owns ([`crate::daemon::http::sessions`], `403`), and counts
+//! sessions it owns ([`crate::daemon::http::session_owners`], `403`), and counts
 //! the response for the shutdown drain ([`crate::daemon::http::drain`]).
 //!
 //! In front of the console WebSockets (`/ports/{name}/console`,
-//! `/console`) the web view's session cookie may stand in for the bearer
+//! `/console`) the web view's login cookie may stand in for the bearer
 //! token, because a browser cannot put `Authorization` on a WebSocket:
 //! then, and whenever a request to them carries an `Origin` (a browser's
 //! always does), the origin must be the server's own, else `403`; so a page
@@ -38,14 +38,14 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use sha2::Digest;
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
+use crate::access::Caller;
 use crate::config::TokenConfig;
 use crate::daemon::http::drain::{CallInFlight, InFlight};
 use crate::daemon::http::listener::Admission;
-use crate::daemon::http::sessions::{self, SessionOwners};
-use crate::daemon::http::web::cookie_session::{self, WebSessions};
+use crate::daemon::http::session_owners::{self, SessionOwners};
+use crate::daemon::http::web::browser_login::{self, BrowserLogins};
 use crate::daemon::http::web::origin;
 use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
 
 /// Who may call: nobody without a token, or (loopback, said explicitly)
 /// everybody.
@@ -154,10 +154,10 @@ pub(super) struct Gatekeeper {
     ///
     /// [`ListenerLimits::max_per_token`]: crate::daemon::http::listener::ListenerLimits::max_per_token
     pub(super) max_connections_per_token: usize,
-    /// In front of the console WebSockets: the web view's sessions, whose
+    /// In front of the console WebSockets: the web view's browser logins, whose
     /// cookie stands in for a bearer token (with the origin checked);
     /// `None` in front of `/mcp`, which takes bearer tokens only.
-    pub(super) browsers: Option<WebSessions>,
+    pub(super) browsers: Option<BrowserLogins>,
 }
 
 /// Why a browser's request to a console WebSocket was refused (`403`).
@@ -171,7 +171,7 @@ fn cross_origin() -> Response {
 
 impl Gatekeeper {
     /// Who a request comes from: its bearer token, or (console WebSockets
-    /// only) its web session cookie. `Err` is the response that refuses
+    /// only) its web login cookie. `Err` is the response that refuses
     /// it.
     fn caller(&self, peer: SocketAddr, request: &Request) -> Result<Caller, Box<Response>> {
         let headers = request.headers();
@@ -188,11 +188,11 @@ impl Gatekeeper {
             }
             if let Auth::Tokens(gateway) = &self.auth
                 && !headers.contains_key(header::AUTHORIZATION)
-                && cookie_session::session_id(headers).is_some()
+                && browser_login::login_id(headers).is_some()
             {
                 return browsers.caller(headers, gateway).ok_or_else(|| {
                     tracing::warn!(
-                        "{peer}: refused {} {}: an unknown or expired web session",
+                        "{peer}: refused {} {}: an unknown or expired web login",
                         request.method(),
                         request.uri()
                     );
@@ -265,7 +265,7 @@ pub(super) async fn authenticate(
         request.uri(),
         caller.name
     );
-    let session = sessions::named(request.headers());
+    let session = session_owners::named(request.headers());
     if let Some(id) = &session
         && !gate.owners.allows(id, &caller.name)
     {
@@ -275,7 +275,7 @@ pub(super) async fn authenticate(
             request.uri(),
             caller.name
         );
-        return sessions::forbidden();
+        return session_owners::forbidden();
     }
     let is_delete = request.method() == axum::http::Method::DELETE;
     let counted = if request.method() == axum::http::Method::GET {

@@ -14,17 +14,17 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Caller;
+use crate::console::attachment::{self, OUTGOING_FRAMES, Person};
 use crate::console::protocol::{Frame, MAX_JSON_BYTES};
-use crate::console::session::{self, OUTGOING_FRAMES, Person};
 use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
 
 /// What the console routes need.
 #[derive(Clone)]
 pub(super) struct ConsoleState {
     /// The ports.
     pub(super) gateway: Gateway,
-    /// Ends every console session at shutdown.
+    /// Ends every attachment at shutdown.
     pub(super) cancel: CancellationToken,
 }
 
@@ -63,7 +63,7 @@ fn upgrade_to_console(
         .on_upgrade(move |socket| pump(socket, state, person, only_port))
 }
 
-/// Moves frames between the WebSocket and a console session.
+/// Moves frames between the WebSocket and a person's attachment ([`crate::console::attachment`]).
 async fn pump(socket: WebSocket, state: ConsoleState, person: Person, only_port: Option<String>) {
     let (mut sink, mut stream) = socket.split();
     let (in_tx, in_rx) = mpsc::channel(OUTGOING_FRAMES);
@@ -94,7 +94,7 @@ async fn pump(socket: WebSocket, state: ConsoleState, person: Person, only_port:
         }
         let _ = sink.close().await;
     });
-    session::serve(
+    attachment::serve(
         state.gateway,
         person,
         only_port,
@@ -104,5 +104,5 @@ async fn pump(socket: WebSocket, state: ConsoleState, person: Person, only_port:
     )
     .await;
     reader.abort();
-    session::finish_writer(writer).await;
+    attachment::finish_writer(writer).await;
 }

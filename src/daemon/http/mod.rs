@@ -46,7 +46,7 @@ pub mod auth;
 mod console_ws;
 pub mod drain;
 pub mod listener;
-pub mod sessions;
+pub mod session_owners;
 pub mod web;
 
 use std::path::PathBuf;
@@ -68,7 +68,7 @@ use crate::mcp::scope::Stateless;
 use auth::{Auth, Gatekeeper, authenticate};
 use drain::{InFlight, SHUTDOWN_GRACE};
 use listener::ListenerLimits;
-use sessions::{SESSION_IDLE, SessionOwners};
+use session_owners::{SESSION_IDLE, SessionOwners};
 
 /// Checks the exposure rule (see the module doc) for serving `listen` (as
 /// configured, or as bound) with this config. The error says what to
@@ -125,9 +125,9 @@ fn app(
     // Browsers stay signed in across a restart where there is a state
     // directory to keep their sessions in.
     let browsers = match &config.server.state_dir {
-        Some(dir) => web::cookie_session::WebSessions::persistent(dir)
+        Some(dir) => web::browser_login::BrowserLogins::persistent(dir)
             .map_err(|e| anyhow::anyhow!("server.state_dir: {e}"))?,
-        None => web::cookie_session::WebSessions::default(),
+        None => web::browser_login::BrowserLogins::default(),
     };
     let console_gate = Gatekeeper {
         browsers: Some(browsers.clone()),
@@ -144,7 +144,7 @@ fn app(
         .route_layer(middleware::from_fn_with_state(console_gate, authenticate));
     let web = web::router(web::WebState {
         gateway: gateway.clone(),
-        sessions: browsers,
+        logins: browsers,
         open: config.server.auth == AuthMode::None,
         throttle: web::throttle::Throttle::default(),
         cancel: cancel.clone(),

@@ -4,193 +4,35 @@
 //!
 //! - [`signin`]: the sign-in form and sign-in and sign-out (`POST`, the
 //!   same `[[tokens]]` as `/mcp`), held to [`origin`] and [`throttle`].
-//! - [`cookie_session`]: the server-side sessions a browser's cookie names.
+//! - [`browser_login`]: the server-side logins a browser's cookie names.
 //! - [`assets`]: the pages, scripts and styles, built into the binary.
 //! - [`ports_live`]: the ports page's WebSocket, a snapshot at every change.
 //! - [`transcript`]: a port's transcript as a download.
+//! - `routes`: the routes and what stands in front of them; `state`: what
+//!   they share ([`WebState`]).
 //!
-//! Everything but the sign-in form needs a live session (or, with
+//! Everything but the sign-in form needs a live login (or, with
 //! `auth = "none"` on loopback, a loopback `Host`); the token's port globs
 //! and access apply to everything shown or sent. Every response carries
-//! [`CSP`] and asks not to be cached or framed.
+//! `routes::CSP` and asks not to be cached or framed.
 //!
 //! Routes: `GET /web/` (ports), `GET /web/console/{port}` (a console),
 //! `GET /web/assets/{file}`, `GET /web/whoami`, `GET /web/ports/live`
 //! (WebSocket), `GET /web/console/{port}/transcript`, `GET|POST
 //! /web/signin`, `POST /web/signout`; `GET /` and `GET /web` lead to
 //! `/web/`. The console itself is the attach protocol's
-//! `/ports/{port}/console`, which takes the session cookie in place of a
+//! `/ports/{port}/console`, which takes the login cookie in place of a
 //! bearer token (see [`crate::daemon::http::auth`]).
 
 pub mod assets;
-pub mod cookie_session;
+pub mod browser_login;
 pub mod origin;
 pub mod ports_live;
+mod routes;
 pub mod signin;
+mod state;
 pub mod throttle;
 pub mod transcript;
 
-use std::sync::Arc;
-
-use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
-use tokio_util::sync::CancellationToken;
-
-use crate::config::TokenAccess;
-use crate::daemon::http::listener::Admission;
-use crate::gateway::Gateway;
-use crate::mcp::access::Caller;
-use cookie_session::WebSessions;
-use throttle::Throttle;
-
-/// The Content-Security-Policy of every web view response: nothing but the
-/// daemon itself (scripts, styles, WebSockets); inline styles are allowed
-/// because xterm.js sizes its rows with `<style>` elements it writes, while
-/// inline scripts are not.
-pub const CSP: &str = "default-src 'self'; style-src 'self' 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
-/// What the web view's routes share.
-#[derive(Clone)]
-pub struct WebState {
-    /// The ports, and the tokens in force.
-    pub gateway: Gateway,
-    /// Signed-in browsers.
-    pub sessions: WebSessions,
-    /// `auth = "none"` on loopback: no sign-in, everyone is anonymous.
-    pub open: bool,
-    /// Failed sign-ins by client address.
-    pub throttle: Throttle,
-    /// Ends the live WebSockets at shutdown.
-    pub cancel: CancellationToken,
-    /// Connections one token may hold (the listener's share).
-    pub max_connections_per_token: usize,
-}
-
-/// The web view's routes, to merge beside `/mcp`.
-pub fn router(state: WebState) -> Router {
-    let signed_in_pages = Router::new()
-        .route("/web/", get(assets::ports_page))
-        .route("/web/console/{port}", get(assets::console_page))
-        .route_layer(middleware::from_fn_with_state(state.clone(), page_session));
-    let signed_in = Router::new()
-        .route("/web/assets/{file}", get(assets::asset))
-        .route("/web/whoami", get(whoami))
-        .route("/web/ports/live", get(ports_live::live))
-        .route("/web/console/{port}/transcript", get(transcript::download))
-        .route_layer(middleware::from_fn_with_state(state.clone(), api_session));
-    let public = Router::new()
-        .route("/", get(|| async { Redirect::to("/web/") }))
-        .route("/web", get(|| async { Redirect::to("/web/") }))
-        .route("/web/signin", get(signin::form).post(signin::sign_in))
-        .route("/web/signout", axum::routing::post(signin::sign_out))
-        .route_layer(DefaultBodyLimit::max(signin::MAX_FORM_BYTES));
-    Router::new()
-        .merge(signed_in_pages)
-        .merge(signed_in)
-        .merge(public)
-        .route_layer(middleware::from_fn(security_headers))
-        .with_state(state)
-}
-
-/// The caller a request to the signed-in routes comes from, or `None`.
-fn session_caller(state: &WebState, request: &Request) -> Option<Caller> {
-    if state.open {
-        return origin::host_is_loopback(request.headers()).then(Caller::anonymous);
-    }
-    state.sessions.caller(request.headers(), &state.gateway)
-}
-
-/// In front of the pages: without a session, the sign-in form.
-async fn page_session(State(state): State<WebState>, request: Request, next: Next) -> Response {
-    match session_caller(&state, &request) {
-        Some(caller) => admitted(&state, caller, request, next).await,
-        None => Redirect::to("/web/signin").into_response(),
-    }
-}
-
-/// In front of assets, the live feed and downloads: without a session,
-/// `401`; a WebSocket must also come from the page's own origin (`403`).
-async fn api_session(State(state): State<WebState>, request: Request, next: Next) -> Response {
-    let Some(caller) = session_caller(&state, &request) else {
-        return (StatusCode::UNAUTHORIZED, "sign in first: /web/signin\n").into_response();
-    };
-    if request.headers().contains_key(header::UPGRADE) && !origin::same_origin(request.headers()) {
-        tracing::warn!(
-            "refused a web WebSocket to {}: its Origin is not this server's",
-            crate::error::shown(request.uri().path())
-        );
-        return (
-            StatusCode::FORBIDDEN,
-            "this WebSocket may only be opened by the web view's own pages\n",
-        )
-            .into_response();
-    }
-    admitted(&state, caller, request, next).await
-}
-
-/// Counts the connection as the caller's (the listener's per-token share)
-/// and hands the caller to the route.
-async fn admitted(state: &WebState, caller: Caller, mut request: Request, next: Next) -> Response {
-    if let Some(admission) = request.extensions().get::<Admission>()
-        && !admission.authenticated(&caller.name, state.max_connections_per_token)
-    {
-        return (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::CONNECTION, HeaderValue::from_static("close"))],
-            "too many connections for this token; close some tabs\n",
-        )
-            .into_response();
-    }
-    request.extensions_mut().insert(Arc::new(caller));
-    next.run(request).await
-}
-
-/// The CSP and the no-cache, no-sniff, no-frame, same-origin-referrer headers on
-/// every web view response.
-async fn security_headers(request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        // Not `no-referrer`: under it Chromium sends `Origin: null` with
-        // the sign-in form, which the origin check must refuse.
-        HeaderValue::from_static("same-origin"),
-    );
-    headers
-        .entry(header::CACHE_CONTROL)
-        .or_insert(HeaderValue::from_static("no-store"));
-    response
-}
-
-/// How an access level is spelled in the config and on the pages.
-pub fn access_name(access: TokenAccess) -> &'static str {
-    match access {
-        TokenAccess::Metrics => "metrics",
-        TokenAccess::Read => "read",
-        TokenAccess::Write => "write",
-        TokenAccess::Admin => "admin",
-    }
-}
-
-/// `GET /web/whoami`: the signed-in token's name and access, for the
-/// pages' header and their buttons.
-async fn whoami(axum::Extension(caller): axum::Extension<Arc<Caller>>) -> Response {
-    axum::Json(serde_json::json!({
-        "token": caller.name,
-        "access": access_name(caller.access),
-    }))
-    .into_response()
-}
+pub use routes::router;
+pub use state::WebState;

@@ -17,12 +17,13 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{WebState, access_name};
+use super::state::WebState;
+use crate::access::Caller;
+use crate::access::rules::access_name;
 use crate::config::{DeviceMode, ModePrompts};
-use crate::console::session::SLOW_WATCHER;
+use crate::console::attachment::SLOW_WATCHER;
 use crate::gateway::GatewayPort;
 use crate::matcher::Prompt;
-use crate::mcp::access::Caller;
 use crate::port::{Participant, Port, PortEvent, PortState};
 
 /// The shortest time between two snapshots sent because output arrived.
@@ -259,7 +260,7 @@ fn view(shown: &Shown) -> PortView {
         mode: shown
             .prompt
             .as_ref()
-            .and_then(|prompt| crate::mcp::mode::mode_at_end(prompt, &shown.modes, log)),
+            .and_then(|prompt| crate::last_prompt::mode_at_end(prompt, &shown.modes, log)),
         watchers,
         holder,
         reconnects: port.reconnects(),

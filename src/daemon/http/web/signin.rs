@@ -1,8 +1,8 @@
 //! Signing a browser in and out. The form is the only thing the web view
-//! shows without a session: one self-contained page (no script, no asset)
+//! shows without a login: one self-contained page (no script, no asset)
 //! that asks for a token's secret. `POST /web/signin` checks it like a
 //! bearer token (constant time, every token compared) and starts a
-//! server-side session; `POST /web/signout` ends it. Both must come from
+//! server-side browser login (`browser_login.rs`); `POST /web/signout` ends it. Both must come from
 //! the web view's own origin ([`super::origin`]); failed sign-ins are
 //! logged with the client's address (never what was typed) and throttled
 //! by address ([`super::throttle`]).
@@ -15,7 +15,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{WebState, cookie_session, origin};
+use super::state::WebState;
+use super::{browser_login, origin};
 use crate::daemon::http::auth::find_token;
 
 /// The largest sign-in form accepted (an oversized body is `413`).
@@ -39,7 +40,7 @@ pub async fn form(State(state): State<WebState>) -> Response {
     page(StatusCode::OK, None)
 }
 
-/// `POST /web/signin`: a token's secret in, a session cookie out.
+/// `POST /web/signin`: a token's secret in, a login cookie out.
 pub async fn sign_in(
     State(state): State<WebState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -86,22 +87,22 @@ pub async fn sign_in(
             Some("That is not the secret of one of this gateway's tokens."),
         );
     };
-    let Some(id) = state.sessions.create(token) else {
-        tracing::error!("web sign-in failed: the OS gave no random bytes for a session id");
+    let Some(id) = state.logins.create(token) else {
+        tracing::error!("web sign-in failed: the OS gave no random bytes for a login id");
         return page(
             StatusCode::SERVICE_UNAVAILABLE,
-            Some("The gateway cannot make a session now; try again."),
+            Some("The gateway cannot sign you in now; try again."),
         );
     };
     state.throttle.succeeded(ip);
     tracing::info!("{peer}: token {:?} signed in to the web view", token.name);
     with_cookie(
         Redirect::to("/web/").into_response(),
-        &cookie_session::set_cookie(&id),
+        &browser_login::set_cookie(&id),
     )
 }
 
-/// `POST /web/signout`: ends the session on the server and clears the
+/// `POST /web/signout`: ends the login on the server and clears the
 /// cookie.
 pub async fn sign_out(State(state): State<WebState>, headers: HeaderMap) -> Response {
     if !origin::same_origin(&headers) {
@@ -111,10 +112,10 @@ pub async fn sign_out(State(state): State<WebState>, headers: HeaderMap) -> Resp
         )
             .into_response();
     }
-    state.sessions.end(&headers);
+    state.logins.end(&headers);
     with_cookie(
         Redirect::to("/web/signin").into_response(),
-        &cookie_session::clear_cookie(),
+        &browser_login::clear_cookie(),
     )
 }
 

@@ -12,8 +12,8 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::WebState;
-use crate::mcp::access::Caller;
+use super::state::WebState;
+use crate::access::Caller;
 
 /// The most of a transcript's end one download carries.
 pub const MAX_DOWNLOAD_BYTES: u64 = 16 << 20;

@@ -1,18 +1,19 @@
-//! The web view's sign-in sessions, kept on the server: a browser holds
-//! only a random session id in an `HttpOnly`, `SameSite=Strict` cookie,
-//! never the token. The store maps the id's SHA-256 digest (so a lookup's
+//! The web view's browser logins, kept on the server (a browser signed in
+//! with a token; not an MCP session nor a person's console attachment): a
+//! browser holds only a random login id in an `HttpOnly`,
+//! `SameSite=Strict` cookie, never the token. The store maps the id's SHA-256 digest (so a lookup's
 //! timing says nothing about ids) to the token's name and its secret's
 //! digest; every request resolves the token again from the config in
 //! force, so a token removed or given a new secret by a reload ends its
-//! browser sessions at once.
+//! browser logins at once.
 //!
-//! Bounded: at most [`MAX_SESSIONS`]; a sign-in beyond that evicts the
-//! session idle longest. A session ends after [`IDLE_EXPIRY`] without a
+//! Bounded: at most [`MAX_LOGINS`]; a sign-in beyond that evicts the
+//! login idle longest. A login ends after [`IDLE_EXPIRY`] without a
 //! request, [`ABSOLUTE_EXPIRY`] after sign-in, or at sign-out.
 //!
 //! With a state directory (`[server] state_dir`), the store is kept in its
 //! file `web-sessions` (mode 600; digests only, never an id), written at
-//! every sign-in and sign-out and when a session's last use moved by more
+//! every sign-in and sign-out and when a login's last use moved by more
 //! than [`SAVE_EVERY`]: a restarted daemon knows its browsers, and their
 //! pages reconnect by themselves instead of asking for the token again.
 
@@ -25,29 +26,29 @@ use axum::http::{HeaderMap, header};
 use sha2::Digest;
 use subtle::ConstantTimeEq;
 
+use crate::access::Caller;
 use crate::config::TokenConfig;
 use crate::gateway::Gateway;
 use crate::logfile::LogDir;
-use crate::mcp::access::Caller;
 
 /// The cookie's name.
 pub const COOKIE: &str = "serialgate_session";
-/// Browser sessions kept at once (each is a few dozen bytes).
-pub const MAX_SESSIONS: usize = 256;
-/// A session unused this long ends.
+/// Browser logins kept at once (each is a few dozen bytes).
+pub const MAX_LOGINS: usize = 256;
+/// A login unused this long ends.
 pub const IDLE_EXPIRY: Duration = Duration::from_secs(8 * 3600);
-/// A session ends this long after its sign-in, used or not.
+/// A login ends this long after its sign-in, used or not.
 pub const ABSOLUTE_EXPIRY: Duration = Duration::from_secs(24 * 3600);
-/// How far a session's last use may move before the file is written again
+/// How far a login's last use may move before the file is written again
 /// (idle expiry after a restart is this much early at most).
 pub const SAVE_EVERY: Duration = Duration::from_secs(60);
 /// The store's file in the state directory.
 pub const STORE_FILE: &str = "web-sessions";
-/// Length of a session id in the cookie: 32 random bytes, hex.
+/// Length of a login id in the cookie: 32 random bytes, hex.
 const ID_CHARS: usize = 64;
 /// The first line of the store's file: its format.
 const STORE_HEADER: &str = "# serialgate web sessions v1";
-/// Largest store file read back (far above [`MAX_SESSIONS`] lines).
+/// Largest store file read back (far above [`MAX_LOGINS`] lines).
 const MAX_STORE_BYTES: u64 = 1 << 20;
 
 /// One signed-in browser.
@@ -55,7 +56,7 @@ const MAX_STORE_BYTES: u64 = 1 << 20;
 struct Entry {
     /// The token's name in `[[tokens]]`.
     token: String,
-    /// The token's secret digest at sign-in: a new secret ends the session.
+    /// The token's secret digest at sign-in: a new secret ends the login.
     secret: [u8; 32],
     signed_in: SystemTime,
     last_seen: SystemTime,
@@ -63,18 +64,18 @@ struct Entry {
     saved_seen: SystemTime,
 }
 
-/// The sessions and where they are kept.
+/// The logins and where they are kept.
 #[derive(Default)]
 struct Store {
     entries: HashMap<[u8; 32], Entry>,
-    /// The state directory, when sessions outlive the daemon.
+    /// The state directory, when logins outlive the daemon.
     dir: Option<LogDir>,
 }
 
-/// The sessions of the web view, shared by its routes and by the console
-/// WebSocket's authentication. A cheap clonable handle.
+/// The browser logins of the web view, shared by its routes and by the
+/// console WebSocket's authentication. A cheap clonable handle.
 #[derive(Clone, Default)]
-pub struct WebSessions {
+pub struct BrowserLogins {
     store: Arc<Mutex<Store>>,
 }
 
@@ -82,12 +83,12 @@ fn digest(id: &str) -> [u8; 32] {
     sha2::Sha256::digest(id.as_bytes()).into()
 }
 
-impl WebSessions {
-    /// Sessions kept in `dir`'s [`STORE_FILE`] (the directory is created,
+impl BrowserLogins {
+    /// Logins kept in `dir`'s [`STORE_FILE`] (the directory is created,
     /// mode 750, and refused when others may write to it), loaded from it
-    /// now: those not expired, at most [`MAX_SESSIONS`]. A missing file is
+    /// now: those not expired, at most [`MAX_LOGINS`]. A missing file is
     /// an empty store; one that cannot be read is logged and started over.
-    pub fn persistent(dir: &Path) -> std::io::Result<WebSessions> {
+    pub fn persistent(dir: &Path) -> std::io::Result<BrowserLogins> {
         let dir = LogDir::open(dir)?;
         let now = SystemTime::now();
         let mut entries = match dir.open_read(STORE_FILE) {
@@ -111,7 +112,7 @@ impl WebSessions {
             }
         };
         entries.retain(|_, e| !expired(e, now));
-        while entries.len() > MAX_SESSIONS {
+        while entries.len() > MAX_LOGINS {
             evict_idlest(&mut entries);
         }
         tracing::info!(
@@ -119,7 +120,7 @@ impl WebSessions {
             entries.len(),
             dir.path().join(STORE_FILE).display()
         );
-        Ok(WebSessions {
+        Ok(BrowserLogins {
             store: Arc::new(Mutex::new(Store {
                 entries,
                 dir: Some(dir),
@@ -127,7 +128,7 @@ impl WebSessions {
         })
     }
 
-    /// Starts a session for `token`; returns the id for the cookie, or
+    /// Starts a login for `token`; returns the id for the cookie, or
     /// `None` when the OS has no randomness to give (nothing is stored).
     pub fn create(&self, token: &TokenConfig) -> Option<String> {
         let mut raw = [0u8; 32];
@@ -136,9 +137,9 @@ impl WebSessions {
         let now = SystemTime::now();
         let mut store = crate::sync::lock(&self.store);
         store.entries.retain(|_, e| !expired(e, now));
-        if store.entries.len() >= MAX_SESSIONS {
+        if store.entries.len() >= MAX_LOGINS {
             evict_idlest(&mut store.entries);
-            tracing::info!("web sessions: {MAX_SESSIONS} open, the one idle longest was ended");
+            tracing::info!("web sessions: {MAX_LOGINS} open, the one idle longest was ended");
         }
         store.entries.insert(
             digest(&id),
@@ -154,11 +155,11 @@ impl WebSessions {
         Some(id)
     }
 
-    /// The caller a request's session cookie stands for, if it names a
-    /// live session whose token is still configured with the same secret.
-    /// A session found dead is removed.
+    /// The caller a request's login cookie stands for, if it names a
+    /// live login whose token is still configured with the same secret.
+    /// A login found dead is removed.
     pub fn caller(&self, headers: &HeaderMap, gateway: &Gateway) -> Option<Caller> {
-        let id = session_id(headers)?;
+        let id = login_id(headers)?;
         let key = digest(id);
         let now = SystemTime::now();
         let mut store = crate::sync::lock(&self.store);
@@ -179,9 +180,9 @@ impl WebSessions {
         token.map(Caller::from_token)
     }
 
-    /// Ends the session a request's cookie names (sign-out).
+    /// Ends the login a request's cookie names (sign-out).
     pub fn end(&self, headers: &HeaderMap) {
-        if let Some(id) = session_id(headers) {
+        if let Some(id) = login_id(headers) {
             let mut store = crate::sync::lock(&self.store);
             if store.entries.remove(&digest(id)).is_some() {
                 store.save();
@@ -191,8 +192,8 @@ impl WebSessions {
 }
 
 impl Store {
-    /// Writes every session to the file, if sessions are kept in one. A
-    /// write that fails is logged; the sessions stay in memory.
+    /// Writes every login to the file, if logins are kept in one. A
+    /// write that fails is logged; the logins stay in memory.
     fn save(&mut self) {
         let Some(dir) = &self.dir else { return };
         let text = render_store(&self.entries);
@@ -206,7 +207,7 @@ impl Store {
     }
 }
 
-/// Removes the session idle longest.
+/// Removes the login idle longest.
 fn evict_idlest(entries: &mut HashMap<[u8; 32], Entry>) {
     if let Some(oldest) = entries
         .iter()
@@ -235,7 +236,7 @@ fn unix(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// The store as its file holds it: a header, then one line per session:
+/// The store as its file holds it: a header, then one line per login:
 /// the id's digest, the secret's digest, sign-in and last use in Unix
 /// seconds, and the token's name, all hex or decimal (a name may hold any
 /// character).
@@ -254,7 +255,7 @@ fn render_store(entries: &HashMap<[u8; 32], Entry>) -> String {
     text
 }
 
-/// The sessions in a store file's text; a line that is not one is skipped
+/// The logins in a store file's text; a line that is not one is skipped
 /// (and logged once), so a damaged file loses only what is damaged.
 fn parse_store(text: &str) -> HashMap<[u8; 32], Entry> {
     let mut lines = text.lines();
@@ -312,10 +313,10 @@ fn expired(entry: &Entry, now: SystemTime) -> bool {
     age(entry.last_seen, now) > IDLE_EXPIRY || age(entry.signed_in, now) > ABSOLUTE_EXPIRY
 }
 
-/// The session id in a request's `Cookie` headers: the value of
+/// The login id in a request's `Cookie` headers: the value of
 /// [`COOKIE`], if it has the shape of an id (anything else is ignored
 /// before the store is looked at).
-pub fn session_id(headers: &HeaderMap) -> Option<&str> {
+pub fn login_id(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -327,7 +328,7 @@ pub fn session_id(headers: &HeaderMap) -> Option<&str> {
         .filter(|v| v.len() == ID_CHARS && v.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// The `Set-Cookie` value that gives a browser its session. No `Secure`:
+/// The `Set-Cookie` value that gives a browser its login. No `Secure`:
 /// the daemon serves plain HTTP (TLS, if any, is a proxy's; see the
 /// README's security notes).
 pub fn set_cookie(id: &str) -> String {
@@ -337,7 +338,7 @@ pub fn set_cookie(id: &str) -> String {
     )
 }
 
-/// The `Set-Cookie` value that removes the session cookie.
+/// The `Set-Cookie` value that removes the login cookie.
 pub fn clear_cookie() -> String {
     format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
 }
@@ -350,13 +351,13 @@ mod tests {
     #[test]
     fn only_a_well_formed_id_is_read_from_the_cookie() {
         let mut h = HeaderMap::new();
-        assert_eq!(session_id(&h), None);
+        assert_eq!(login_id(&h), None);
         let id = "a".repeat(ID_CHARS);
         h.insert(
             header::COOKIE,
             HeaderValue::from_str(&format!("theme=dark; {COOKIE}={id}")).unwrap(),
         );
-        assert_eq!(session_id(&h), Some(id.as_str()));
+        assert_eq!(login_id(&h), Some(id.as_str()));
         for bad in [
             format!("{COOKIE}=short"),
             format!("{COOKIE}={}", "g".repeat(ID_CHARS)),
@@ -364,7 +365,7 @@ mod tests {
             format!("x{COOKIE}={id}"),
         ] {
             h.insert(header::COOKIE, HeaderValue::from_str(&bad).unwrap());
-            assert_eq!(session_id(&h), None, "{bad}");
+            assert_eq!(login_id(&h), None, "{bad}");
         }
     }
 
@@ -429,7 +430,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
-        let sessions = WebSessions::persistent(&state).unwrap();
+        let sessions = BrowserLogins::persistent(&state).unwrap();
         let token = TokenConfig {
             name: "noc".into(),
             secret_file: "/s".into(),
@@ -444,7 +445,7 @@ mod tests {
         assert_eq!(mode, 0o600);
         assert!(!std::fs::read_to_string(&file).unwrap().contains(&id));
         drop(sessions);
-        let again = WebSessions::persistent(&state).unwrap();
+        let again = BrowserLogins::persistent(&state).unwrap();
         let store = crate::sync::lock(&again.store);
         assert_eq!(store.entries[&digest(&id)].token, "noc");
         drop(store);
@@ -455,7 +456,7 @@ mod tests {
         );
         again.end(&headers);
         assert!(
-            WebSessions::persistent(&state)
+            BrowserLogins::persistent(&state)
                 .unwrap()
                 .store
                 .lock()

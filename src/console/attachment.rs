@@ -1,4 +1,6 @@
-//! One person at a port's console, on the server: the hello, the replay,
+//! One person's attachment to a port's console, on the server (what the
+//! attach protocol calls attaching; an MCP session is another thing, in
+//! `mcp/session.rs`): the hello, the replay,
 //! the live stream from the OutputLog at the person's own pace, events, and
 //! what they type written under the port's one write hold. The transports
 //! (the local socket, the WebSocket) only move frames between the
@@ -14,12 +16,13 @@ use super::protocol::{
     ClientMessage, DEFAULT_REPLAY_LINES, DataChunk, Frame, Hello, MAX_CLIENT_DATA_BYTES,
     MAX_REPLAY_LINES, MAX_SERVER_DATA_BYTES, Mode, PortSummary, ServerMessage,
 };
+use crate::access::Caller;
+use crate::access::rules::may_take_hold;
 use crate::audit::Actor;
 use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, label};
 use crate::gateway::Gateway;
 use crate::log::OutputLog;
-use crate::mcp::access::{Caller, may_take_hold};
 use crate::port::{Holder, Participant, Port, PortState};
 
 /// How long a new connection may take to say `hello` or `list`.
@@ -56,7 +59,7 @@ pub struct Person {
     pub name: String,
 }
 
-/// Why a console session ended without the client asking.
+/// Why an attachment ended without the client asking.
 #[derive(Debug)]
 struct Ended(String);
 
@@ -171,8 +174,8 @@ impl Outgoing {
     }
 }
 
-/// What a console session knows of its port and its person.
-struct Attached<'a> {
+/// One person's attachment: what it knows of its port and its person.
+struct Attachment<'a> {
     port: Port,
     person: &'a Person,
     actor: Actor,
@@ -182,7 +185,27 @@ struct Attached<'a> {
     /// What the person last heard of who is here, to tell them changes.
     seen_people: Vec<Participant>,
     seen_holder: Option<Holder>,
+    /// How this person's client takes a held port ([`hold_hint`]).
+    hold_hint: &'static str,
     out: &'a Outgoing,
+}
+
+/// The web view's name for itself in its hello.
+const WEB_VIEW_CLIENT: &str = "web view";
+
+/// What a person does about a port someone else holds, in the client
+/// they attached with: the web view's Force button, the console client's
+/// force key or `--force`. The hint of a `busy` error that names the
+/// holder (an agent's says `take_over` instead).
+fn hold_hint(client: Option<&str>) -> &'static str {
+    match client {
+        Some(WEB_VIEW_CLIENT) => {
+            "To write, press Force (the holder becomes read-only; taking the hold from another token's session needs admin access)"
+        }
+        _ => {
+            "To write, force the hold with Ctrl-] f, or attach again with serialgate console --force (the holder becomes read-only; taking the hold from another token's session needs admin access)"
+        }
+    }
 }
 
 async fn attach(
@@ -205,6 +228,7 @@ async fn attach(
     let port = found.port;
     let may_write = person.caller.access >= TokenAccess::Write;
     let spy = hello.mode == Mode::Spy || !may_write;
+    let hold_hint = hold_hint(hello.client.as_deref());
     let client = hello
         .client
         .as_deref()
@@ -217,9 +241,10 @@ async fn attach(
     };
     let _presence = port.join(Participant::now(actor.session, actor.describe(), spy));
     port.record_session_event(&actor, if spy { "console spy" } else { "console attach" });
-    let mut session = Attached {
+    let mut attachment = Attachment {
         seen_people: port.people(),
         seen_holder: port.holder(),
+        hold_hint,
         cursor: 0,
         port: port.clone(),
         person,
@@ -227,13 +252,13 @@ async fn attach(
         spy,
         out,
     };
-    let outcome = session.run(hello, incoming, shutdown).await;
-    port.release_writer(session.actor.session);
-    port.record_session_event(&session.actor, "console detach");
+    let outcome = attachment.run(hello, incoming, shutdown).await;
+    port.release_writer(attachment.actor.session);
+    port.record_session_event(&attachment.actor, "console detach");
     outcome
 }
 
-impl Attached<'_> {
+impl Attachment<'_> {
     async fn run(
         &mut self,
         hello: Hello,
@@ -285,7 +310,7 @@ impl Attached<'_> {
             })
             .await?;
         if let Some(e) = refusal {
-            self.out.error(&e).await?;
+            self.refuse(e).await?;
         }
         let mut head_rx = log.subscribe();
         let mut state_rx = self.port.watch_state();
@@ -463,8 +488,14 @@ impl Attached<'_> {
         };
         match result {
             Ok(()) => Ok(()),
-            Err(e) => self.out.error(&e).await,
+            Err(e) => self.refuse(e).await,
         }
+    }
+
+    /// Tells the person a request was refused; a held port's refusal says
+    /// how their client takes the hold.
+    async fn refuse(&self, e: GateError) -> Result<(), Ended> {
+        self.out.error(&e.with_hold_hint(self.hold_hint)).await
     }
 
     /// Writes what the person typed, under the write hold.
@@ -483,7 +514,7 @@ impl Attached<'_> {
         };
         match result {
             Ok(()) => Ok(()),
-            Err(e) => self.out.error(&e).await,
+            Err(e) => self.refuse(e).await,
         }
     }
 
@@ -565,6 +596,18 @@ pub fn last_lines_start(log: &OutputLog, lines: u32, end: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_client_is_told_its_own_way_to_take_the_hold() {
+        assert!(hold_hint(Some(WEB_VIEW_CLIENT)).contains("press Force"));
+        for client in [Some("serialgate console 0.1.0"), None] {
+            let hint = hold_hint(client);
+            assert!(
+                hint.contains("Ctrl-] f") && hint.contains("--force"),
+                "{hint}"
+            );
+        }
+    }
 
     #[test]
     fn the_last_lines_start_after_the_newline_before_them() {

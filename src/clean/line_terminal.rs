@@ -25,7 +25,7 @@ const MAX_COLUMN: usize = 1024;
 
 /// The current line, the cursor and the committed text.
 #[derive(Debug)]
-pub(super) struct Screen {
+pub(super) struct LineTerminal {
     /// Cells of the current line.
     line: Vec<char>,
     /// Cursor column in `line` (may be past its end after a cursor move).
@@ -51,13 +51,13 @@ pub(super) struct Screen {
     row_start: usize,
 }
 
-impl Screen {
+impl LineTerminal {
     pub(super) fn new(command: Option<&str>) -> Self {
         let echo = command
             .map(str::trim)
             .filter(|c| !c.is_empty())
             .map(str::to_owned);
-        Screen {
+        LineTerminal {
             line: Vec::new(),
             col: 0,
             out: String::new(),
@@ -187,38 +187,37 @@ impl Screen {
     }
 }
 
-/// Writes a line (`row`, or else the screen's current line) to the output,
+/// Writes a line (`row`, or else the terminal's current line) to the output,
 /// trimmed at the end; an empty one is written only if a non-empty line
 /// follows.
-fn write_line(screen: &mut Screen, row: Option<&str>) {
-    let start = screen.out.len();
-    if screen.written {
-        screen.out.push('\n');
-        screen
-            .out
-            .extend(std::iter::repeat_n('\n', screen.blank_pending));
+fn write_line(term: &mut LineTerminal, row: Option<&str>) {
+    let start = term.out.len();
+    if term.written {
+        term.out.push('\n');
+        term.out
+            .extend(std::iter::repeat_n('\n', term.blank_pending));
     }
-    let text = screen.out.len();
+    let text = term.out.len();
     match row {
-        Some(row) => screen.out.push_str(row.trim_end()),
+        Some(row) => term.out.push_str(row.trim_end()),
         None => {
-            let end = screen
+            let end = term
                 .line
                 .iter()
                 .rposition(|c| !c.is_whitespace())
                 .map_or(0, |p| p + 1);
-            screen.out.extend(&screen.line[..end]);
+            term.out.extend(&term.line[..end]);
         }
     }
-    if screen.out.len() == text {
-        screen.out.truncate(start);
-        if screen.written {
-            screen.blank_pending += 1;
+    if term.out.len() == text {
+        term.out.truncate(start);
+        if term.written {
+            term.blank_pending += 1;
         }
         return;
     }
-    screen.written = true;
-    screen.blank_pending = 0;
+    term.written = true;
+    term.blank_pending = 0;
 }
 
 /// Whether the character before a command in a line lets it be the echo:
@@ -292,7 +291,7 @@ fn first_param(params: &Params) -> usize {
         .map_or(0, usize::from)
 }
 
-impl Perform for Screen {
+impl Perform for LineTerminal {
     fn print(&mut self, c: char) {
         if c != '\u{7f}' {
             self.put(c);

@@ -1,0 +1,108 @@
+//! Who is calling: the local operator, a loopback caller without auth, or
+//! a `[[tokens]]` entry, with the ports its globs reach. What a caller may
+//! do with that is decided in [`super::rules`].
+
+use crate::config::{TokenAccess, TokenConfig};
+
+/// Who makes a call.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token's name, `local` over stdio, `anonymous` without auth.
+    pub name: String,
+    /// What the caller may do.
+    pub access: TokenAccess,
+    /// Globs of the port names the caller reaches; `None`: every port.
+    ports: Option<Vec<glob::Pattern>>,
+    /// The globs as written, for messages.
+    port_globs: Vec<String>,
+    /// May log in with the ports' stored credentials.
+    pub use_credentials: bool,
+}
+
+impl Caller {
+    /// The local operator (stdio, the console socket): every tool on every
+    /// port.
+    pub fn operator() -> Caller {
+        Caller::unrestricted("local")
+    }
+
+    /// A caller of a loopback HTTP server with `auth = "none"`: every tool
+    /// on every port, like the local operator.
+    pub fn anonymous() -> Caller {
+        Caller::unrestricted("anonymous")
+    }
+
+    fn unrestricted(name: &str) -> Caller {
+        Caller {
+            name: name.to_owned(),
+            access: TokenAccess::Admin,
+            ports: None,
+            port_globs: vec!["*".to_owned()],
+            use_credentials: true,
+        }
+    }
+
+    /// The holder of a `[[tokens]]` entry. Globs that do not compile (the
+    /// config checks them) match nothing.
+    pub fn from_token(token: &TokenConfig) -> Caller {
+        Caller {
+            name: token.name.clone(),
+            access: token.access,
+            ports: Some(
+                token
+                    .ports
+                    .iter()
+                    .filter_map(|g| glob::Pattern::new(g).ok())
+                    .collect(),
+            ),
+            port_globs: token.ports.clone(),
+            use_credentials: token.use_credentials || token.access == TokenAccess::Admin,
+        }
+    }
+
+    /// Whether the caller reaches the port named `name`.
+    pub fn may_use_port(&self, name: &str) -> bool {
+        let options = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: false,
+        };
+        match &self.ports {
+            None => true,
+            Some(globs) => globs.iter().any(|g| g.matches_with(name, options)),
+        }
+    }
+
+    /// The caller as messages name it: `token "name"`.
+    pub(crate) fn who(&self) -> String {
+        format!("token {:?}", self.name)
+    }
+
+    /// The caller's port globs as written, for messages.
+    pub(crate) fn globs(&self) -> String {
+        self.port_globs.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TokenSecret;
+
+    #[test]
+    fn globs_select_ports() {
+        let c = Caller::from_token(&TokenConfig {
+            name: "t".into(),
+            secret_file: "/s".into(),
+            secret: TokenSecret::new(b"x"),
+            ports: vec!["core-*".into(), "lab-rtr1".into()],
+            access: TokenAccess::Read,
+            use_credentials: false,
+        });
+        assert!(c.may_use_port("core-sw1"));
+        assert!(c.may_use_port("lab-rtr1"));
+        assert!(!c.may_use_port("lab-rtr2"));
+        assert!(!c.may_use_port("edge-core-1"));
+        assert!(Caller::operator().may_use_port("anything"));
+    }
+}

@@ -1,0 +1,17 @@
+//! Who may do what: the one room every door asks.
+//!
+//! Every way in — MCP over stdio and HTTP, the console socket, the console
+//! WebSocket, the web view, `/metrics` — turns whoever calls into a
+//! [`Caller`] ([`caller`]: the local operator, anyone on a loopback
+//! server without auth, or a `[[tokens]]` entry) and asks [`rules`] what
+//! that caller may do: which ports it reaches, whether it may take a
+//! port's write hold, which tool it may call. No door keeps rules of its
+//! own, so a person at the console and an agent over MCP are held to the
+//! same ones. The command policy of the guardrails (which commands a
+//! caller may send) will live here beside them, asked by every door the
+//! same way.
+
+pub(crate) mod caller;
+pub(crate) mod rules;
+
+pub use caller::Caller;
