@@ -374,10 +374,15 @@ impl Receiver {
                     self.phase = Phase::Failed(Failure::NoStart);
                     return;
                 }
-                self.tries += 1;
-                if self.phase != Phase::Start && self.tries > self.timing.max_retries {
-                    self.fail(Failure::TooManyRetries(self.tries));
-                    return;
+                // The start is bounded by its time (`start`), not by tries:
+                // its requests must not use up the retries of the first
+                // block, which a damaged first block then needs.
+                if self.phase != Phase::Start {
+                    self.tries += 1;
+                    if self.tries > self.timing.max_retries {
+                        self.fail(Failure::TooManyRetries(self.tries));
+                        return;
+                    }
                 }
                 self.ask();
                 self.deadline = now + self.timing.start_interval;
