@@ -30,10 +30,11 @@
 //! where PID is found by scanning `/proc` for the process whose command line
 //! holds this run's temporary config path.
 //!
-//! `tests/load.rs` runs a short version in the normal suite (correctness
-//! only); `benches/load.rs` runs the long one and prints the figures and
-//! one JSON line. `tests/isolation.rs` and `tests/restart.rs` use this
-//! module's [`Daemon`], its line format and the `/proc` readers.
+//! `tests/testsuite/load.rs` runs a short version in the normal suite
+//! (correctness only); `benches/load.rs` runs the long one and prints the
+//! figures and one JSON line. `tests/testsuite/isolation.rs` and
+//! `tests/testsuite/restart.rs` use this module's [`Daemon`], its line
+//! format and the `/proc` readers.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
