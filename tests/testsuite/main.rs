@@ -9,7 +9,9 @@
 //! and runs in parallel threads, so a test keeps to its own temporary
 //! directory, its own daemon and its own ports (`127.0.0.1:0`), and
 //! nothing here sets process-wide state (environment variables, the
-//! working directory) that another test could see.
+//! working directory) that another test could see. A test awaits events
+//! (frames, notifications, the daemon's stderr, a child's exit); state
+//! that nothing announces it polls with `serialgate_testkit::wait`.
 //!
 //! Run all of it with `cargo test --test testsuite`, one module with
 //! `cargo test --test testsuite console::` (a name filter: every test
