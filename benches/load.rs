@@ -1,7 +1,7 @@
 //! The load bench: many talking devices, many MCP sessions over HTTP,
 //! nothing lost, with its figures (commands/s, latencies, the daemon's peak
 //! RSS and CPU). What a run does and checks is in the test kit's `load`
-//! module, which `tests/load.rs` runs in a short version.
+//! module, which `tests/testsuite/load.rs` runs in a short version.
 //!
 //! ```text
 //! cargo build --release && cargo bench --bench load            # 64 ports, 16 sessions, 60 s

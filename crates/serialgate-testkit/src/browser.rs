@@ -5,8 +5,9 @@
 //! thread that lives as long as the test binary and makes it the child's
 //! parent-death signal, so it never outlives the tests. It is ready when
 //! its `/status` says so (polled with a deadline: it sends no event).
-//! Every [`Browser`] is its own WebDriver session (its own Chromium, its
-//! own cookies), headless, sandbox off when run as root, and with every
+//! Every browser test of the binary shares that chromedriver, side by side
+//! in parallel threads: every [`Browser`] is its own WebDriver session (its
+//! own Chromium, its own cookies), headless, sandbox off when run as root, and with every
 //! host name but the daemon's unresolvable: a page that needed anything
 //! from the network would fail to load.
 
@@ -14,15 +15,15 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
+use crate::wait;
+
 /// How long a page may take to show what a test waits for.
 pub const PAGE_WITHIN: Duration = Duration::from_secs(15);
-/// How often a wait looks at the page again.
-const LOOK_EVERY: Duration = Duration::from_millis(10);
 
 /// The chromedriver URL, or why there is none.
 static DRIVER: OnceLock<Result<String, String>> = OnceLock::new();
@@ -86,15 +87,12 @@ fn start_driver() -> Result<String, String> {
         .map_err(|e| format!("cannot start the chromedriver thread: {e}"))?;
     rx.recv_timeout(Duration::from_secs(10))
         .map_err(|_| "chromedriver did not start".to_owned())??;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if status_ready(port) {
-            return Ok(format!("http://127.0.0.1:{port}"));
-        }
-        // chromedriver says nothing when it is ready: look again shortly.
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Err("chromedriver's /status did not say ready within 20 s".to_owned())
+    // chromedriver says nothing when it is ready: look until it says so.
+    wait::until_blocking(Duration::from_secs(20), || {
+        status_ready(port).then_some(()).ok_or(())
+    })
+    .map(|()| format!("http://127.0.0.1:{port}"))
+    .map_err(|()| "chromedriver's /status did not say ready within 20 s".to_owned())
 }
 
 fn status_ready(port: u16) -> bool {
@@ -222,23 +220,16 @@ impl Browser {
     /// Waits until `script` (which returns a string) contains `needle`;
     /// returns what it last returned.
     pub async fn until(&self, script: &str, needle: &str) -> String {
-        let deadline = Instant::now() + PAGE_WITHIN;
-        loop {
-            let text = self
-                .eval(script)
-                .await
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            if text.contains(needle) {
-                return text;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{needle:?} not on the page within {PAGE_WITHIN:?}; it shows:\n{text}"
-            );
-            tokio::time::sleep(LOOK_EVERY).await;
-        }
+        let what = format!("{needle:?} on the page");
+        // A closure that returns a future (not an async closure): the
+        // wait's future stays `Send`, which `session`'s task needs.
+        wait::eventually(&what, PAGE_WITHIN, || async move {
+            let text = self.eval(script).await;
+            wait::when(text.as_str().unwrap_or_default().to_owned(), |t| {
+                t.contains(needle)
+            })
+        })
+        .await
     }
 
     /// The console page's terminal text (its test hook).

@@ -17,6 +17,8 @@
 //!   (the load test and its bench).
 //! - [`web`]: the web view's site (two devices, the daemon over HTTP,
 //!   four tokens); [`browser`]: headless Chromium over WebDriver.
+//! - [`wait`]: the one poll, for state nothing announces: a check run
+//!   with backoff until it holds or its deadline passes.
 #![deny(missing_docs)]
 
 pub mod binary;
@@ -27,6 +29,7 @@ pub mod daemon;
 pub mod load;
 pub mod rig;
 pub mod updates;
+pub mod wait;
 pub mod web;
 
 pub use binary::binary;

@@ -30,10 +30,11 @@
 //! where PID is found by scanning `/proc` for the process whose command line
 //! holds this run's temporary config path.
 //!
-//! `tests/load.rs` runs a short version in the normal suite (correctness
-//! only); `benches/load.rs` runs the long one and prints the figures and
-//! one JSON line. `tests/isolation.rs` and `tests/restart.rs` use this
-//! module's [`Daemon`], its line format and the `/proc` readers.
+//! `tests/testsuite/load.rs` runs a short version in the normal suite
+//! (correctness only); `benches/load.rs` runs the long one and prints the
+//! figures and one JSON line. `tests/testsuite/isolation.rs` and
+//! `tests/testsuite/restart.rs` use this module's [`Daemon`], its line
+//! format and the `/proc` readers.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +48,7 @@ use serialgate_sim::{self as sim, Profile, SimHandle};
 
 use crate::client::{GateClient, Outcome};
 use crate::daemon;
+use crate::wait;
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
@@ -395,21 +397,26 @@ pub async fn ok(client: &GateClient, tool: &str, args: Value) -> anyhow::Result<
 /// Polls `list_ports` until every port is open (no event reaches an MCP
 /// client when a port opens, so this is a bounded poll).
 pub async fn wait_all_open(client: &GateClient, within: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + within;
-    loop {
-        let list = ok(client, "list_ports", json!({})).await?;
-        let ports = list["ports"].as_array().context("ports")?;
-        let closed: Vec<&Value> = ports.iter().filter(|p| p["state"] != "open").collect();
-        if closed.is_empty() {
-            return Ok(());
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "ports not open within {within:?}: {:?}",
-            closed.iter().map(|p| &p["name"]).collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let checked = wait::until(within, async || match closed_ports(client).await {
+        Ok(closed) if !closed.is_empty() => Err(closed),
+        listed => Ok(listed),
+    })
+    .await;
+    match checked {
+        Ok(listed) => listed.map(|_| ()),
+        Err(closed) => bail!("ports not open within {within:?}: {closed:?}"),
     }
+}
+
+/// The names of the ports `list_ports` shows in a state other than open.
+async fn closed_ports(client: &GateClient) -> anyhow::Result<Vec<String>> {
+    let list = ok(client, "list_ports", json!({})).await?;
+    let ports = list["ports"].as_array().context("ports")?;
+    Ok(ports
+        .iter()
+        .filter(|p| p["state"] != "open")
+        .map(|p| p["name"].to_string())
+        .collect())
 }
 
 /// Reads a port's whole retained output from offset 0 with `read_output`

@@ -15,6 +15,7 @@ use tempfile::TempDir;
 
 pub use crate::binary::binary;
 use crate::client::{GateClient, Outcome};
+use crate::wait;
 
 /// A device, a gateway and a client.
 pub struct Rig {
@@ -92,17 +93,14 @@ impl Rig {
         enable(&self.client).await;
     }
 
-    /// Polls `status` until its state is `want` (no event reaches an MCP
-    /// client for a state change, so this is the one poll in the tests).
+    /// Polls `status` until its state is `want` or `within` passes (no
+    /// event reaches an MCP client for a state change); the last status.
     pub async fn wait_state(&self, want: &str, within: Duration) -> Value {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let status = self.ok("status", json!({})).await;
-            if status["state"] == want || tokio::time::Instant::now() >= deadline {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait::until(within, async || {
+            wait::when(self.ok("status", json!({})).await, |s| s["state"] == want)
+        })
+        .await
+        .unwrap_or_else(|last| last)
     }
 }
 
@@ -203,17 +201,14 @@ impl Gate {
             .err()
     }
 
-    /// Polls `status` until `done` holds or the deadline passes (no event
-    /// reaches an MCP client for a state change).
+    /// Polls `status` until `done` holds or `within` passes (no event
+    /// reaches an MCP client for a state change); the last status.
     pub async fn wait_status(&self, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let status = self.ok("status", json!({})).await;
-            if done(&status) || tokio::time::Instant::now() >= deadline {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait::until(within, async || {
+            wait::when(self.ok("status", json!({})).await, &done)
+        })
+        .await
+        .unwrap_or_else(|last| last)
     }
 
     /// Polls `status` until its state is one of `want` or the deadline

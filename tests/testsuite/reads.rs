@@ -3,6 +3,7 @@
 //! is attached.
 
 use serialgate_testkit::rig as common;
+use serialgate_testkit::wait;
 
 use common::{Rig, num, text};
 use serde_json::json;
@@ -128,17 +129,13 @@ async fn output_is_captured_before_anyone_connects() {
     rig.sim.inject(line.as_bytes()).await;
     // list_ports shows the retained range without connecting; nothing
     // signals an MCP client when bytes arrive, so poll it (bounded).
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
+    let what = "list_ports to show the line captured";
+    wait::eventually(what, std::time::Duration::from_secs(20), async || {
         let ports = rig.ok("list_ports", json!({})).await;
         assert_eq!(ports["ports"][0]["name"], "sw1");
-        if num(&ports["ports"][0], "head") == line.len() as u64
-            || tokio::time::Instant::now() > deadline
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+        wait::when(ports, |p| num(&p["ports"][0], "head") == line.len() as u64)
+    })
+    .await;
     let conn = rig.ok("connect", json!({"port": "sw1"})).await;
     assert_eq!(
         num(&conn, "head"),

@@ -6,6 +6,7 @@
 
 use serialgate_testkit::daemon;
 use serialgate_testkit::load;
+use serialgate_testkit::wait;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -315,18 +316,12 @@ async fn a_client_that_goes_away_mid_wait_lets_the_daemon_exit_at_once() {
         calls.push(tokio::spawn(async move { peer.call_tool(params).await }));
     }
     // All three are waiting (`status` counts them; no event says so).
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        let status = client.ok("status", json!({})).await;
-        if status["active_waits"] == 3 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the waits did not start: {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::eventually("the three waits to start", WITHIN, async || {
+        wait::when(client.ok("status", json!({})).await, |s| {
+            s["active_waits"] == 3
+        })
+    })
+    .await;
     // The client goes away: its end of stdio closes.
     let gone = Instant::now();
     client.service.cancel().await.unwrap();
@@ -380,26 +375,23 @@ async fn an_http_client_that_drops_its_connection_mid_wait_ends_the_wait() {
     let waiting = post(Some(session.clone()), r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_until_prompt","arguments":{"prompt":"never#","timeout":60}}}"#.into()).await.unwrap();
     let watcher = GateClient::connect_http(&url, None).await.unwrap();
     ok(&watcher, "connect", json!({"port": "sw1"})).await;
-    let deadline = Instant::now() + WITHIN;
-    while ok(&watcher, "status", json!({})).await["active_waits"] != 1 {
-        assert!(Instant::now() < deadline, "the wait did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::eventually("the wait to start", WITHIN, async || {
+        wait::when(ok(&watcher, "status", json!({})).await, |s| {
+            s["active_waits"] == 1
+        })
+    })
+    .await;
     // The client drops the connection of the waiting call.
     let dropped = Instant::now();
     drop(waiting);
     drop(http);
-    loop {
-        let status = ok(&watcher, "status", json!({})).await;
-        if status["active_waits"] == 0 {
-            break;
-        }
-        assert!(
-            dropped.elapsed() < Duration::from_secs(20),
-            "the wait outlived its connection: {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = "the wait to end with its connection";
+    wait::eventually(what, Duration::from_secs(20), async || {
+        wait::when(ok(&watcher, "status", json!({})).await, |s| {
+            s["active_waits"] == 0
+        })
+    })
+    .await;
     println!(
         "the wait ended {:?} after its connection dropped",
         dropped.elapsed()

@@ -8,6 +8,7 @@
 //! is missing the tests fail and say how to install it.
 
 use serialgate_testkit::rig as common;
+use serialgate_testkit::wait;
 
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::{Path, PathBuf};
@@ -112,29 +113,24 @@ impl Exported {
     }
 
     /// Waits until ser2net accepts a connection. Nothing tells when it
-    /// listens but a connection that succeeds, so this tries one per
-    /// refusal, a few milliseconds apart, within [`DEADLINE`].
+    /// listens but a connection that succeeds, so this tries again after
+    /// each refusal, within [`DEADLINE`]; ser2net's exit, awaited
+    /// meanwhile, fails the test with its log.
     async fn wait_listening(&mut self) {
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
-            if tokio::net::TcpStream::connect(self.addr).await.is_ok() {
-                return;
-            }
-            if let Some(child) = &mut self.ser2net
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                panic!(
-                    "ser2net exited ({status}): {}",
-                    std::fs::read_to_string(self.dir.path().join("ser2net.log"))
-                        .unwrap_or_default()
-                );
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "ser2net does not listen on {} after {DEADLINE:?}",
-                self.addr
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        let addr = self.addr;
+        let what = format!("ser2net to listen on {addr}");
+        let listening = wait::eventually(&what, DEADLINE, || async move {
+            tokio::net::TcpStream::connect(addr).await.map(drop)
+        });
+        let Some(child) = &mut self.ser2net else {
+            return listening.await;
+        };
+        tokio::select! {
+            () = listening => {}
+            status = child.wait() => panic!(
+                "ser2net exited ({status:?}): {}",
+                std::fs::read_to_string(self.dir.path().join("ser2net.log")).unwrap_or_default()
+            ),
         }
     }
 

@@ -10,6 +10,7 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, ORIGIN, SET_COOKIE};
 use serde_json::json;
 use serialgate_testkit::console::ConsoleConn;
+use serialgate_testkit::wait;
 use serialgate_testkit::web::{LAB, NOC, WebSite};
 
 /// A client that shows redirects instead of following them.
@@ -290,8 +291,9 @@ async fn transcripts_download_within_the_tokens_ports() {
     let site = WebSite::start().await;
     site.sw1.inject(b"\r\nfrom the switch\r\nSW1>").await;
     let noc = cookie(&site, NOC).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    // The transcript writer says nothing over HTTP when it has caught up.
+    let what = "the transcript to hold the output";
+    wait::eventually(what, Duration::from_secs(20), async || {
         let r = get(&site, "/web/console/sw1/transcript", Some(&noc)).await;
         assert_eq!(r.status(), StatusCode::OK);
         let disposition = r.headers()["content-disposition"]
@@ -299,20 +301,10 @@ async fn transcripts_download_within_the_tokens_ports() {
             .unwrap_or_default()
             .to_owned();
         assert!(disposition.contains("sw1-transcript.txt"), "{disposition}");
-        if r.text()
-            .await
-            .unwrap_or_default()
-            .contains("from the switch")
-        {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the transcript lacks the output"
-        );
-        // The transcript writer says nothing over HTTP when it has caught up.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        let text = r.text().await.unwrap_or_default();
+        wait::when(text, |t| t.contains("from the switch"))
+    })
+    .await;
     // A token whose globs miss sw1 learns nothing about it.
     let lab = cookie(&site, LAB).await;
     for path in [

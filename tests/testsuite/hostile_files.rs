@@ -5,11 +5,11 @@
 //! links, and `audit.log` rotated like the transcripts.
 
 use serialgate_testkit::daemon;
+use serialgate_testkit::wait;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::time::Duration;
 
 use daemon::{WITHIN, tokens_toml};
 use serde_json::{Value, json};
@@ -139,21 +139,17 @@ async fn device(dir: &Path, name: &str) -> SimHandle {
 /// Polls `check` (reading files the daemon writes, which announce nothing)
 /// until it holds, for at most [`WITHIN`].
 async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not in time"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::eventually(what, WITHIN, || {
+        std::future::ready(check().then_some(()).ok_or("it did not hold"))
+    })
+    .await;
 }
 
 /// `get_transcript` of `connection`, once it holds `needle` (polled: the
 /// file's writer announces nothing to a client).
 async fn transcript_with(client: &GateClient, connection: &str, needle: &str) -> String {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    let what = format!("the transcript of {connection} to show {needle:?}");
+    wait::eventually(&what, WITHIN, async || {
         let t = ok(
             client,
             "get_transcript",
@@ -161,15 +157,9 @@ async fn transcript_with(client: &GateClient, connection: &str, needle: &str) ->
         )
         .await;
         let text = t["transcript"].as_str().unwrap_or_default().to_owned();
-        if text.contains(needle) {
-            return text;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the transcript of {connection} never showed {needle:?}: {text}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        wait::when(text, |t| t.contains(needle))
+    })
+    .await
 }
 
 fn read(path: &Path) -> String {

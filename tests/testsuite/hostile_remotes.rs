@@ -8,9 +8,9 @@
 //! reconnects.
 
 use serialgate_testkit::daemon;
+use serialgate_testkit::wait;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, UdpSocket};
-use std::time::Duration;
 
 use daemon::{Daemon, NotifySocket, WITHIN, tokens_toml};
 use serde_json::{Value, json};
@@ -305,8 +305,7 @@ async fn an_entry_naming_loopback_lets_it_through_to_the_checked_address() {
         SocketAddr::from((Ipv4Addr::LOCALHOST, port))
     );
     let pinned = format!("opened tcp://127.0.0.1:{port} ");
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    wait::eventually("a reopen event", WITHIN, async || {
         let events = events(&gate).await;
         let opened: Vec<&String> = events.iter().filter(|e| e.starts_with("opened ")).collect();
         assert!(
@@ -314,14 +313,12 @@ async fn an_entry_naming_loopback_lets_it_through_to_the_checked_address() {
             "every open went to the checked address: {events:?}"
         );
         if opened.len() >= 2 {
-            break;
+            Ok(())
+        } else {
+            Err(format!("{events:?}"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no reopen event in time: {events:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     // Another port of the same listener, not named: refused.
     let url = format!(
         "tcp://127.0.0.1:{}",

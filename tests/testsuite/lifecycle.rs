@@ -2,6 +2,7 @@
 //! devices opened and closed, and the tool list an agent sees.
 
 use serialgate_testkit::rig as common;
+use serialgate_testkit::wait;
 
 use std::time::Duration;
 
@@ -218,18 +219,18 @@ async fn wait_event(
     within: Duration,
     found: impl Fn(&str) -> bool,
 ) -> (serde_json::Value, u64) {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
+    wait::eventually("such an event", within, async || {
         let status = rig.ok("status", json!({})).await;
-        if let Some((at, _)) = events(&status).into_iter().find(|(_, e)| found(e)) {
-            return (status, at);
+        let at = events(&status)
+            .into_iter()
+            .find(|(_, e)| found(e))
+            .map(|(at, _)| at);
+        match at {
+            Some(at) => Ok((status, at)),
+            None => Err(status),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no such event within {within:?}: {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 fn now_ms() -> u64 {

@@ -530,36 +530,31 @@ async fn every_tool_refuses_bad_arguments_and_changes_nothing() {
 }
 
 /// Runs `serialgate check-config FILE`; returns (success, stderr, time).
+/// Its exit is awaited on a thread of its own, at most 20 s (a hang is
+/// killed and fails the test).
 fn check_config(path: &std::path::Path) -> (bool, String, Duration) {
     let t = Instant::now();
-    let mut child = std::process::Command::new(binary())
+    let child = std::process::Command::new(binary())
         .arg("check-config")
         .arg(path)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn check-config");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "check-config {} hangs",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(10));
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    let (tx, exited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let Ok(output) = exited.recv_timeout(Duration::from_secs(20)) else {
+        // SAFETY: kill(2) on our own child's pid, not yet reaped (its
+        // waiting thread has not returned), no memory involved.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("check-config {} hangs", path.display());
     };
-    let mut stderr = String::new();
-    use std::io::Read;
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .expect("read stderr");
-    (status.success(), stderr, t.elapsed())
+    let output = output.expect("wait for check-config");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.success(), stderr, t.elapsed())
 }
 
 /// Bytes a fixed xorshift makes (the same "random" file every run).

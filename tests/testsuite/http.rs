@@ -3,6 +3,7 @@
 //! `2026-07-28` clients), and raw HTTP for the status codes.
 
 use serialgate_testkit::daemon;
+use serialgate_testkit::wait;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -420,18 +421,13 @@ async fn adhoc_paths_need_admin_and_close_when_the_session_ends() {
 
     // The session ends (DELETE): its ad-hoc port closes.
     admin.close().await.expect("close");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let list = ok(&rw, "list_ports", json!({})).await;
-        if !port_names(&list).contains(&"bench".to_owned()) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the ad-hoc port stayed open: {list}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = "the ad-hoc port to close";
+    wait::eventually(what, Duration::from_secs(20), async || {
+        wait::when(ok(&rw, "list_ports", json!({})).await, |list| {
+            !port_names(list).contains(&"bench".to_owned())
+        })
+    })
+    .await;
 }
 
 /// Runs `serve` with `config` and `args` and expects it to refuse to

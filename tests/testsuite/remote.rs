@@ -5,6 +5,7 @@
 //! doubles a 0xFF data byte) or raw bytes.
 
 use serialgate_testkit::rig as common;
+use serialgate_testkit::wait;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -268,21 +269,19 @@ async fn exercise(gate: &Gate, console: &mut Console) {
     let kept = gate.all_output().await;
     assert_eq!(kept.len() as u64, head, "the log is kept");
     // Reconnects are refused (reported as such), with backoff.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    let refused = loop {
-        let status = gate.ok("status", json!({})).await;
-        let refused = status["events"].as_array().is_some_and(|events| {
-            events.iter().any(|e| {
-                text(e, "what")
-                    .to_lowercase()
-                    .contains("connection refused")
+    let refused = wait::until(Duration::from_secs(20), async || {
+        wait::when(gate.ok("status", json!({})).await, |status| {
+            status["events"].as_array().is_some_and(|events| {
+                events.iter().any(|e| {
+                    text(e, "what")
+                        .to_lowercase()
+                        .contains("connection refused")
+                })
             })
-        });
-        if refused || tokio::time::Instant::now() >= deadline {
-            break status;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+        })
+    })
+    .await
+    .unwrap_or_else(|last| last);
     let refusals = refused["events"].as_array().map_or(0, |e| {
         e.iter()
             .filter(|e| text(e, "what").contains("refused"))

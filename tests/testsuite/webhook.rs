@@ -3,12 +3,11 @@
 //! the port or a tool call, and what could not be delivered is counted in
 //! `/metrics`.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use serialgate_sim::pty::Pty;
 use serialgate_testkit::daemon::{Daemon, NotifySocket, WITHIN};
 use serialgate_testkit::updates::UpdatesClient;
+use serialgate_testkit::wait;
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -133,18 +132,11 @@ async fn deliveries(metrics: &str, outcome: &str) -> f64 {
 
 /// Polls the metrics until `outcome` reaches `want` (within [`WITHIN`]).
 async fn wait_deliveries(metrics: &str, outcome: &str, want: f64) {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let got = deliveries(metrics, outcome).await;
-        if got >= want {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{outcome}: {got} < {want}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("{want} {outcome} deliveries");
+    wait::eventually(&what, WITHIN, async || {
+        wait::when(deliveries(metrics, outcome).await, |got| *got >= want)
+    })
+    .await;
 }
 
 fn hmac_sha256_hex(key: &[u8], message: &[u8]) -> String {
@@ -261,14 +253,10 @@ async fn a_hanging_receiver_holds_up_nothing_and_the_drops_are_counted() {
     }
     // The port takes every byte and a tool call answers while the
     // receiver hangs on the first alert.
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    while num_head(&client).await < before + total {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the port fell behind"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::eventually("the port to take every byte", WITHIN, async || {
+        wait::when(num_head(&client).await, |head| *head >= before + total)
+    })
+    .await;
     client.call("connect", json!({"port": "sw1"})).await.ok();
     let status = client.call("status", json!({})).await.ok();
     assert_eq!(status["alerts"]["total"], lines, "{status}");

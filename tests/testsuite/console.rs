@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile, SimHandle};
 use serialgate_testkit::console::{ConsoleConn, ConsoleSite, frame, user_name};
 use serialgate_testkit::daemon::{self, Daemon, NotifySocket};
+use serialgate_testkit::wait;
 use tempfile::TempDir;
 
 async fn site(profile: Profile) -> ConsoleSite {
@@ -69,19 +70,13 @@ async fn a_person_attaches_replays_types_and_shares_the_hold_with_an_agent() {
 
     // Detaching releases the hold: the agent writes.
     drop(person);
-    let deadline = tokio::time::Instant::now() + daemon::WITHIN;
-    loop {
-        let status = site.agent.ok("status", json!({})).await;
-        if status["writer"].is_null() {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the hold stayed: {status}"
-        );
-        // No MCP event tells an agent that a hold was released: poll.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // No MCP event tells an agent that a hold was released: poll.
+    wait::eventually("the hold to be released", daemon::WITHIN, async || {
+        wait::when(site.agent.ok("status", json!({})).await, |s| {
+            s["writer"].is_null()
+        })
+    })
+    .await;
     site.agent
         .ok("send_text", json!({"text": "show version"}))
         .await;

@@ -1,5 +1,5 @@
 //! The web view in a real browser: headless Chromium over WebDriver (one
-//! chromedriver for this test binary), against the real daemon and
+//! chromedriver for the test suite), against the real daemon and
 //! simulated devices, with every host but 127.0.0.1 unresolvable. Signing
 //! in, the ports page following an unplug and a replug, a console page
 //! showing the switch, typing into it, an agent's command appearing, and a
@@ -9,7 +9,8 @@
 //! `SERIALGATE_SCREENSHOTS=1` writes `docs/web-ports.png` and
 //! `docs/web-console.png`. The ignored test
 //! `latency_from_a_device_byte_to_the_browser_screen` prints the latency
-//! figures (`cargo test -p serialgate --test web -- --ignored --nocapture`).
+//! figures (`cargo test -p serialgate --test testsuite web::latency -- --ignored
+//! --nocapture`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -4,6 +4,7 @@
 //! the port and the session usable.
 
 use serialgate_testkit::rig as common;
+use serialgate_testkit::wait;
 
 use std::time::{Duration, Instant};
 
@@ -205,16 +206,15 @@ async fn cancelled_wait(client: &Client) {
         };
         to_outcome(client.peer().call_tool(params).await.unwrap()).ok()
     };
-    // status reports waiting calls; poll it (no event reaches a client).
+    // status reports waiting calls; poll it (no event reaches a client),
+    // every few milliseconds: the poll also times the cancel.
     let until = async |want: u64| {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let s = status().await;
-            if s["active_waits"] == want || Instant::now() > deadline {
-                return s;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let look = Duration::from_millis(5);
+        wait::until_every(Duration::from_secs(20), look, async || {
+            wait::when(status().await, |s| s["active_waits"] == want)
+        })
+        .await
+        .unwrap_or_else(|last| last)
     };
     assert_eq!(until(1).await["active_waits"], 1, "the wait is running");
     let cancelled = Instant::now();

@@ -13,6 +13,7 @@ use serialgate_sim::pty::Pty;
 use serialgate_testkit::daemon::{self, Daemon, NotifySocket, WITHIN};
 use serialgate_testkit::rig::num;
 use serialgate_testkit::updates::{UpdatesClient, next_updated};
+use serialgate_testkit::wait;
 use tempfile::TempDir;
 
 /// How soon a subscribed client must hear of an alert.
@@ -35,18 +36,11 @@ async fn listed(client: &UpdatesClient, port: &str) -> Value {
 /// Polls `list_ports` until `port` satisfies `done` (the daemon tells no
 /// client of its reads; this is the point-in-time view an agent has).
 async fn wait_listed(client: &UpdatesClient, port: &str, done: impl Fn(&Value) -> bool) {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let entry = listed(client, port).await;
-        if done(&entry) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{port} never got there: {entry}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = format!("{port} to get there in list_ports");
+    wait::eventually(&what, WITHIN, async || {
+        wait::when(listed(client, port).await, &done)
+    })
+    .await;
 }
 
 /// Prints the crash banner on `pty` in two reads (the second written only

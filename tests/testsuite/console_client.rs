@@ -16,6 +16,7 @@ use futures_util::{SinkExt, StreamExt};
 use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
 use nix::sys::termios::{LocalFlags, Termios, tcgetattr};
 use serde_json::{Value, json};
+use serialgate_testkit::wait;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
@@ -1194,14 +1195,11 @@ async fn with_the_real_daemon_a_spy_sends_nothing_and_sigterm_restores_the_termi
 /// Waits until the agent's `status` lists no people (and, if `no_writer`,
 /// nobody holds the write).
 async fn until_nobody_at_the_console(agent: &serialgate_testkit::daemon::Client, no_writer: bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let status = agent.ok("status", json!({})).await;
-        if status["people"] == json!([]) && (!no_writer || status["writer"].is_null()) {
-            return;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{status}");
-        // No MCP event tells an agent that a person left: poll.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // No MCP event tells an agent that a person left: poll.
+    wait::eventually("nobody at the console", DEADLINE, async || {
+        wait::when(agent.ok("status", json!({})).await, |s| {
+            s["people"] == json!([]) && (!no_writer || s["writer"].is_null())
+        })
+    })
+    .await;
 }

@@ -8,6 +8,7 @@
 //! the devices are simulated on pseudo-terminals in this process.
 
 use serialgate_testkit::load;
+use serialgate_testkit::wait;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -77,14 +78,11 @@ async fn until_waits(
     within: Duration,
     done: impl Fn(u64) -> bool,
 ) -> u64 {
-    let deadline = Instant::now() + within;
-    loop {
-        let n = active_waits(client, port).await;
-        if done(n) || Instant::now() >= deadline {
-            return n;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::until(within, async || {
+        wait::when(active_waits(client, port).await, |n| done(*n))
+    })
+    .await
+    .unwrap_or_else(|last| last)
 }
 
 /// Wakes the switch on `port` for `client` (which then holds it for writing).

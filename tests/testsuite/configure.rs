@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile, SimHandle, SimOptions};
 use serialgate_testkit::daemon::{Client, Daemon, NotifySocket};
+use serialgate_testkit::wait;
 use tempfile::TempDir;
 
 /// How long any one awaited thing may take.
@@ -359,31 +360,26 @@ async fn a_device_at_rommon_gets_a_clear_error_and_nothing_is_sent() {
 
 /// Waits until the port's log holds at least `bytes`; returns the head.
 async fn wait_for_head(agent: &Client, bytes: u64) -> u64 {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    // No MCP event says output arrived without reading it: poll.
+    let what = format!("a head of {bytes} bytes");
+    wait::eventually(&what, DEADLINE, async || {
         let status = agent.ok("status", json!({})).await;
         let head = status["head"].as_u64().unwrap_or(0);
-        if head >= bytes {
-            return head;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{status:#}");
-        // No MCP event says output arrived without reading it: poll.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if head >= bytes { Ok(head) } else { Err(status) }
+    })
+    .await
 }
 
 /// Waits until a port event contains `needle`; returns the events.
 async fn wait_for_event(agent: &Client, needle: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let status = agent.ok("status", json!({})).await;
-        if status["events"].to_string().contains(needle) {
-            return status;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{status:#}");
-        // Port events reach an agent through status: poll.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // Port events reach an agent through status: poll.
+    let what = format!("a port event with {needle:?}");
+    wait::eventually(&what, DEADLINE, async || {
+        wait::when(agent.ok("status", json!({})).await, |s| {
+            s["events"].to_string().contains(needle)
+        })
+    })
+    .await
 }
 
 #[tokio::test]

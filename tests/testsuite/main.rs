@@ -1,0 +1,57 @@
+//! serialgate's end-to-end tests, in one test binary: the real
+//! `serialgate` binary as a child process, simulated devices on real
+//! pseudo-terminals, and the test kit's clients (MCP over stdio and
+//! streamable HTTP, the console socket, WebSocket, a headless browser).
+//!
+//! One module per concern, as cargo's own `tests/testsuite/` is laid out:
+//! one binary links the test kit once, where one binary per file would
+//! link it once per file. Every test of every module shares this process
+//! and runs in parallel threads, so a test keeps to its own temporary
+//! directory, its own daemon and its own ports (`127.0.0.1:0`), and
+//! nothing here sets process-wide state (environment variables, the
+//! working directory) that another test could see. A test awaits events
+//! (frames, notifications, the daemon's stderr, a child's exit); state
+//! that nothing announces it polls with `serialgate_testkit::wait`.
+//!
+//! Run all of it with `cargo test --test testsuite`, one module with
+//! `cargo test --test testsuite console::` (a name filter: every test
+//! whose path contains `console::`; `web::` also takes `hostile_web::`,
+//! which `-- --skip hostile_web::` leaves out), one test by its path, e.g.
+//! `cargo test --test testsuite reads::output_is_captured_before_anyone_connects`.
+//! `tests/layout.rs`, which checks the repository's layout, is a test
+//! target of its own.
+
+mod alerts;
+mod bigout;
+mod commands;
+mod configure;
+mod console;
+mod console_client;
+mod errors;
+mod expect;
+mod hostile;
+mod hostile_files;
+mod hostile_http;
+mod hostile_remotes;
+mod hostile_scope;
+mod hostile_web;
+mod http;
+mod isolation;
+mod lifecycle;
+mod line_control;
+mod load;
+mod metrics;
+mod notify;
+mod progress;
+mod prompts;
+mod reads;
+mod reload;
+mod remote;
+mod restart;
+mod ser2net;
+mod service;
+mod terminal;
+mod transfer;
+mod vendors;
+mod web;
+mod webhook;
