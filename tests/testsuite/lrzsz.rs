@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use serialgate_testkit::daemon::{Client, Daemon, NotifySocket};
+use serialgate_testkit::wait;
 use tempfile::TempDir;
 use tokio::process::{Child, Command};
 
@@ -76,12 +77,15 @@ impl Lab {
             .kill_on_drop(true)
             .spawn()
             .expect("socat");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while !link.exists() {
-            // socat makes the link as it starts; nothing announces it.
-            assert!(tokio::time::Instant::now() < deadline, "socat made no pty");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        // socat makes the link as it starts; nothing announces it.
+        wait::eventually("socat's pty link", Duration::from_secs(20), async || {
+            if link.exists() {
+                Ok(())
+            } else {
+                Err("no link yet")
+            }
+        })
+        .await;
         let config = dir.path().join("serialgate.toml");
         std::fs::write(
             &config,
