@@ -13,6 +13,12 @@
 //! (see [`crate::access`]). Tokens are read from the config in force
 //! at each request.
 //!
+//! Wrong bearer tokens are counted by source in the listener's one
+//! failure throttle ([`crate::daemon::http::throttle`], shared with the
+//! web view's sign-in): a source past its failures gets `429` with
+//! `Retry-After` before its secret is compared, on `/mcp`, `/metrics` and
+//! the console WebSockets alike. Other sources are not slowed.
+//!
 //! Once the caller is known, the same middleware holds it to its share of
 //! the connections ([`crate::daemon::http::listener`], `429`), to the MCP
 //! sessions it owns ([`crate::daemon::http::session_owners`], `403`), and counts
@@ -43,6 +49,7 @@ use crate::config::TokenConfig;
 use crate::daemon::http::drain::{CallInFlight, InFlight};
 use crate::daemon::http::listener::Admission;
 use crate::daemon::http::session_owners::{self, SessionOwners};
+use crate::daemon::http::throttle::Throttle;
 use crate::daemon::http::web::browser_login::{self, BrowserLogins};
 use crate::daemon::http::web::origin;
 use crate::gateway::Gateway;
@@ -158,6 +165,8 @@ pub(super) struct Gatekeeper {
     /// cookie stands in for a bearer token (with the origin checked);
     /// `None` in front of `/mcp`, which takes bearer tokens only.
     pub(super) browsers: Option<BrowserLogins>,
+    /// Wrong secrets by source, shared by every door that compares one.
+    pub(super) throttle: Throttle,
 }
 
 /// Why a browser's request to a console WebSocket was refused (`403`).
@@ -200,7 +209,23 @@ impl Gatekeeper {
                 });
             }
         }
+        // A source that guessed too often is held before its secret is
+        // compared; one that sends no secret has nothing to guess with.
+        if matches!(self.auth, Auth::Tokens(_))
+            && headers.contains_key(header::AUTHORIZATION)
+            && let Err(held) = self.throttle.check(peer.ip())
+        {
+            tracing::warn!(
+                "{peer}: refused {} {}: too many wrong bearer tokens from this address",
+                request.method(),
+                request.uri()
+            );
+            return Err(Box::new(held.response()));
+        }
         self.auth.check(headers).map_err(|refusal| {
+            if refusal == Refusal::Unknown {
+                self.throttle.failed(peer.ip());
+            }
             tracing::warn!(
                 "{peer}: refused {} {}: {refusal:?} bearer token",
                 request.method(),

@@ -13,6 +13,8 @@
 //!   for.
 //! - [`listener`]: the connections, under limits that nobody on the
 //!   network can exhaust without a token.
+//! - [`throttle`]: wrong secrets counted by source, one count for the
+//!   bearer tokens and the web sign-in (`429` past it).
 //! - [`web`]: the web view (`/web/`), a browser's sign-in and pages; its
 //!   session cookie also opens the console WebSockets.
 //!
@@ -47,6 +49,7 @@ mod console_ws;
 pub mod drain;
 pub mod listener;
 pub mod session_owners;
+pub mod throttle;
 pub mod web;
 
 use std::path::PathBuf;
@@ -113,6 +116,8 @@ fn app(
     let max_body = http_config.max_request_body_bytes;
     let service =
         StreamableHttpService::new(move || Ok(template.fresh()), sessions.clone(), http_config);
+    // One failure count per source for every door that compares a secret.
+    let throttle = throttle::Throttle::default();
     let gate = Gatekeeper {
         auth,
         owners: SessionOwners::default(),
@@ -121,6 +126,7 @@ fn app(
         max_body,
         max_connections_per_token: limits.max_per_token,
         browsers: None,
+        throttle: throttle.clone(),
     };
     // Browsers stay signed in across a restart where there is a state
     // directory to keep their sessions in.
@@ -146,7 +152,7 @@ fn app(
         gateway: gateway.clone(),
         logins: browsers,
         open: config.server.auth == AuthMode::None,
-        throttle: web::throttle::Throttle::default(),
+        throttle,
         cancel: cancel.clone(),
         max_connections_per_token: limits.max_per_token,
     });

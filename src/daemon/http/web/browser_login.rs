@@ -7,9 +7,14 @@
 //! force, so a token removed or given a new secret by a reload ends its
 //! browser logins at once.
 //!
-//! Bounded: at most [`MAX_LOGINS`]; a sign-in beyond that evicts the
-//! login idle longest. A login ends after [`IDLE_EXPIRY`] without a
-//! request, [`ABSOLUTE_EXPIRY`] after sign-in, or at sign-out.
+//! Bounded, so that one token's sign-ins never end another token's
+//! logins: a token keeps at most [`MAX_LOGINS_PER_TOKEN`], and a sign-in
+//! beyond that ends the same token's login idle longest; all tokens
+//! together keep at most [`MAX_LOGINS`], and a sign-in when they are
+//! reached ends the signing-in token's own login idle longest, or, if it
+//! has none, is refused ([`LoginRefused::Full`]). A login ends after
+//! [`IDLE_EXPIRY`] without a request, [`ABSOLUTE_EXPIRY`] after sign-in,
+//! or at sign-out.
 //!
 //! With a state directory (`[server] state_dir`), the store is kept in its
 //! file `web-sessions` (mode 600; digests only, never an id), written at
@@ -35,6 +40,8 @@ use crate::logfile::LogDir;
 pub const COOKIE: &str = "serialgate_session";
 /// Browser logins kept at once (each is a few dozen bytes).
 pub const MAX_LOGINS: usize = 256;
+/// Browser logins one token keeps at once.
+pub const MAX_LOGINS_PER_TOKEN: usize = 32;
 /// A login unused this long ends.
 pub const IDLE_EXPIRY: Duration = Duration::from_secs(8 * 3600);
 /// A login ends this long after its sign-in, used or not.
@@ -70,6 +77,16 @@ struct Store {
     entries: HashMap<[u8; 32], Entry>,
     /// The state directory, when logins outlive the daemon.
     dir: Option<LogDir>,
+}
+
+/// Why no login was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginRefused {
+    /// The OS gave no random bytes for an id.
+    NoRandomness,
+    /// Every one of the [`MAX_LOGINS`] is taken, none by the signing-in
+    /// token (whose own would be the one to end).
+    Full,
 }
 
 /// The browser logins of the web view, shared by its routes and by the
@@ -112,9 +129,7 @@ impl BrowserLogins {
             }
         };
         entries.retain(|_, e| !expired(e, now));
-        while entries.len() > MAX_LOGINS {
-            evict_idlest(&mut entries);
-        }
+        trim_to_caps(&mut entries);
         tracing::info!(
             "web sessions: {} kept from before in {}",
             entries.len(),
@@ -128,18 +143,33 @@ impl BrowserLogins {
         })
     }
 
-    /// Starts a login for `token`; returns the id for the cookie, or
-    /// `None` when the OS has no randomness to give (nothing is stored).
-    pub fn create(&self, token: &TokenConfig) -> Option<String> {
+    /// Starts a login for `token`; returns the id for the cookie. At a
+    /// cap, only `token`'s own login idle longest may end (see the
+    /// module doc); nothing is stored when it is refused.
+    pub fn create(&self, token: &TokenConfig) -> Result<String, LoginRefused> {
         let mut raw = [0u8; 32];
-        getrandom::fill(&mut raw).ok()?;
+        getrandom::fill(&mut raw).map_err(|_| LoginRefused::NoRandomness)?;
         let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
         let now = SystemTime::now();
         let mut store = crate::sync::lock(&self.store);
         store.entries.retain(|_, e| !expired(e, now));
-        if store.entries.len() >= MAX_LOGINS {
-            evict_idlest(&mut store.entries);
-            tracing::info!("web sessions: {MAX_LOGINS} open, the one idle longest was ended");
+        let own = store
+            .entries
+            .values()
+            .filter(|e| e.token == token.name)
+            .count();
+        if own >= MAX_LOGINS_PER_TOKEN || (store.entries.len() >= MAX_LOGINS && own > 0) {
+            evict_idlest(&mut store.entries, Some(&token.name));
+            tracing::info!(
+                "web sessions: token {:?} signed in again at a cap, its own login idle longest was ended",
+                token.name
+            );
+        } else if store.entries.len() >= MAX_LOGINS {
+            tracing::warn!(
+                "web sessions: all {MAX_LOGINS} taken by other tokens; refused a sign-in of token {:?}",
+                token.name
+            );
+            return Err(LoginRefused::Full);
         }
         store.entries.insert(
             digest(&id),
@@ -152,7 +182,7 @@ impl BrowserLogins {
             },
         );
         store.save();
-        Some(id)
+        Ok(id)
     }
 
     /// The caller a request's login cookie stands for, if it names a
@@ -207,14 +237,32 @@ impl Store {
     }
 }
 
-/// Removes the login idle longest.
-fn evict_idlest(entries: &mut HashMap<[u8; 32], Entry>) {
+/// Removes the login idle longest (of `token` only, when given).
+fn evict_idlest(entries: &mut HashMap<[u8; 32], Entry>, token: Option<&str>) {
     if let Some(oldest) = entries
         .iter()
+        .filter(|(_, e)| token.is_none_or(|t| e.token == t))
         .min_by_key(|(_, e)| e.last_seen)
         .map(|(k, _)| *k)
     {
         entries.remove(&oldest);
+    }
+}
+
+/// Brings logins read back from the file within both caps, ending the
+/// idlest of a token over its share first.
+fn trim_to_caps(entries: &mut HashMap<[u8; 32], Entry>) {
+    let mut per_token: HashMap<String, usize> = HashMap::new();
+    for e in entries.values() {
+        *per_token.entry(e.token.clone()).or_default() += 1;
+    }
+    for (token, count) in per_token {
+        for _ in MAX_LOGINS_PER_TOKEN..count {
+            evict_idlest(entries, Some(&token));
+        }
+    }
+    while entries.len() > MAX_LOGINS {
+        evict_idlest(entries, None);
     }
 }
 
@@ -386,6 +434,60 @@ mod tests {
             now
         ));
         assert!(expired(&entry(ABSOLUTE_EXPIRY + minute, minute), now));
+    }
+
+    fn read_token(name: &str) -> TokenConfig {
+        TokenConfig {
+            name: name.into(),
+            secret_file: "/s".into(),
+            secret: crate::config::TokenSecret::new(format!("{name}-secret").as_bytes()),
+            ports: vec!["*".into()],
+            access: crate::config::TokenAccess::Read,
+            use_credentials: false,
+        }
+    }
+
+    #[test]
+    fn a_token_at_a_cap_ends_only_its_own_logins() {
+        let logins = BrowserLogins::default();
+        let admin = read_token("admin");
+        let admin_id = logins.create(&admin).unwrap();
+        for _ in 0..MAX_LOGINS_PER_TOKEN + 10 {
+            logins.create(&read_token("guesser")).unwrap();
+        }
+        let count = |name: &str| {
+            crate::sync::lock(&logins.store)
+                .entries
+                .values()
+                .filter(|e| e.token == name)
+                .count()
+        };
+        assert_eq!(count("guesser"), MAX_LOGINS_PER_TOKEN);
+        assert!(
+            crate::sync::lock(&logins.store)
+                .entries
+                .contains_key(&digest(&admin_id))
+        );
+        // Fill the whole store with other tokens: a token with no login
+        // is refused, one with a login ends its own.
+        for t in 0..MAX_LOGINS / MAX_LOGINS_PER_TOKEN {
+            for _ in 0..MAX_LOGINS_PER_TOKEN {
+                let _ = logins.create(&read_token(&format!("t{t}")));
+            }
+        }
+        assert_eq!(crate::sync::lock(&logins.store).entries.len(), MAX_LOGINS);
+        assert_eq!(
+            logins.create(&read_token("newcomer")),
+            Err(LoginRefused::Full)
+        );
+        assert!(
+            crate::sync::lock(&logins.store)
+                .entries
+                .contains_key(&digest(&admin_id))
+        );
+        logins.create(&admin).unwrap();
+        assert_eq!(count("admin"), 1);
+        assert_eq!(crate::sync::lock(&logins.store).entries.len(), MAX_LOGINS);
     }
 
     #[test]

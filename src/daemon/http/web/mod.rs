@@ -3,7 +3,8 @@
 //! the daemon on its HTTP listener beside `/mcp`.
 //!
 //! - [`signin`]: the sign-in form and sign-in and sign-out (`POST`, the
-//!   same `[[tokens]]` as `/mcp`), held to [`origin`] and [`throttle`].
+//!   same `[[tokens]]` as `/mcp`), held to [`origin`] and to the
+//!   listener's failure throttle ([`crate::daemon::http::throttle`]).
 //! - [`browser_login`]: the server-side logins a browser's cookie names.
 //! - [`assets`]: the pages, scripts and styles, built into the binary.
 //! - [`ports_live`]: the ports page's WebSocket, a snapshot at every change.
@@ -31,7 +32,6 @@ pub mod ports_live;
 mod routes;
 pub mod signin;
 mod state;
-pub mod throttle;
 pub mod transcript;
 
 pub use routes::router;

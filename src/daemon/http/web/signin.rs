@@ -5,7 +5,8 @@
 //! server-side browser login (`browser_login.rs`); `POST /web/signout` ends it. Both must come from
 //! the web view's own origin ([`super::origin`]); failed sign-ins are
 //! logged with the client's address (never what was typed) and throttled
-//! by address ([`super::throttle`]).
+//! by source with the bearer tokens' failures ([`crate::daemon::http::throttle`]):
+//! a held source is answered `429` before its secret is compared.
 
 use std::net::SocketAddr;
 
@@ -15,8 +16,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
+use super::browser_login::{self, LoginRefused, MAX_LOGINS};
+use super::origin;
 use super::state::WebState;
-use super::{browser_login, origin};
 use crate::daemon::http::auth::find_token;
 
 /// The largest sign-in form accepted (an oversized body is `413`).
@@ -57,13 +59,20 @@ pub async fn sign_in(
             Some("Sign in from this server's own sign-in page."),
         );
     }
-    let ip = peer.ip().to_canonical();
-    if !state.throttle.allows(ip) {
+    let ip = peer.ip();
+    if let Err(held) = state.throttle.check(ip) {
         tracing::warn!("{peer}: web sign-in refused: too many failed sign-ins from this address");
-        return page(
+        let seconds = held.seconds();
+        let mut response = page(
             StatusCode::TOO_MANY_REQUESTS,
-            Some("Too many failed sign-ins from this address; wait a minute."),
+            Some(&format!(
+                "Too many failed sign-ins from this address; try again in {seconds} seconds."
+            )),
         );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        return response;
     }
     let secret = form.token.trim().as_bytes();
     let config = state.gateway.config();
@@ -87,14 +96,29 @@ pub async fn sign_in(
             Some("That is not the secret of one of this gateway's tokens."),
         );
     };
-    let Some(id) = state.logins.create(token) else {
-        tracing::error!("web sign-in failed: the OS gave no random bytes for a login id");
-        return page(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some("The gateway cannot sign you in now; try again."),
-        );
+    let id = match state.logins.create(token) {
+        Ok(id) => id,
+        Err(LoginRefused::NoRandomness) => {
+            tracing::error!("web sign-in failed: the OS gave no random bytes for a login id");
+            return page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some("The gateway cannot sign you in now; try again."),
+            );
+        }
+        Err(LoginRefused::Full) => {
+            tracing::warn!(
+                "{peer}: web sign-in of token {:?} refused: every browser login is taken by other tokens",
+                token.name
+            );
+            return page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(&format!(
+                    "The gateway keeps {MAX_LOGINS} browser sign-ins and all are taken by other tokens; \
+                     try again when some are signed out or expire."
+                )),
+            );
+        }
     };
-    state.throttle.succeeded(ip);
     tracing::info!("{peer}: token {:?} signed in to the web view", token.name);
     with_cookie(
         Redirect::to("/web/").into_response(),

@@ -4,7 +4,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::browser_login::BrowserLogins;
-use super::throttle::Throttle;
+use crate::daemon::http::throttle::Throttle;
 use crate::gateway::Gateway;
 
 /// What the web view's routes share.
@@ -16,7 +16,7 @@ pub struct WebState {
     pub logins: BrowserLogins,
     /// `auth = "none"` on loopback: no sign-in, everyone is anonymous.
     pub open: bool,
-    /// Failed sign-ins by client address.
+    /// Failed secrets by source, shared with the bearer-token doors.
     pub throttle: Throttle,
     /// Ends the live WebSockets at shutdown.
     pub cancel: CancellationToken,
