@@ -35,6 +35,7 @@ mod hostile_http;
 mod hostile_remotes;
 mod hostile_scope;
 mod hostile_secrets;
+mod hostile_throttle;
 mod hostile_web;
 mod http;
 mod isolation;
