@@ -77,6 +77,9 @@ struct Store {
 #[derive(Clone, Default)]
 pub struct BrowserLogins {
     store: Arc<Mutex<Store>>,
+    /// Bumped whenever a login ends, so that the consoles and feeds it
+    /// opened re-check their caller.
+    ended: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 fn digest(id: &str) -> [u8; 32] {
@@ -125,6 +128,7 @@ impl BrowserLogins {
                 entries,
                 dir: Some(dir),
             })),
+            ended: Arc::default(),
         })
     }
 
@@ -136,8 +140,13 @@ impl BrowserLogins {
         let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
         let now = SystemTime::now();
         let mut store = crate::sync::lock(&self.store);
+        let before = store.entries.len();
         store.entries.retain(|_, e| !expired(e, now));
+        if store.entries.len() < before {
+            self.tell_ended();
+        }
         if store.entries.len() >= MAX_LOGINS {
+            self.tell_ended();
             evict_idlest(&mut store.entries);
             tracing::info!("web sessions: {MAX_LOGINS} open, the one idle longest was ended");
         }
@@ -171,6 +180,7 @@ impl BrowserLogins {
         if !valid {
             store.entries.remove(&key);
             store.save();
+            self.tell_ended();
             return None;
         }
         entry.last_seen = now;
@@ -186,8 +196,19 @@ impl BrowserLogins {
             let mut store = crate::sync::lock(&self.store);
             if store.entries.remove(&digest(id)).is_some() {
                 store.save();
+                self.tell_ended();
             }
         }
+    }
+
+    /// Changes whenever a login ends (sign-out, expiry, eviction, its
+    /// token removed or given a new secret).
+    pub fn watch_ended(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.ended.subscribe()
+    }
+
+    fn tell_ended(&self) {
+        self.ended.send_modify(|count| *count += 1);
     }
 }
 
