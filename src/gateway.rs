@@ -86,6 +86,9 @@ struct Shared {
     /// Bumped when ports are added or removed (reload, ad hoc), so that
     /// views of every port (the web view's ports page) list them again.
     ports_changed: watch::Sender<u64>,
+    /// The config's generation, bumped by every [`Gateway::reload`], so
+    /// that open consoles re-check their callers against the new tokens.
+    config_changed: watch::Sender<u64>,
 }
 
 struct Entry {
@@ -129,6 +132,7 @@ impl Gateway {
                 audit,
                 on_alert,
                 ports_changed: watch::Sender::new(0),
+                config_changed: watch::Sender::new(0),
             }),
         }
     }
@@ -258,7 +262,15 @@ impl Gateway {
             *crate::sync::write(&self.shared.config) = Arc::new(config);
         }
         self.ports_changed();
+        self.shared
+            .config_changed
+            .send_modify(|generation| *generation += 1);
         (added, removed, changed)
+    }
+
+    /// Changes whenever a reload puts a new config in force.
+    pub fn watch_config(&self) -> watch::Receiver<u64> {
+        self.shared.config_changed.subscribe()
     }
 
     /// Changes whenever ports are added or removed.

@@ -73,6 +73,15 @@ impl Caller {
         }
     }
 
+    /// Whether `other` may do exactly what this caller may (a re-check
+    /// after a reload finds nothing to change).
+    pub(crate) fn same_rights(&self, other: &Caller) -> bool {
+        self.name == other.name
+            && self.access == other.access
+            && self.port_globs == other.port_globs
+            && self.use_credentials == other.use_credentials
+    }
+
     /// The caller as messages name it: `token "name"`.
     pub(crate) fn who(&self) -> String {
         format!("token {:?}", self.name)

@@ -7,11 +7,13 @@
 //! that caller may do: which ports it reaches, whether it may take a
 //! port's write hold, which tool it may call. No door keeps rules of its
 //! own, so a person at the console and an agent over MCP are held to the
-//! same ones. The command policy of the guardrails (which commands a
-//! caller may send) will live here beside them, asked by every door the
-//! same way.
+//! same ones. An open console or ports feed keeps its caller current
+//! ([`standing`]): a reload or a sign-out reaches it at once. The
+//! command policy of the guardrails (which commands a caller may send)
+//! will live here beside them, asked by every door the same way.
 
 pub(crate) mod caller;
 pub(crate) mod rules;
+pub(crate) mod standing;
 
 pub use caller::Caller;

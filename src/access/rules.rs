@@ -27,6 +27,11 @@
 //!   `pulse_line`, `detect_baud` — and every tool not in the table, so a new
 //!   tool is admin-only until it is classified here.
 //!
+//! A console attachment asks the same table, through one function per
+//! action: [`may_watch`] (attach; an ad-hoc port needs admin),
+//! [`may_type`] (the access of `send_keys`) and [`may_send_break`] (the
+//! access of `send_break`), so the console and MCP cannot drift apart.
+//!
 //! Taking the write hold (`connect` with `take_over: true`, a person's
 //! force at the console) is decided here too, by [`may_take_hold`]: on a
 //! free port, or one the caller's session already holds, it is harmless;
@@ -169,11 +174,77 @@ fn access_refused(caller: &Caller, what: &str, needs: TokenAccess) -> GateError 
     )
 }
 
+/// Checks that `caller` has the access `tool` needs by [`TOOLS`]; `what`
+/// names the action in the refusal. The one answer MCP's [`authorize`]
+/// and a console attachment's frames both take, so a person at the
+/// console needs what an agent calling the tool needs.
+fn may_use_tool(caller: &Caller, tool: &str, what: &str) -> Result<(), GateError> {
+    let needs = classify(tool).0;
+    if needs > caller.access {
+        return Err(access_refused(caller, what, needs));
+    }
+    Ok(())
+}
+
+/// Checks that `caller` reaches `port` for `what`: its globs match, and
+/// an ad-hoc port (opened from a device path) needs admin access.
+fn may_reach(caller: &Caller, port: &str, adhoc: bool, what: &str) -> Result<(), GateError> {
+    if !caller.may_use_port(port) {
+        return Err(port_refused(caller, port));
+    }
+    if adhoc && caller.access < TokenAccess::Admin {
+        return Err(access_refused(
+            caller,
+            &format!(
+                "{what} on the ad-hoc port {} (a device path, not a configured port)",
+                shown(port)
+            ),
+            TokenAccess::Admin,
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `port` is an ad-hoc port of `gateway`.
+fn is_adhoc(gateway: &Gateway, port: &str) -> bool {
+    gateway.port(port).is_some_and(|gp| gp.adhoc)
+}
+
+/// Checks that `caller` may watch `port` at a console (attach, spy, see
+/// it in a list or on the ports page): it reaches the port, and an
+/// ad-hoc one only with admin access, as over MCP.
+pub fn may_watch(caller: &Caller, gateway: &Gateway, port: &str) -> Result<(), GateError> {
+    may_reach(caller, port, is_adhoc(gateway, port), "attaching")
+}
+
 /// Whether `caller` may see and read `port` (an ad-hoc port, opened from
-/// a device path, only with admin access).
+/// a device path, only with admin access): [`may_watch`] as a yes or no,
+/// for lists.
 pub fn may_read_port(caller: &Caller, gateway: &Gateway, port: &str) -> bool {
-    let adhoc = gateway.port(port).is_some_and(|gp| gp.adhoc);
-    caller.may_use_port(port) && (!adhoc || caller.access >= TokenAccess::Admin)
+    may_watch(caller, gateway, port).is_ok()
+}
+
+/// Checks that `caller` may type into `port` at a console: the access of
+/// `send_keys` (write), on a port it may watch.
+pub fn may_type(caller: &Caller, gateway: &Gateway, port: &str) -> Result<(), GateError> {
+    may_watch(caller, gateway, port)?;
+    may_use_tool(
+        caller,
+        "send_keys",
+        &format!("typing into {} (as send_keys)", shown(port)),
+    )
+}
+
+/// Checks that `caller` may send BREAK on `port`, at a console or over
+/// MCP: the access of `send_break` in [`TOOLS`] (admin), on a port it
+/// may watch.
+pub fn may_send_break(caller: &Caller, gateway: &Gateway, port: &str) -> Result<(), GateError> {
+    may_watch(caller, gateway, port)?;
+    may_use_tool(
+        caller,
+        "send_break",
+        &format!("a BREAK on {} (send_break)", shown(port)),
+    )
 }
 
 /// Whether the machine's serial devices and ad-hoc connects show to
@@ -296,15 +367,13 @@ pub fn authorize(
     call: &ToolCall<'_>,
 ) -> Result<Allowed, GateError> {
     let tool = call.tool;
-    let (needs, scope) = classify(tool);
-    if needs > caller.access {
-        let what = if TOOLS.iter().any(|(name, _, _)| *name == tool) {
-            tool.to_owned()
-        } else {
-            format!("the tool {}", shown(tool))
-        };
-        return Err(access_refused(caller, &what, needs));
-    }
+    let scope = classify(tool).1;
+    let what = if TOOLS.iter().any(|(name, _, _)| *name == tool) {
+        tool.to_owned()
+    } else {
+        format!("the tool {}", shown(tool))
+    };
+    may_use_tool(caller, tool, &what)?;
     let mut allowed = Allowed::AsAsked;
     if tool == "read_until_prompt" && caller.access < TokenAccess::Write {
         match call.replies {
@@ -329,8 +398,7 @@ pub fn authorize(
         }
         Scope::Connection => {
             if let Some(name) = &call.connection {
-                let adhoc = gateway.port(name).is_some_and(|gp| gp.adhoc);
-                ports.push((name.clone(), adhoc));
+                ports.push((name.clone(), is_adhoc(gateway, name)));
             }
             if let Some(port) = call.port {
                 ports.push(connect_target(caller, gateway, port, None)?);
@@ -338,19 +406,7 @@ pub fn authorize(
         }
     }
     for (port, adhoc) in &ports {
-        if !caller.may_use_port(port) {
-            return Err(port_refused(caller, port));
-        }
-        if *adhoc && caller.access < TokenAccess::Admin {
-            return Err(access_refused(
-                caller,
-                &format!(
-                    "{tool} on the ad-hoc port {} (a device path, not a configured port)",
-                    shown(port)
-                ),
-                TokenAccess::Admin,
-            ));
-        }
+        may_reach(caller, port, *adhoc, tool)?;
     }
     if scope == Scope::Connect && call.take_over {
         let port = ports.first().map_or("the port", |(p, _)| p.as_str());

@@ -17,7 +17,8 @@ use super::protocol::{
     MAX_REPLAY_LINES, MAX_SERVER_DATA_BYTES, Mode, PortSummary, ServerMessage,
 };
 use crate::access::Caller;
-use crate::access::rules::may_take_hold;
+use crate::access::rules::{may_send_break, may_take_hold, may_type, may_watch};
+use crate::access::standing::{Recheck, Standing};
 use crate::audit::Actor;
 use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, label};
@@ -51,10 +52,10 @@ pub async fn finish_writer(mut writer: tokio::task::JoinHandle<()>) {
 }
 
 /// Who is at the console, as the transport authenticated them.
-#[derive(Debug, Clone)]
 pub struct Person {
-    /// What they may do and which ports they reach.
-    pub caller: Caller,
+    /// What they may do and which ports they reach, kept current: a
+    /// reload or the end of their browser login re-checks it.
+    pub standing: Standing,
     /// Their name: the local socket peer's user name, or the token's name.
     pub name: String,
 }
@@ -65,7 +66,9 @@ struct Ended(String);
 
 /// Serves one console connection: reads the client's frames from
 /// `incoming` and sends the server's to `outgoing`, until the client
-/// leaves, is too slow, the port closes or `shutdown` is cancelled.
+/// leaves, is too slow, the port closes, its caller is revoked (a reload
+/// removed its token, its browser login ended) or `shutdown` is
+/// cancelled.
 /// `only_port`: the connection was made for that port (its URL names it),
 /// and a hello for another is refused.
 pub async fn serve(
@@ -89,7 +92,9 @@ pub async fn serve(
     };
     match message {
         Ok(ClientMessage::List) => {
-            let _ = out.send_message(&list(&gateway, &person.caller)).await;
+            let _ = out
+                .send_message(&list(&gateway, person.standing.caller()))
+                .await;
         }
         Ok(ClientMessage::Hello(hello))
             if only_port.as_ref().is_some_and(|p| *p != hello.port) =>
@@ -101,9 +106,10 @@ pub async fn serve(
             .await
         }
         Ok(ClientMessage::Hello(hello)) => {
-            let outcome = attach(&gateway, &person, hello, &mut incoming, &out, &shutdown).await;
+            let name = label(&person.name);
+            let outcome = attach(&gateway, person, hello, &mut incoming, &out, &shutdown).await;
             if let Err(Ended(reason)) = outcome {
-                tracing::info!(person = %label(&person.name), "console session ended: {reason}");
+                tracing::info!(person = %name, "console session ended: {reason}");
                 out.bye(&reason).await;
             }
         }
@@ -118,12 +124,13 @@ pub async fn serve(
     }
 }
 
-/// The port list a caller may see.
+/// The port list a caller may see: the ports it may watch
+/// ([`crate::access::rules::may_watch`]; ad-hoc ones only for admins).
 fn list(gateway: &Gateway, caller: &Caller) -> ServerMessage {
     let ports = gateway
         .ports()
         .into_iter()
-        .filter(|p| caller.may_use_port(p.port.name()))
+        .filter(|p| may_watch(caller, gateway, p.port.name()).is_ok())
         .map(|p| PortSummary {
             name: p.port.name().to_owned(),
             state: p.port.state(),
@@ -177,7 +184,9 @@ impl Outgoing {
 /// One person's attachment: what it knows of its port and its person.
 struct Attachment<'a> {
     port: Port,
-    person: &'a Person,
+    gateway: &'a Gateway,
+    /// The caller as last re-checked.
+    caller: Caller,
     actor: Actor,
     spy: bool,
     /// The offset up to which output has been sent.
@@ -210,23 +219,29 @@ fn hold_hint(client: Option<&str>) -> &'static str {
 
 async fn attach(
     gateway: &Gateway,
-    person: &Person,
+    person: Person,
     hello: Hello,
     incoming: &mut mpsc::Receiver<Frame>,
     out: &Outgoing,
     shutdown: &CancellationToken,
 ) -> Result<(), Ended> {
+    let Person { mut standing, name } = person;
+    let caller = standing.caller().clone();
     let Some(found) = gateway
         .port(&hello.port)
-        .filter(|_| person.caller.may_use_port(&hello.port))
+        .filter(|_| caller.may_use_port(&hello.port))
     else {
         return Err(Ended(format!(
             "no port {} that this caller may use; `serialgate console --list` shows them",
             crate::error::shown(&hello.port)
         )));
     };
+    if let Err(e) = may_watch(&caller, gateway, &hello.port) {
+        out.error(&e).await?;
+        return Err(Ended(e.message));
+    }
     let port = found.port;
-    let may_write = person.caller.access >= TokenAccess::Write;
+    let may_write = caller.access >= TokenAccess::Write;
     let spy = hello.mode == Mode::Spy || !may_write;
     let hold_hint = hold_hint(hello.client.as_deref());
     let client = hello
@@ -236,8 +251,8 @@ async fn attach(
     let actor = Actor {
         session: crate::audit::next_session(),
         client,
-        token: person.caller.name.clone(),
-        person: Some(label(&person.name)),
+        token: caller.name.clone(),
+        person: Some(label(&name)),
     };
     let _presence = port.join(Participant::now(actor.session, actor.describe(), spy));
     port.record_session_event(&actor, if spy { "console spy" } else { "console attach" });
@@ -247,12 +262,15 @@ async fn attach(
         hold_hint,
         cursor: 0,
         port: port.clone(),
-        person,
+        gateway,
+        caller,
         actor,
         spy,
         out,
     };
-    let outcome = attachment.run(hello, incoming, shutdown).await;
+    let outcome = attachment
+        .run(hello, incoming, shutdown, &mut standing)
+        .await;
     port.release_writer(attachment.actor.session);
     port.record_session_event(&attachment.actor, "console detach");
     outcome
@@ -264,6 +282,7 @@ impl Attachment<'_> {
         hello: Hello,
         incoming: &mut mpsc::Receiver<Frame>,
         shutdown: &CancellationToken,
+        standing: &mut Standing,
     ) -> Result<(), Ended> {
         let mut refusal = None;
         if !self.spy {
@@ -353,12 +372,38 @@ impl Attachment<'_> {
                         Some(frame) => self.handle(frame).await?,
                     }
                 }
+                recheck = standing.changed() => {
+                    match recheck.map_err(Ended)? {
+                        Recheck::Same => {}
+                        Recheck::Changed => self.rights_changed(standing.caller().clone())?,
+                    }
+                }
                 () = shutdown.cancelled() => {
                     self.send_output(log.head()).await?;
                     return Err(Ended("the gateway is shutting down".to_owned()));
                 }
             }
         }
+    }
+
+    /// Applies the caller's new rights after a re-check: a port it no
+    /// longer may watch ends the attachment; without write access it
+    /// drops the hold and watches only (its typing is refused from now).
+    fn rights_changed(&mut self, caller: Caller) -> Result<(), Ended> {
+        self.caller = caller;
+        if let Err(e) = may_watch(&self.caller, self.gateway, self.port.name()) {
+            return Err(Ended(format!("{}; this console is closed", e.message)));
+        }
+        if self.caller.access < TokenAccess::Write && !self.spy {
+            self.spy = true;
+            self.port.release_writer(self.actor.session);
+            tracing::info!(
+                token = %label(&self.caller.name),
+                port = %self.port.name(),
+                "console now only watches: its token lost write access"
+            );
+        }
+        Ok(())
     }
 
     /// Sends the output from the cursor to `head` and moves the cursor.
@@ -500,7 +545,9 @@ impl Attachment<'_> {
 
     /// Writes what the person typed, under the write hold.
     async fn typed(&mut self, bytes: &[u8]) -> Result<(), Ended> {
-        let result = if self.spy {
+        let result = if let Err(e) = may_type(&self.caller, self.gateway, self.port.name()) {
+            Err(e)
+        } else if self.spy {
             Err(self.read_only_refusal())
         } else if bytes.len() > MAX_CLIENT_DATA_BYTES {
             Err(GateError::invalid(format!(
@@ -533,6 +580,7 @@ impl Attachment<'_> {
     }
 
     async fn send_break(&self, ms: Option<u64>) -> Result<(), GateError> {
+        may_send_break(&self.caller, self.gateway, self.port.name())?;
         if self.spy {
             return Err(self.read_only_refusal());
         }
@@ -544,19 +592,19 @@ impl Attachment<'_> {
     }
 
     fn force(&self) -> Result<(), GateError> {
-        let (caller, session, name) = (&self.person.caller, self.actor.session, self.port.name());
+        let (caller, session, name) = (&self.caller, self.actor.session, self.port.name());
         self.port.take_writer(&self.actor, |holder| {
             may_take_hold(caller, session, name, holder)
         })
     }
 
     fn read_only_refusal(&self) -> GateError {
-        if self.person.caller.access < TokenAccess::Write {
+        if self.caller.access < TokenAccess::Write {
             GateError::new(
                 ErrorCode::Forbidden,
                 format!(
                     "token {:?} has read access: it can watch {} but not write to it",
-                    self.person.caller.name,
+                    self.caller.name,
                     self.port.name()
                 ),
             )

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::attachment::{OUTGOING_FRAMES, Person, serve};
 use super::protocol::{Frame, FrameDecoder, MAX_JSON_BYTES, ServerMessage, encode_frame};
 use crate::access::Caller;
+use crate::access::standing::Standing;
 use crate::gateway::Gateway;
 
 /// The group whose members may use the console socket.
@@ -109,7 +110,7 @@ impl ConsoleSocket {
                 tokio::spawn(refuse(stream));
                 continue;
             };
-            let person = match peer_person(&stream) {
+            let person = match peer_person(&stream, &gateway) {
                 Ok(person) => person,
                 Err(e) => {
                     tracing::warn!("console socket: refused a peer: {e}");
@@ -154,7 +155,7 @@ async fn refuse(mut stream: UnixStream) {
 
 /// Who the socket's peer is: the user of its uid, with the local
 /// operator's access (the socket's permissions are the gate).
-fn peer_person(stream: &UnixStream) -> std::io::Result<Person> {
+fn peer_person(stream: &UnixStream, gateway: &Gateway) -> std::io::Result<Person> {
     let cred = stream.peer_cred()?;
     let uid = nix::unistd::Uid::from_raw(cred.uid());
     let name = match nix::unistd::User::from_uid(uid) {
@@ -162,7 +163,7 @@ fn peer_person(stream: &UnixStream) -> std::io::Result<Person> {
         _ => format!("uid {}", cred.uid()),
     };
     Ok(Person {
-        caller: Caller::operator(),
+        standing: Standing::fixed(Caller::operator(), gateway),
         name,
     })
 }

@@ -30,6 +30,7 @@ mod console_client;
 mod errors;
 mod expect;
 mod hostile;
+mod hostile_doors;
 mod hostile_files;
 mod hostile_http;
 mod hostile_remotes;

@@ -142,6 +142,8 @@ fn app(
     let console = console_ws::ConsoleState {
         gateway: gateway.clone(),
         cancel: cancel.clone(),
+        logins: browsers.clone(),
+        open: config.server.auth == AuthMode::None,
     };
     let consoles = Router::new()
         .route("/ports/{name}/console", get(console_ws::attach_port))

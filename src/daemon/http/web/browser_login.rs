@@ -94,6 +94,9 @@ pub enum LoginRefused {
 #[derive(Clone, Default)]
 pub struct BrowserLogins {
     store: Arc<Mutex<Store>>,
+    /// Bumped whenever a login ends, so that the consoles and feeds it
+    /// opened re-check their caller.
+    ended: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 fn digest(id: &str) -> [u8; 32] {
@@ -140,6 +143,7 @@ impl BrowserLogins {
                 entries,
                 dir: Some(dir),
             })),
+            ended: Arc::default(),
         })
     }
 
@@ -152,13 +156,18 @@ impl BrowserLogins {
         let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
         let now = SystemTime::now();
         let mut store = crate::sync::lock(&self.store);
+        let before = store.entries.len();
         store.entries.retain(|_, e| !expired(e, now));
+        if store.entries.len() < before {
+            self.tell_ended();
+        }
         let own = store
             .entries
             .values()
             .filter(|e| e.token == token.name)
             .count();
         if own >= MAX_LOGINS_PER_TOKEN || (store.entries.len() >= MAX_LOGINS && own > 0) {
+            self.tell_ended();
             evict_idlest(&mut store.entries, Some(&token.name));
             tracing::info!(
                 "web sessions: token {:?} signed in again at a cap, its own login idle longest was ended",
@@ -201,6 +210,7 @@ impl BrowserLogins {
         if !valid {
             store.entries.remove(&key);
             store.save();
+            self.tell_ended();
             return None;
         }
         entry.last_seen = now;
@@ -216,8 +226,19 @@ impl BrowserLogins {
             let mut store = crate::sync::lock(&self.store);
             if store.entries.remove(&digest(id)).is_some() {
                 store.save();
+                self.tell_ended();
             }
         }
+    }
+
+    /// Changes whenever a login ends (sign-out, expiry, eviction, its
+    /// token removed or given a new secret).
+    pub fn watch_ended(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.ended.subscribe()
+    }
+
+    fn tell_ended(&self) {
+        self.ended.send_modify(|count| *count += 1);
     }
 }
 

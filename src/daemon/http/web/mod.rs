@@ -35,4 +35,4 @@ mod state;
 pub mod transcript;
 
 pub use routes::router;
-pub use state::WebState;
+pub use state::{WebState, login_standing};

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Extension, State};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
 use serde::Serialize;
@@ -17,9 +18,10 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::state::WebState;
+use super::state::{WebState, login_standing};
 use crate::access::Caller;
-use crate::access::rules::access_name;
+use crate::access::rules::{access_name, may_read_port};
+use crate::access::standing::{Recheck, Standing};
 use crate::config::{DeviceMode, ModePrompts};
 use crate::console::attachment::SLOW_WATCHER;
 use crate::gateway::GatewayPort;
@@ -77,15 +79,26 @@ struct HolderView {
     kind: &'static str,
 }
 
-/// `GET /web/ports/live`: the WebSocket of the ports page.
+/// `GET /web/ports/live`: the WebSocket of the ports page. Its caller is
+/// re-checked at every reload and when its browser login ends.
 pub async fn live(
     State(state): State<WebState>,
     Extension(caller): Extension<Arc<Caller>>,
+    headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
+    let caller = Caller::clone(&caller);
+    let standing = if state.open {
+        Standing::fixed(caller, &state.gateway)
+    } else {
+        match login_standing(&state.logins, &state.gateway, caller.clone(), &headers) {
+            Some(standing) => standing,
+            None => Standing::token(caller, &state.gateway),
+        }
+    };
     upgrade
         .max_message_size(4096)
-        .on_upgrade(move |socket| feed(socket, state, caller))
+        .on_upgrade(move |socket| feed(socket, state, standing))
 }
 
 /// What wakes a feed: `now` for a state or presence change, `output` for
@@ -96,17 +109,19 @@ struct Wakes {
     output: Notify,
 }
 
-/// Sends snapshots until the browser leaves, is too slow, or shutdown.
-async fn feed(socket: WebSocket, state: WebState, caller: Arc<Caller>) {
+/// Sends snapshots until the browser leaves, is too slow, its caller is
+/// revoked (a `bye` with the reason, then the close), or shutdown.
+async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
     let (mut sink, mut stream) = socket.split();
     let mut ports_rx = state.gateway.watch_ports();
     loop {
         ports_rx.borrow_and_update();
+        let caller = standing.caller().clone();
         let visible: Vec<Shown> = state
             .gateway
             .ports()
             .into_iter()
-            .filter(|p| caller.may_use_port(p.port.name()))
+            .filter(|p| may_read_port(&caller, &state.gateway, p.port.name()))
             .map(Shown::new)
             .collect();
         let wakes = Arc::new(Wakes::default());
@@ -145,6 +160,15 @@ async fn feed(socket: WebSocket, state: WebState, caller: Arc<Caller>) {
                     let _ = sink.close().await;
                     return;
                 }
+                recheck = standing.changed() => match recheck {
+                    Ok(Recheck::Same) => continue,
+                    Ok(Recheck::Changed) => break,
+                    Err(reason) => {
+                        tracing::info!(token = %crate::error::label(&caller.name), "ports feed closed: {reason}");
+                        bye(&mut sink, &reason).await;
+                        return;
+                    }
+                },
             }
             pending = None;
             last_sent = Instant::now();
@@ -153,6 +177,17 @@ async fn feed(socket: WebSocket, state: WebState, caller: Arc<Caller>) {
             }
         }
     }
+}
+
+/// Says why the feed ends, `{"type":"bye","reason":...}`, and closes it
+/// (a browser that takes nothing for [`SLOW_WATCHER`] is left behind).
+async fn bye(sink: &mut futures_util::stream::SplitSink<WebSocket, Message>, reason: &str) {
+    let text = serde_json::json!({"type": "bye", "reason": reason}).to_string();
+    let _ = tokio::time::timeout(SLOW_WATCHER, async {
+        let _ = sink.send(Message::Text(text.into())).await;
+        let _ = sink.close().await;
+    })
+    .await;
 }
 
 /// Sends one snapshot; false when the browser is gone or took longer than

@@ -1,9 +1,13 @@
 //! What the web view's routes share: the gateway, the browser logins, the
-//! sign-in throttle, shutdown and the connection share.
+//! sign-in throttle, shutdown and the connection share; and how a
+//! WebSocket opened with a browser login keeps its caller current.
 
+use axum::http::{HeaderMap, HeaderValue, header};
 use tokio_util::sync::CancellationToken;
 
-use super::browser_login::BrowserLogins;
+use super::browser_login::{BrowserLogins, COOKIE, login_id};
+use crate::access::Caller;
+use crate::access::standing::Standing;
 use crate::daemon::http::throttle::Throttle;
 use crate::gateway::Gateway;
 
@@ -22,4 +26,27 @@ pub struct WebState {
     pub cancel: CancellationToken,
     /// Connections one token may hold (the listener's share).
     pub max_connections_per_token: usize,
+}
+
+/// The standing of a caller who came with a browser login's cookie in
+/// `headers`: re-checked at every reload and whenever a login ends, by
+/// asking `logins` for the same login again. `None` when `headers` name
+/// no login.
+pub fn login_standing(
+    logins: &BrowserLogins,
+    gateway: &Gateway,
+    caller: Caller,
+    headers: &HeaderMap,
+) -> Option<Standing> {
+    let id = login_id(headers)?;
+    let cookie = HeaderValue::from_str(&format!("{COOKIE}={id}")).ok()?;
+    let again = logins.clone();
+    let mut only_cookie = HeaderMap::new();
+    only_cookie.insert(header::COOKIE, cookie);
+    Some(Standing::login(
+        caller,
+        gateway,
+        logins.watch_ended(),
+        Box::new(move |gateway| again.caller(&only_cookie, gateway)),
+    ))
 }

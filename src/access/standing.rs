@@ -1,0 +1,159 @@
+//! A connection's caller kept current: an open console attachment or
+//! ports-page feed resolves its caller again whenever the config is
+//! reloaded or a browser login ends, so a removed token or an ended
+//! sign-in closes what it had open, and a lowered access applies from
+//! then on. Nothing polls: the gateway's config generation and the
+//! browser logins' end count are `watch` channels.
+
+use tokio::sync::watch;
+
+use super::caller::Caller;
+use crate::config::TokenAccess;
+use crate::gateway::Gateway;
+
+/// Resolves a browser login's caller again (`None`: the login ended, or
+/// its token is gone or has a new secret).
+pub type LoginResolver = Box<dyn Fn(&Gateway) -> Option<Caller> + Send + Sync>;
+
+/// How a connection's caller is found again.
+enum Source {
+    /// The local operator or a loopback caller without auth: nothing a
+    /// reload or a sign-out takes away.
+    Fixed,
+    /// A bearer token: found again by its name in the config in force.
+    Token,
+    /// A browser login: asked of the login store, and re-checked when a
+    /// login ends.
+    Login {
+        resolve: LoginResolver,
+        ended: watch::Receiver<u64>,
+    },
+}
+
+/// A connection's caller, and what tells it that the caller may have
+/// changed.
+pub struct Standing {
+    caller: Caller,
+    gateway: Gateway,
+    config: watch::Receiver<u64>,
+    source: Source,
+}
+
+/// What a re-check found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Recheck {
+    /// The caller may do what it could before.
+    Same,
+    /// Its access or ports changed: [`Standing::caller`] is the new one.
+    Changed,
+}
+
+impl Standing {
+    fn new(caller: Caller, gateway: &Gateway, source: Source) -> Standing {
+        let mut config = gateway.watch_config();
+        config.borrow_and_update();
+        Standing {
+            caller,
+            gateway: gateway.clone(),
+            config,
+            source,
+        }
+    }
+
+    /// A caller nothing revokes (the local operator, anonymous).
+    pub fn fixed(caller: Caller, gateway: &Gateway) -> Standing {
+        Standing::new(caller, gateway, Source::Fixed)
+    }
+
+    /// A bearer token's caller, found again by name at every reload.
+    pub fn token(caller: Caller, gateway: &Gateway) -> Standing {
+        Standing::new(caller, gateway, Source::Token)
+    }
+
+    /// A browser login's caller: `resolve` finds it again at every reload
+    /// and whenever `ended` says a login ended.
+    pub fn login(
+        caller: Caller,
+        gateway: &Gateway,
+        mut ended: watch::Receiver<u64>,
+        resolve: LoginResolver,
+    ) -> Standing {
+        ended.borrow_and_update();
+        Standing::new(caller, gateway, Source::Login { resolve, ended })
+    }
+
+    /// The caller as last resolved.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// Waits for a reload or the end of a browser login, then resolves
+    /// the caller again. `Err` says why the connection must close: its
+    /// token is gone, its login ended, or its access no longer opens a
+    /// console. Never ends for a fixed caller. Cancel-safe: a wake-up not
+    /// yet handled stays pending.
+    pub async fn changed(&mut self) -> Result<Recheck, String> {
+        match &mut self.source {
+            Source::Fixed => std::future::pending::<()>().await,
+            Source::Token => {
+                if self.config.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+            Source::Login { ended, .. } => {
+                tokio::select! {
+                    changed = self.config.changed() => {
+                        if changed.is_err() {
+                            return std::future::pending().await;
+                        }
+                    }
+                    changed = ended.changed() => {
+                        if changed.is_err() {
+                            return std::future::pending().await;
+                        }
+                    }
+                }
+            }
+        }
+        self.config.borrow_and_update();
+        let name = self.caller.name.clone();
+        let found = match &mut self.source {
+            Source::Fixed => Some(self.caller.clone()),
+            Source::Token => {
+                let config = self.gateway.config();
+                config
+                    .tokens
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(Caller::from_token)
+                    .ok_or_else(|| {
+                        format!(
+                            "token {name:?} was removed from the config; this connection is closed"
+                        )
+                    })?
+                    .into()
+            }
+            Source::Login { resolve, ended } => {
+                ended.borrow_and_update();
+                Some(resolve(&self.gateway).ok_or_else(|| {
+                    format!(
+                        "the browser login of token {name:?} ended (signed out, expired, or the token was removed or given a new secret); sign in again"
+                    )
+                })?)
+            }
+        };
+        let Some(found) = found else {
+            return Ok(Recheck::Same);
+        };
+        if found.access < TokenAccess::Read {
+            return Err(format!(
+                "token {name:?} now has metrics access, which opens no console; this connection is closed"
+            ));
+        }
+        if found.same_rights(&self.caller) {
+            return Ok(Recheck::Same);
+        }
+        self.caller = found;
+        Ok(Recheck::Changed)
+    }
+}

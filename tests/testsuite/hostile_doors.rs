@@ -1,0 +1,345 @@
+//! Every door asks the same rules, and keeps asking: over the real
+//! console WebSocket and the web view's ports feed against the real
+//! daemon, a write token's BREAK is refused as over MCP (the device's
+//! port records none) while an admin's goes through; an admin's ad-hoc
+//! port is neither attachable nor listed for a write token; a token
+//! removed by a reload, or a browser signed out, has its open consoles
+//! and feeds closed with a `bye`; and a token lowered to read has its
+//! typing refused from the reload on.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_TYPE, COOKIE, ORIGIN, SET_COOKIE};
+use serde_json::{Value, json};
+use serialgate_sim::{self as sim, Profile, SimHandle};
+use serialgate_testkit::client::GateClient;
+use serialgate_testkit::console::ConsoleConn;
+use serialgate_testkit::daemon::{self, Daemon, NotifySocket};
+use tempfile::TempDir;
+
+const NOC: &str = "noc-secret-0123456789";
+const AUDIT: &str = "audit-secret-0123456789";
+const BOSS: &str = "boss-secret-0123456789";
+
+/// The daemon over HTTP, a switch on `sw1`, a second device at
+/// `<dir>/bench1` an admin may open ad hoc, and three tokens, all with
+/// the globs `["*"]`: `noc` (write), `audit` (read), `boss` (admin).
+struct Site {
+    sw1: SimHandle,
+    _bench: SimHandle,
+    daemon: Daemon,
+    notify: NotifySocket,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
+    dir: TempDir,
+}
+
+/// The config with `tokens` (name, secret, access).
+fn write_config(dir: &std::path::Path, tokens: &[(&str, &str, &str)]) {
+    let entries: Vec<(&str, &str, &str, &str)> = tokens
+        .iter()
+        // Every port, ad-hoc ones too: what keeps those from a write
+        // token is its access, not its globs.
+        .map(|&(name, secret, access)| (name, secret, r#"["*"]"#, access))
+        .collect();
+    let tokens = daemon::tokens_toml(dir, &entries);
+    std::fs::write(
+        dir.join("serialgate.toml"),
+        format!(
+            "[server]\nallow_adhoc = true\nadhoc_devices = [{:?}]\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}",
+            dir.join("bench*").display().to_string(),
+            dir.join("sw1").display(),
+        ),
+    )
+    .expect("write config");
+}
+
+const ALL: &[(&str, &str, &str)] = &[
+    ("noc", NOC, "write"),
+    ("audit", AUDIT, "read"),
+    ("boss", BOSS, "admin"),
+];
+
+impl Site {
+    async fn start() -> Site {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sw1 = sim::spawn(Profile::CiscoIos, Some(dir.path().join("sw1")))
+            .await
+            .expect("simulated switch");
+        let bench = sim::spawn(Profile::CiscoIos, Some(dir.path().join("bench1")))
+            .await
+            .expect("simulated bench device");
+        write_config(dir.path(), ALL);
+        let notify = NotifySocket::bind(dir.path());
+        let config = dir.path().join("serialgate.toml");
+        let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
+        let url = daemon.http_url().await;
+        notify.expect("READY=1").await;
+        Site {
+            sw1,
+            _bench: bench,
+            daemon,
+            notify,
+            base: url.trim_end_matches("/mcp").to_owned(),
+            dir,
+        }
+    }
+
+    fn ws(&self, path: &str) -> String {
+        format!("{}{path}", self.base.replacen("http://", "ws://", 1))
+    }
+
+    async fn console(&self, secret: &str, port: &str, mode: &str) -> (ConsoleConn, Value) {
+        let mut conn =
+            ConsoleConn::connect_ws(&self.ws(&format!("/ports/{port}/console")), Some(secret))
+                .await
+                .expect("the console WebSocket");
+        conn.send_json(&json!({"type": "hello", "port": port, "mode": mode}))
+            .await;
+        let attached = conn.until_json("attached").await;
+        (conn, attached)
+    }
+
+    async fn agent(&self, secret: &str) -> GateClient {
+        GateClient::connect_http(&format!("{}/mcp", self.base), Some(secret))
+            .await
+            .expect("an MCP session over HTTP")
+    }
+
+    /// Rewrites the config with `tokens`, sends SIGHUP and waits for the
+    /// reload to be over.
+    async fn reload(&self, tokens: &[(&str, &str, &str)]) {
+        write_config(self.dir.path(), tokens);
+        self.daemon.signal(libc::SIGHUP);
+        self.notify.expect("RELOADING=1").await;
+        self.notify.expect("READY=1").await;
+    }
+
+    fn http() -> reqwest::Client {
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(20))
+            .build()
+            .expect("an HTTP client")
+    }
+
+    /// Signs a browser in with `secret`: its `name=value` cookie.
+    async fn sign_in(&self, secret: &str) -> String {
+        let response = Site::http()
+            .post(format!("{}/web/signin", self.base))
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(ORIGIN, &self.base)
+            .body(format!("token={secret}"))
+            .send()
+            .await
+            .expect("POST /web/signin");
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let set = response.headers()[SET_COOKIE].to_str().expect("ASCII");
+        set.split(';').next().expect("name=value").to_owned()
+    }
+
+    /// A WebSocket at `path` opened by the web view's pages with `cookie`.
+    async fn browser_ws(&self, path: &str, cookie: &str) -> ConsoleConn {
+        ConsoleConn::connect_ws_with(
+            &self.ws(path),
+            &[("cookie", cookie), ("origin", self.base.as_str())],
+        )
+        .await
+        .expect("a WebSocket from the web view")
+    }
+}
+
+/// Whether `sw1` recorded a BREAK, as the admin's `status` shows it.
+async fn breaks_recorded(boss: &GateClient) -> bool {
+    let status = boss
+        .call("status", json!({"connection": "sw1"}))
+        .await
+        .expect("status")
+        .ok();
+    status.to_string().contains("sent BREAK")
+}
+
+fn names(ports: &Value) -> Vec<String> {
+    ports["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn said_bye(messages: &[Value], needle: &str) -> bool {
+    messages
+        .iter()
+        .any(|m| m["type"] == "bye" && m["reason"].as_str().unwrap_or_default().contains(needle))
+}
+
+#[tokio::test]
+async fn a_break_frame_needs_admin_as_send_break_does() {
+    let site = Site::start().await;
+    let boss = site.agent(BOSS).await;
+    boss.call("connect", json!({"port": "sw1"}))
+        .await
+        .expect("connect")
+        .ok();
+    // Over MCP a write token may not send BREAK: the baseline.
+    let noc_agent = site.agent(NOC).await;
+    let refused = noc_agent
+        .call("send_break", json!({"duration_ms": 300}))
+        .await
+        .expect("send_break")
+        .err();
+    assert!(refused.starts_with("forbidden"), "{refused}");
+    // Nor at the console.
+    let (mut noc, attached) = site.console(NOC, "sw1", "attach").await;
+    assert_eq!(attached["writing"], true, "{attached}");
+    noc.send_json(&json!({"type": "break", "ms": 300})).await;
+    let error = noc.until_json("error").await;
+    assert_eq!(error["code"], "forbidden", "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(message.contains("admin access"), "{message}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !breaks_recorded(&boss).await,
+        "the write token's BREAK reached sw1"
+    );
+    drop(noc);
+    // An admin's goes through (Linux takes TIOCSBRK on a pty).
+    let (mut admin, _) = site.console(BOSS, "sw1", "force").await;
+    admin.send_json(&json!({"type": "break", "ms": 100})).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !breaks_recorded(&boss).await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the admin's BREAK was not sent"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = site.sw1.received();
+}
+
+#[tokio::test]
+async fn an_adhoc_port_is_for_admins_at_every_door() {
+    let site = Site::start().await;
+    let boss = site.agent(BOSS).await;
+    let device = site.dir.path().join("bench1");
+    let opened = boss
+        .call(
+            "connect",
+            json!({"port": device.display().to_string(), "name": "bench"}),
+        )
+        .await
+        .expect("connect")
+        .ok();
+    let adhoc = opened["connection"].as_str().unwrap_or("bench").to_owned();
+    // The admin sees it in the console list.
+    let mut list = ConsoleConn::connect_ws(&site.ws("/console"), Some(BOSS))
+        .await
+        .expect("WebSocket");
+    list.send_json(&json!({"type": "list"})).await;
+    let ports = list.until_json("ports").await;
+    assert!(names(&ports).contains(&adhoc), "{ports}");
+    // The write token does not, over the console WebSocket's list…
+    let mut list = ConsoleConn::connect_ws(&site.ws("/console"), Some(NOC))
+        .await
+        .expect("WebSocket");
+    list.send_json(&json!({"type": "list"})).await;
+    let ports = list.until_json("ports").await;
+    assert_eq!(names(&ports), ["sw1"], "{ports}");
+    // …nor on the web ports feed.
+    let noc_cookie = site.sign_in(NOC).await;
+    let mut feed = site.browser_ws("/web/ports/live", &noc_cookie).await;
+    let snapshot = feed.until_json("ports").await;
+    assert_eq!(names(&snapshot), ["sw1"], "{snapshot}");
+    // It cannot attach, and what it types reaches nothing.
+    let mut conn = ConsoleConn::connect_ws(&site.ws("/console"), Some(NOC))
+        .await
+        .expect("WebSocket");
+    conn.send_json(&json!({"type": "hello", "port": adhoc, "mode": "attach"}))
+        .await;
+    conn.send_data(b"reload\r").await;
+    let said = conn.until_closed().await;
+    assert!(
+        !said.iter().any(|m| m["type"] == "attached"),
+        "attached to the ad-hoc port: {said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|m| m["type"] == "error" && m["code"] == "forbidden"),
+        "{said:?}"
+    );
+    let refused = boss
+        .call("read_output", json!({"connection": adhoc, "cursor": 0}))
+        .await
+        .expect("read_output")
+        .ok();
+    assert!(!refused.to_string().contains("reload"), "{refused}");
+}
+
+#[tokio::test]
+async fn a_reload_closes_a_removed_tokens_console_and_lowers_a_demoted_one() {
+    let site = Site::start().await;
+    let (mut audit, _) = site.console(AUDIT, "sw1", "watch").await;
+    let (mut noc, attached) = site.console(NOC, "sw1", "attach").await;
+    assert_eq!(attached["writing"], true, "{attached}");
+    noc.send_data(b"\r").await;
+    noc.until_output("SW1>").await;
+    // audit removed, noc lowered to read.
+    site.reload(&[("noc", NOC, "read"), ("boss", BOSS, "admin")])
+        .await;
+    let said = audit.until_closed().await;
+    assert!(said_bye(&said, "removed"), "{said:?}");
+    noc.send_data(b"show clock\r").await;
+    let error = noc.until_json("error").await;
+    assert_eq!(error["code"], "forbidden", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("write access"),
+        "{error}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !String::from_utf8_lossy(&site.sw1.received()).contains("show clock"),
+        "the demoted token's typing reached the switch"
+    );
+    // The hold it had is free for a writer again.
+    let boss = site.agent(BOSS).await;
+    let connected = boss
+        .call("connect", json!({"port": "sw1"}))
+        .await
+        .expect("connect")
+        .ok();
+    assert!(connected.to_string().contains("sw1"), "{connected}");
+    boss.call("send_text", json!({"text": "\r"}))
+        .await
+        .expect("send_text")
+        .ok();
+}
+
+#[tokio::test]
+async fn signing_out_closes_the_browsers_console_and_ports_feed() {
+    let site = Site::start().await;
+    let cookie = site.sign_in(NOC).await;
+    let mut console = site.browser_ws("/ports/sw1/console", &cookie).await;
+    console
+        .send_json(&json!({"type": "hello", "port": "sw1", "mode": "attach"}))
+        .await;
+    console.until_json("attached").await;
+    let mut feed = site.browser_ws("/web/ports/live", &cookie).await;
+    feed.until_json("ports").await;
+    let out = Site::http()
+        .post(format!("{}/web/signout", site.base))
+        .header(COOKIE, &cookie)
+        .header(ORIGIN, &site.base)
+        .send()
+        .await
+        .expect("POST /web/signout");
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    let said = console.until_closed().await;
+    assert!(said_bye(&said, "sign in again"), "{said:?}");
+    let said = feed.until_closed().await;
+    assert!(said_bye(&said, "sign in again"), "{said:?}");
+}
