@@ -385,7 +385,15 @@ impl Receiver {
                     }
                 }
                 self.ask();
-                self.deadline = now + self.timing.start_interval;
+                // Quick requests wake a sender at the start; after a header
+                // or an EOT the sender is there already, and each request
+                // is a try that must leave it the answer time to repeat.
+                self.deadline = now
+                    + if self.phase == Phase::Start {
+                        self.timing.start_interval
+                    } else {
+                        self.timing.answer
+                    };
             }
             _ => {
                 // Half a block, or nothing where a block or EOT was due.
