@@ -1,6 +1,6 @@
 //! The daemon's Prometheus metrics, with the Prometheus client library
 //! (`prometheus-client`): counters the daemon's parts bump as things
-//! happen (alerts by severity, tool calls by tool and error code, wait
+//! happen (alerts by severity, session watches' alerts apart, tool calls by tool and error code, wait
 //! durations, dropped notifications), kept process-wide like the `tracing`
 //! dispatcher so that no layer passes them down. It imports nothing of
 //! the daemon's: the ports' own figures are read at each scrape by
@@ -20,6 +20,7 @@ type Labels = Vec<(&'static str, String)>;
 /// The counters kept between scrapes.
 struct Counters {
     alerts: Family<Labels, Counter>,
+    session_alerts: Family<Labels, Counter>,
     tool_calls: Family<Labels, Counter>,
     waits: Histogram,
     notifications: Family<Labels, Counter>,
@@ -29,6 +30,7 @@ struct Counters {
 
 static COUNTERS: LazyLock<Counters> = LazyLock::new(|| Counters {
     alerts: Family::default(),
+    session_alerts: Family::default(),
     tool_calls: Family::default(),
     // 10 ms to about 5 minutes.
     waits: Histogram::new(exponential_buckets(0.01, 2.0, 15)),
@@ -45,6 +47,16 @@ pub fn alert(port: &str, severity: &str) {
             ("port", port.to_owned()),
             ("severity", severity.to_owned()),
         ])
+        .inc();
+}
+
+/// A session's own watch raised an alert on `port`: counted apart from
+/// [`alert`], without a severity (the session chose it), so that no session
+/// moves the operator's alert counts.
+pub fn session_alert(port: &str) {
+    COUNTERS
+        .session_alerts
+        .get_or_create(&vec![("port", port.to_owned())])
         .inc();
 }
 
@@ -87,6 +99,12 @@ pub fn session(delta: i64) {
 pub fn alerts_seen(port: &str, severity: &str) -> u64 {
     let labels = vec![("port", port.to_owned()), ("severity", severity.to_owned())];
     COUNTERS.alerts.get(&labels).map_or(0, |c| c.get())
+}
+
+/// How many alerts sessions' own watches raised on `port`.
+pub fn session_alerts_seen(port: &str) -> u64 {
+    let labels = vec![("port", port.to_owned())];
+    COUNTERS.session_alerts.get(&labels).map_or(0, |c| c.get())
 }
 
 /// Live MCP session states.

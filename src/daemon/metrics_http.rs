@@ -155,6 +155,7 @@ pub(crate) fn render(gateway: &Gateway, shows: &dyn Fn(&str) -> bool) -> String 
             .set(port.active_waits() as i64);
     }
     let alerts = Family::<Labels, Counter>::default();
+    let session_alerts = Family::<Labels, Counter>::default();
     // Only the ports shown; a family clone would show them all.
     for gp in gateway.ports() {
         let name = gp.port.name();
@@ -169,6 +170,9 @@ pub(crate) fn render(gateway: &Gateway, shows: &dyn Fn(&str) -> bool) -> String 
             let seen = crate::metrics::alerts_seen(name, severity.as_str());
             alerts.get_or_create(&labels).inc_by(seen);
         }
+        session_alerts
+            .get_or_create(&vec![("port", name.to_owned())])
+            .inc_by(crate::metrics::session_alerts_seen(name));
     }
     let sessions = Gauge::<i64>::default();
     sessions.set(crate::metrics::sessions());
@@ -219,8 +223,13 @@ pub(crate) fn render(gateway: &Gateway, shows: &dyn Fn(&str) -> bool) -> String 
     );
     registry.register(
         "serialgate_alerts",
-        "Alerts raised, by port and severity",
+        "Alerts of the config's watches raised, by port and severity",
         alerts,
+    );
+    registry.register(
+        "serialgate_session_alerts",
+        "Alerts of sessions' own watches raised, by port (never in serialgate_alerts)",
+        session_alerts,
     );
     registry.register(
         "serialgate_mcp_sessions",

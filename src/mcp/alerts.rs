@@ -46,12 +46,13 @@ pub struct AlertsArgs {
 pub struct AlertsResult {
     /// The connection.
     pub connection: String,
-    /// Alerts after `since`, oldest first (at most 50).
+    /// Alerts after `since`, oldest first (at most 50): the config's
+    /// watches' and this session's own.
     pub alerts: Vec<Alert>,
     /// The cursor for the next call's `since`.
     pub next: u64,
     /// Alerts after `since` were dropped before being read (the port keeps
-    /// the newest 256).
+    /// the newest 256 of the config's watches and 256 of sessions').
     pub missed: bool,
     /// The watches in force for this session: the config's and its own.
     pub watches: Vec<Watch>,
@@ -116,7 +117,7 @@ impl GateServer {
             .into());
         }
         let since = a.since.unwrap_or(0);
-        let (listed, missed) = alerts.since(since, MAX_LISTED);
+        let (listed, missed) = alerts.since(session, since, MAX_LISTED);
         // A cursor from before a restart (ids begin at 1 again) is taken
         // back to the newest id.
         let next = listed

@@ -340,7 +340,7 @@ impl GateServer {
             people: port.people(),
             transcript: port.transcript().map(|t| t.path().display().to_string()),
             active_waits: port.active_waits(),
-            alerts: port.alerts().summary(),
+            alerts: port.alerts().summary_for(self.session.actor().session),
             com_port: com
                 .as_ref()
                 .map(|c| c.view().negotiation.as_str().to_owned()),

@@ -1,15 +1,25 @@
 //! A port's standing watches and the alerts they raised: the config's
 //! watches and each session's own, compiled into one set the reader
-//! matches (see `watchset.rs`), and the newest [`MAX_ALERTS`] alerts kept
-//! with a count of those dropped. Each alert goes to the daemon's log at
-//! its severity's level and wakes whoever waits on the port's alerts
-//! (resource subscriptions), and to the daemon's alert hook (metrics, the
-//! webhook), which must not block.
+//! matches (see `watchset.rs`).
+//!
+//! The config's watches are the operator's: their alerts are kept, the
+//! newest [`MAX_ALERTS`] with a count of those dropped, go to the daemon's
+//! log at their severity's level, wake whoever waits on the port's alerts
+//! (resource subscriptions) and go to the daemon's alert hook (the
+//! webhook), which must not block, and to `serialgate_alerts_total`.
+//!
+//! A session's own watch is for that session only: its alerts are kept
+//! apart, in a ring of their own ([`MAX_SESSION_ALERTS`] per port), so no
+//! number of them pushes a configured watch's alert out; each watch raises
+//! at most [`SESSION_WATCH_RATE`] a second (the rest are counted as
+//! dropped); they are never given to the hook, are counted only in
+//! `serialgate_session_alerts_total{port}` and are logged at DEBUG (the
+//! first of each watch at INFO, so the log says a session watch fires).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -19,12 +29,22 @@ use crate::config::watches::{MAX_WATCHES, Severity, Watch, check_watch_name, che
 use crate::sync::lock;
 use crate::watchset::{WatchHit, WatchSet};
 
-/// Alerts kept per port; older ones are dropped and counted.
+/// Alerts of the config's watches kept per port; older ones are dropped
+/// and counted.
 pub const MAX_ALERTS: usize = 256;
+/// Alerts of session watches kept per port, apart from the config's: the
+/// oldest are dropped and counted for the session they belonged to.
+pub const MAX_SESSION_ALERTS: usize = 256;
+/// Alerts one session watch raises at most per second; more are counted
+/// as dropped, so a watch matching every line costs a bounded amount.
+pub const SESSION_WATCH_RATE: u32 = 10;
 /// Watches one session may add to one port.
 pub const MAX_SESSION_WATCHES: usize = 16;
 /// Session watches one port takes from all sessions together.
 pub const MAX_PORT_SESSION_WATCHES: usize = 64;
+
+/// The window [`SESSION_WATCH_RATE`] counts in.
+const RATE_WINDOW: Duration = Duration::from_secs(1);
 
 /// Something the device printed that a watch matched: the evidence, with
 /// where it is in the OutputLog (read_output from a little before `start`
@@ -55,18 +75,28 @@ pub struct Alert {
 /// What `status` shows of a port's alerts.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct AlertSummary {
-    /// Alerts raised since the port started.
+    /// Alerts raised since the port started (the newest id).
     pub total: u64,
-    /// Alerts dropped from the kept ones (the oldest go first).
+    /// Alerts of the config's watches dropped from the kept ones (the
+    /// oldest go first).
     pub dropped: u64,
+    /// Alerts of this session's own watches dropped: pushed out of their
+    /// ring, or over a watch's rate.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub session_dropped: u64,
     /// Watches in force (config and sessions').
     pub watches: usize,
-    /// The newest alert; null when there is none.
+    /// The newest alert (of the config's watches or this session's own);
+    /// null when there is none.
     pub last: Option<Alert>,
 }
 
-/// Called with every alert raised, on the reader's path: must not block
-/// (count it, queue it with `try_send`).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Called with every alert of a configured watch, on the reader's path:
+/// must not block (count it, queue it with `try_send`).
 pub type AlertHook = Arc<dyn Fn(&Alert) + Send + Sync>;
 
 /// The watches in force, compiled together; index `i` of the set is
@@ -91,11 +121,105 @@ pub(crate) struct Alerts {
 
 #[derive(Default)]
 struct State {
+    /// The config's watches' alerts.
     kept: VecDeque<Alert>,
+    /// The newest id given (config and session alerts share the ids).
     total: u64,
     dropped: u64,
-    /// Session watches: the session's audit id and the watch.
-    session: Vec<(u64, Watch)>,
+    /// The id of the newest configured alert dropped.
+    dropped_newest: u64,
+    /// Session watches' alerts, with the session each is for.
+    session_kept: VecDeque<(u64, Alert)>,
+    /// Session watches, in the order they were added.
+    session: Vec<SessionWatch>,
+    /// What each session with alerts lost of them.
+    losses: Vec<(u64, Losses)>,
+}
+
+/// A session's watch and its rate window.
+#[derive(Clone)]
+struct SessionWatch {
+    session: u64,
+    watch: Watch,
+    /// When the current rate window began; `None` before the first alert.
+    window: Option<Instant>,
+    /// Alerts raised in the current window.
+    in_window: u32,
+    /// Whether it raised any alert yet.
+    alerted: bool,
+}
+
+/// Whether a session watch may raise one more alert now.
+enum Rate {
+    /// Yes, its first.
+    First,
+    /// Yes.
+    Again,
+    /// No: it raised [`SESSION_WATCH_RATE`] in this window already.
+    Over,
+}
+
+/// What one session lost of its watches' alerts.
+#[derive(Default, Clone, Copy)]
+struct Losses {
+    /// Dropped from the ring or over the rate.
+    dropped: u64,
+    /// The id of its newest alert pushed out of the ring.
+    dropped_newest: u64,
+}
+
+impl State {
+    fn losses_mut(&mut self, session: u64) -> &mut Losses {
+        let at = match self.losses.iter().position(|(s, _)| *s == session) {
+            Some(at) => at,
+            None => {
+                self.losses.push((session, Losses::default()));
+                self.losses.len() - 1
+            }
+        };
+        &mut self.losses[at].1
+    }
+
+    fn losses(&self, session: u64) -> Losses {
+        self.losses
+            .iter()
+            .find(|(s, _)| *s == session)
+            .map_or_else(Losses::default, |(_, l)| *l)
+    }
+
+    /// Whether `session`'s watch `name` may raise one more alert at `now`
+    /// (counted if so); `None` when the watch is gone.
+    fn within_rate(&mut self, session: u64, name: &str, now: Instant) -> Option<Rate> {
+        let w = self
+            .session
+            .iter_mut()
+            .find(|w| w.session == session && w.watch.name == name)?;
+        if w.window
+            .is_none_or(|began| now.duration_since(began) >= RATE_WINDOW)
+        {
+            w.window = Some(now);
+            w.in_window = 0;
+        }
+        if w.in_window >= SESSION_WATCH_RATE {
+            return Some(Rate::Over);
+        }
+        w.in_window += 1;
+        if std::mem::replace(&mut w.alerted, true) {
+            Some(Rate::Again)
+        } else {
+            Some(Rate::First)
+        }
+    }
+}
+
+/// How an alert goes to the log.
+enum Logged {
+    /// At its severity's level: a configured watch's.
+    AtSeverity,
+    /// At INFO: a session watch's first.
+    First,
+    /// At DEBUG: a session watch's others.
+    Debug,
 }
 
 impl Alerts {
@@ -130,10 +254,10 @@ impl Alerts {
         self.generation.load(Ordering::Acquire)
     }
 
-    fn recompile(&self, session: &[(u64, Watch)]) -> Result<(), regex::Error> {
+    fn recompile(&self, session: &[SessionWatch]) -> Result<(), regex::Error> {
         let mut watches: Vec<(Watch, Option<u64>)> =
             self.config.iter().cloned().map(|w| (w, None)).collect();
-        watches.extend(session.iter().map(|(s, w)| (w.clone(), Some(*s))));
+        watches.extend(session.iter().map(|w| (w.watch.clone(), Some(w.session))));
         let sources: Vec<&str> = watches.iter().map(|(w, _)| w.regex.as_str()).collect();
         let set = WatchSet::new(&sources)?;
         *lock(&self.compiled) = Arc::new(Compiled { set, watches });
@@ -141,8 +265,11 @@ impl Alerts {
         Ok(())
     }
 
-    /// Raises an alert for each hit of the set `compiled`.
+    /// Raises an alert for each hit of the set `compiled`: a configured
+    /// watch's for the operator, a session watch's (within its rate) for
+    /// its session only.
     pub(crate) fn raise(&self, compiled: &Compiled, hits: &[WatchHit]) {
+        let now = Instant::now();
         let at_unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -153,6 +280,19 @@ impl Alerts {
                 let Some((watch, session)) = compiled.watches.get(hit.watch) else {
                     continue;
                 };
+                let mut logged = Logged::AtSeverity;
+                if let Some(s) = *session {
+                    match state.within_rate(s, &watch.name, now) {
+                        // Removed since the set was compiled.
+                        None => continue,
+                        Some(Rate::Over) => {
+                            state.losses_mut(s).dropped += 1;
+                            continue;
+                        }
+                        Some(Rate::First) => logged = Logged::First,
+                        Some(Rate::Again) => logged = Logged::Debug,
+                    }
+                }
                 state.total += 1;
                 let alert = Alert {
                     id: state.total,
@@ -165,19 +305,39 @@ impl Alerts {
                     end: hit.span.end,
                     session_watch: session.is_some(),
                 };
-                if state.kept.len() == MAX_ALERTS {
-                    state.kept.pop_front();
-                    state.dropped += 1;
+                match *session {
+                    None => {
+                        if state.kept.len() == MAX_ALERTS
+                            && let Some(old) = state.kept.pop_front()
+                        {
+                            state.dropped += 1;
+                            state.dropped_newest = old.id;
+                        }
+                        state.kept.push_back(alert.clone());
+                    }
+                    Some(s) => {
+                        if state.session_kept.len() == MAX_SESSION_ALERTS
+                            && let Some((owner, old)) = state.session_kept.pop_front()
+                        {
+                            let losses = state.losses_mut(owner);
+                            losses.dropped += 1;
+                            losses.dropped_newest = old.id;
+                        }
+                        state.session_kept.push_back((s, alert.clone()));
+                    }
                 }
-                state.kept.push_back(alert.clone());
-                raised.push(alert);
+                raised.push((alert, logged));
             }
         }
-        let Some(newest) = raised.last().map(|a| a.id) else {
+        let Some(newest) = raised.last().map(|(a, _)| a.id) else {
             return;
         };
-        for alert in &raised {
-            log(alert);
+        for (alert, logged) in &raised {
+            log(alert, logged);
+            if alert.session_watch {
+                crate::metrics::session_alert(&alert.port);
+                continue;
+            }
             crate::metrics::alert(&alert.port, alert.severity.as_str());
             if let Some(hook) = &self.hook {
                 hook(alert);
@@ -186,39 +346,65 @@ impl Alerts {
         self.changed.send_replace(newest);
     }
 
-    /// Alerts with an id above `cursor`, oldest first, at most `limit`;
-    /// and whether some after the cursor were dropped before being read.
-    pub(crate) fn since(&self, cursor: u64, limit: usize) -> (Vec<Alert>, bool) {
+    /// The alerts `session` sees with an id above `cursor` (the config's
+    /// watches' and its own), oldest first, at most `limit`; and whether
+    /// some of them after the cursor were dropped before being read.
+    pub(crate) fn since(&self, session: u64, cursor: u64, limit: usize) -> (Vec<Alert>, bool) {
         let state = lock(&self.state);
-        let missed = state.kept.front().is_some_and(|a| a.id > cursor + 1)
-            || (state.kept.is_empty() && state.total > cursor);
-        let alerts = state
+        let missed = state.dropped_newest > cursor || state.losses(session).dropped_newest > cursor;
+        let mut alerts: Vec<Alert> = state
             .kept
             .iter()
             .filter(|a| a.id > cursor)
             .take(limit)
             .cloned()
             .collect();
+        alerts.extend(
+            state
+                .session_kept
+                .iter()
+                .filter(|(s, a)| *s == session && a.id > cursor)
+                .take(limit)
+                .map(|(_, a)| a.clone()),
+        );
+        alerts.sort_by_key(|a| a.id);
+        alerts.truncate(limit);
         (alerts, missed)
     }
 
-    /// The newest alerts, at most `limit`, oldest first.
+    /// The newest alerts of the config's watches, at most `limit`, oldest
+    /// first (what every session of the port may see).
     pub(crate) fn newest(&self, limit: usize) -> Vec<Alert> {
         let state = lock(&self.state);
         let skip = state.kept.len().saturating_sub(limit);
         state.kept.iter().skip(skip).cloned().collect()
     }
 
-    /// Counts for `status`.
+    /// Counts for the operator: the config's watches' alerts.
     pub(crate) fn summary(&self) -> AlertSummary {
         let watches = self.current().1.watches.len();
         let state = lock(&self.state);
         AlertSummary {
             total: state.total,
             dropped: state.dropped,
+            session_dropped: 0,
             watches,
             last: state.kept.back().cloned(),
         }
+    }
+
+    /// Counts for `status` of `session`: the newest alert it sees may be
+    /// one of its own watches', and what it lost of those is counted.
+    pub(crate) fn summary_for(&self, session: u64) -> AlertSummary {
+        let mut summary = self.summary();
+        let state = lock(&self.state);
+        summary.session_dropped = state.losses(session).dropped;
+        if let Some((_, own)) = state.session_kept.iter().rev().find(|(s, _)| *s == session)
+            && summary.last.as_ref().is_none_or(|last| last.id < own.id)
+        {
+            summary.last = Some(own.clone());
+        }
+        summary
     }
 
     /// A receiver that changes with every alert (its value: the newest id).
@@ -234,8 +420,8 @@ impl Alerts {
             state
                 .session
                 .iter()
-                .filter(|(s, _)| *s == session)
-                .map(|(_, w)| w.clone()),
+                .filter(|w| w.session == session)
+                .map(|w| w.watch.clone()),
         );
         all
     }
@@ -255,11 +441,12 @@ impl Alerts {
         let mut session_list = state.session.clone();
         match session_list
             .iter_mut()
-            .find(|(s, w)| *s == session && w.name == watch.name)
+            .find(|w| w.session == session && w.watch.name == watch.name)
         {
-            Some(slot) => slot.1 = watch,
+            // Replaced, its rate window kept: re-adding buys no alerts.
+            Some(slot) => slot.watch = watch,
             None => {
-                let mine = session_list.iter().filter(|(s, _)| *s == session).count();
+                let mine = session_list.iter().filter(|w| w.session == session).count();
                 if mine >= MAX_SESSION_WATCHES {
                     return Err(format!(
                         "this session has {MAX_SESSION_WATCHES} watches on this port already; remove one first"
@@ -273,7 +460,13 @@ impl Alerts {
                         "the port has {MAX_PORT_SESSION_WATCHES} session watches already; try later"
                     ));
                 }
-                session_list.push((session, watch));
+                session_list.push(SessionWatch {
+                    session,
+                    watch,
+                    window: None,
+                    in_window: 0,
+                    alerted: false,
+                });
             }
         }
         self.recompile(&session_list)
@@ -282,25 +475,25 @@ impl Alerts {
         Ok(())
     }
 
-    /// Removes `session`'s watch `name`; whether there was one.
+    /// Removes `session`'s watch `name`; whether there was one. The alerts
+    /// it raised stay for the session.
     pub(crate) fn remove_session_watch(&self, session: u64, name: &str) -> bool {
-        self.retain_session(|s, w| !(s == session && w.name == name))
+        self.retain_session(|w| !(w.session == session && w.watch.name == name))
     }
 
-    /// Removes every watch of `session` (its end, or a disconnect).
+    /// Removes every watch of `session` and the alerts they raised (its
+    /// end, or a disconnect).
     pub(crate) fn remove_session(&self, session: u64) {
-        self.retain_session(|s, _| s != session);
+        self.retain_session(|w| w.session != session);
+        let mut state = lock(&self.state);
+        state.session_kept.retain(|(s, _)| *s != session);
+        state.losses.retain(|(s, _)| *s != session);
     }
 
-    fn retain_session(&self, keep: impl Fn(u64, &Watch) -> bool) -> bool {
+    fn retain_session(&self, keep: impl Fn(&SessionWatch) -> bool) -> bool {
         let mut state = lock(&self.state);
         let before = state.session.len();
-        let kept: Vec<(u64, Watch)> = state
-            .session
-            .iter()
-            .filter(|(s, w)| keep(*s, w))
-            .cloned()
-            .collect();
+        let kept: Vec<SessionWatch> = state.session.iter().filter(|w| keep(w)).cloned().collect();
         if kept.len() == before {
             return false;
         }
@@ -326,20 +519,30 @@ fn evidence(bytes: &[u8]) -> String {
     out
 }
 
-/// The alert in the daemon's log, at its severity's level.
-fn log(a: &Alert) {
+/// The alert in the daemon's log: a configured watch's at its severity's
+/// level, a session watch's at DEBUG (its first at INFO), whatever
+/// severity the session gave it.
+fn log(a: &Alert, logged: &Logged) {
     let (port, watch, severity) = (&a.port, &a.watch, a.severity.as_str());
     let (start, end, text) = (a.start, a.end, &a.text);
-    match a.severity {
-        Severity::Critical | Severity::Error => tracing::error!(
+    match (logged, a.severity) {
+        (Logged::Debug, _) => tracing::debug!(
+            port = %port, watch = %watch, severity, start, end,
+            "alert {watch} ({severity}) on {port} at {start}-{end} of a session watch: {text}"
+        ),
+        (Logged::First, _) => tracing::info!(
+            port = %port, watch = %watch, severity, start, end,
+            "alert {watch} ({severity}) on {port} at {start}-{end}: {text} (a session watch's first; the rest at debug)"
+        ),
+        (Logged::AtSeverity, Severity::Critical | Severity::Error) => tracing::error!(
             port = %port, watch = %watch, severity, start, end,
             "alert {watch} ({severity}) on {port} at {start}-{end}: {text}"
         ),
-        Severity::Warning => tracing::warn!(
+        (Logged::AtSeverity, Severity::Warning) => tracing::warn!(
             port = %port, watch = %watch, severity, start, end,
             "alert {watch} ({severity}) on {port} at {start}-{end}: {text}"
         ),
-        Severity::Info => tracing::info!(
+        (Logged::AtSeverity, Severity::Info) => tracing::info!(
             port = %port, watch = %watch, severity, start, end,
             "alert {watch} ({severity}) on {port} at {start}-{end}: {text}"
         ),
@@ -381,10 +584,10 @@ mod tests {
         assert_eq!((s.total, s.dropped), (MAX_ALERTS as u64 + 10, 10));
         let last = s.last.unwrap();
         assert_eq!(last.text, "x\\r\\n\\u{1b}[31m");
-        let (read, missed) = alerts.since(0, 5);
+        let (read, missed) = alerts.since(1, 0, 5);
         assert!(missed);
         assert_eq!(read[0].id, 11);
-        let (read, missed) = alerts.since(last.id - 1, 5);
+        let (read, missed) = alerts.since(1, last.id - 1, 5);
         assert!(!missed);
         assert_eq!(read.len(), 1);
         // An index outside the set (a stale one) raises nothing.
@@ -420,5 +623,93 @@ mod tests {
         assert!(!alerts.remove_session_watch(1, "bgp"));
         alerts.remove_session(1);
         assert!(alerts.current().1.set.is_empty());
+    }
+
+    #[test]
+    fn session_watches_alerts_are_apart_rate_bounded_and_not_hooked() {
+        let hooked = Arc::new(AtomicU64::new(0));
+        let counted = hooked.clone();
+        let hook: AlertHook = Arc::new(move |_| {
+            counted.fetch_add(1, Ordering::Relaxed);
+        });
+        let alerts = Alerts::new(
+            "sw1",
+            vec![Watch {
+                name: "crash".into(),
+                regex: "crash".into(),
+                severity: Severity::Critical,
+            }],
+            Some(hook),
+        );
+        alerts
+            .add_session_watch(
+                7,
+                Watch {
+                    name: "anything".into(),
+                    regex: "\\S".into(),
+                    severity: Severity::Critical,
+                },
+            )
+            .unwrap();
+        let (_, compiled) = alerts.current();
+        alerts.raise(&compiled, &[hit(0, 0)]);
+        let flood = 10 * (MAX_ALERTS + MAX_SESSION_ALERTS) as u64;
+        for i in 0..flood {
+            alerts.raise(&compiled, &[hit(1, i)]);
+        }
+        // Only the configured watch's alert reached the hook.
+        assert_eq!(hooked.load(Ordering::Relaxed), 1);
+        // The config's ring is untouched; the resource shows only it.
+        let operator = alerts.summary();
+        assert_eq!(operator.dropped, 0);
+        assert_eq!(operator.last.as_ref().unwrap().watch, "crash");
+        assert_eq!(alerts.newest(50).len(), 1);
+        // Within one window the session watch raised its rate, no more.
+        let (own, missed) = alerts.since(7, 0, 50);
+        assert!(!missed);
+        assert_eq!(own.len(), 1 + SESSION_WATCH_RATE as usize);
+        assert_eq!(own[0].watch, "crash");
+        assert!(own[1..].iter().all(|a| a.session_watch));
+        let mine = alerts.summary_for(7);
+        assert_eq!(mine.session_dropped, flood - u64::from(SESSION_WATCH_RATE));
+        assert!(mine.last.unwrap().session_watch);
+        // Another session sees the config's alerts only.
+        let (theirs, missed) = alerts.since(8, 0, 50);
+        assert!(!missed);
+        assert_eq!(theirs.len(), 1);
+        assert_eq!(alerts.summary_for(8).last.unwrap().watch, "crash");
+        // Its end takes its alerts with it.
+        alerts.remove_session(7);
+        assert_eq!(alerts.since(7, 0, 50).0.len(), 1);
+    }
+
+    #[test]
+    fn session_alerts_pushed_out_of_their_ring_are_missed_by_their_session_only() {
+        let alerts = Alerts::new("sw1", Vec::new(), None);
+        let w = |regex: &str| Watch {
+            name: "w".into(),
+            regex: regex.into(),
+            severity: Severity::Info,
+        };
+        alerts.add_session_watch(3, w("x")).unwrap();
+        let (_, compiled) = alerts.current();
+        for i in 0..=MAX_SESSION_ALERTS as u64 {
+            // A new rate window each time, as if a second had passed.
+            lock(&alerts.state).session[0].window = None;
+            alerts.raise(&compiled, &[hit(0, i)]);
+        }
+        let (kept, missed) = alerts.since(3, 0, MAX_SESSION_ALERTS + 10);
+        assert!(missed);
+        assert_eq!(kept.len(), MAX_SESSION_ALERTS);
+        assert_eq!(kept[0].id, 2);
+        assert!(!alerts.since(3, 1, 10).1);
+        assert_eq!(alerts.summary_for(3).session_dropped, 1);
+        // The other session lost nothing of its own, and sees none of them.
+        let (theirs, missed) = alerts.since(4, 0, 10);
+        assert!(theirs.is_empty() && !missed);
+        // A watch removed since the set was compiled raises nothing more.
+        assert!(alerts.remove_session_watch(3, "w"));
+        alerts.raise(&compiled, &[hit(0, 999)]);
+        assert_eq!(alerts.summary().total, MAX_SESSION_ALERTS as u64 + 1);
     }
 }
