@@ -37,6 +37,7 @@ mod hostile_remotes;
 mod hostile_scope;
 mod hostile_secrets;
 mod hostile_throttle;
+mod hostile_watches;
 mod hostile_web;
 mod http;
 mod isolation;
