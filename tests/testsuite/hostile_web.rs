@@ -94,6 +94,29 @@ async fn before_sign_in_only_the_form_is_shown() {
     );
     assert!(!html.contains("sw1") && !html.contains("://"), "{html}");
     assert!(!html.contains("<script"), "the form needs no script");
+    // A page that does not exist carries the same headers as the pages.
+    for path in [
+        "/web/no-such-page",
+        "/web/console/sw1/nothing",
+        "/web/assets/x/y",
+    ] {
+        let missing = get(&site, path, None).await;
+        assert_eq!(missing.status(), StatusCode::NOT_FOUND, "{path}");
+        let csp = missing
+            .headers()
+            .get(CONTENT_SECURITY_POLICY)
+            .map(|v| v.to_str().unwrap_or_default().to_owned());
+        assert!(
+            csp.is_some_and(|c| c.starts_with("default-src 'self'")),
+            "{path}: {:?}",
+            missing.headers()
+        );
+        assert_eq!(
+            missing.headers()["x-content-type-options"],
+            "nosniff",
+            "{path}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -39,6 +39,9 @@ pub fn router(state: WebState) -> Router {
         .route("/web", get(|| async { Redirect::to("/web/") }))
         .route("/web/signin", get(signin::form).post(signin::sign_in))
         .route("/web/signout", axum::routing::post(signin::sign_out))
+        // Anything else under /web/ is a 404 from here, so that it carries
+        // the same security headers as the pages.
+        .route("/web/{*rest}", axum::routing::any(not_found))
         .route_layer(DefaultBodyLimit::max(signin::MAX_FORM_BYTES));
     Router::new()
         .merge(signed_in_pages)
@@ -46,6 +49,14 @@ pub fn router(state: WebState) -> Router {
         .merge(public)
         .route_layer(middleware::from_fn(security_headers))
         .with_state(state)
+}
+
+/// A path under `/web/` that is none of the view's.
+async fn not_found() -> (axum::http::StatusCode, &'static str) {
+    (
+        axum::http::StatusCode::NOT_FOUND,
+        "no such page: the web view is at /web/\n",
+    )
 }
 
 /// The caller a request to the signed-in routes comes from, or `None`.
