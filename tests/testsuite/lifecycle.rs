@@ -54,6 +54,14 @@ async fn unplugged_device_is_lost_then_reopened_with_its_log_kept() {
         .await;
     assert_eq!(page["truncated"], false);
     assert!(!text(&page, "output").is_empty());
+    // What the new device said is there too, after what the old one said.
+    let after = rig
+        .ok(
+            "read_output",
+            json!({"cursor": head_before, "max_bytes": 65536}),
+        )
+        .await;
+    assert!(text(&after, "output").contains("SW1>"), "{after}");
     drop(again);
 }
 
@@ -366,7 +374,11 @@ async fn a_flapping_device_goes_down_and_status_says_why() {
     let status = rig.wait_state("open", Duration::from_secs(5)).await;
     assert_eq!(status["state"], "open", "{status}");
     assert_eq!(status["down_reason"], serde_json::Value::Null);
-    healthy.inject(b"up\r\n").await;
-    rig.ok("read_output", json!({"cursor": 0, "wait_ms": 5000}))
+    healthy.inject(b"up again\r\n").await;
+    let read = rig
+        .ok("read_output", json!({"cursor": 0, "wait_ms": 5000}))
         .await;
+    assert!(text(&read, "output").contains("up again"), "{read}");
+    let stayed = rig.ok("status", json!({})).await;
+    assert_eq!(stayed["state"], "open", "and stays: {stayed}");
 }

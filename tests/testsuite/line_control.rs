@@ -169,10 +169,8 @@ async fn break_and_modem_lines_on_a_pseudo_terminal() {
                 "{status}"
             );
         }
-        Outcome::Err(e) => {
-            assert!(e.starts_with("port_unavailable: "), "{e}");
-            assert!(e.contains("does not support BREAK"), "{e}");
-        }
+        // Linux accepts it on a pty: a refusal here is a fault.
+        Outcome::Err(e) => panic!("send_break on a pty failed: {e}"),
     }
     let sent = rig.ok("send_break", json!({})).await;
     assert_eq!(sent["duration_ms"], 250, "the default");
