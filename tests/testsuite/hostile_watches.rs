@@ -14,10 +14,8 @@ use serialgate_sim::pty::Pty;
 use serialgate_testkit::daemon::{self, Daemon, NotifySocket, WITHIN};
 use serialgate_testkit::rig::num;
 use serialgate_testkit::updates::UpdatesClient;
+use serialgate_testkit::webhook::receiver;
 use tempfile::TempDir;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 const TOKENS: &[daemon::TestToken<'static>] = &[(
     "reader",
@@ -30,56 +28,6 @@ const CRASH: &[u8] = b"\r\nUnexpected exception to CPU: vector 1500, PC = 0x0\r\
 /// Lines the device prints before the crash and again after it: more than
 /// a port keeps alerts, and more than the webhook's queue holds.
 const FLOOD_LINES: usize = 1000;
-
-/// A webhook receiver answering 200 to every POST; hands over each body.
-async fn receiver() -> (String, mpsc::UnboundedReceiver<Value>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let head_end = loop {
-                    let Ok(n) = stream.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break i + 4;
-                    }
-                };
-                let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(0);
-                while buf.len() < head_end + len {
-                    let Ok(n) = stream.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-                let _ = stream
-                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                    .await;
-                if let Ok(body) = serde_json::from_slice(&buf[head_end..head_end + len]) {
-                    let _ = tx.send(body);
-                }
-            });
-        }
-    });
-    (format!("http://{addr}/hook"), rx)
-}
 
 /// One sample of a scrape, by metric name and labels.
 fn sample(scrape: &prometheus_parse::Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
@@ -228,7 +176,7 @@ async fn a_read_tokens_watch_reaches_neither_webhook_metrics_log_nor_the_ports_a
     while !bodies.iter().any(|b: &Value| b["watch"] == "crash") {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match tokio::time::timeout(left, posted.recv()).await {
-            Ok(Some(body)) => bodies.push(body),
+            Ok(Some(request)) => bodies.extend(serde_json::from_slice::<Value>(&request.body)),
             _ => panic!(
                 "the crash never reached the webhook; it got {} POSTs: {:?}",
                 bodies.len(),
@@ -237,9 +185,10 @@ async fn a_read_tokens_watch_reaches_neither_webhook_metrics_log_nor_the_ports_a
         }
     }
     // Anything still under way arrives within a moment.
-    while let Ok(Some(body)) = tokio::time::timeout(Duration::from_millis(500), posted.recv()).await
+    while let Ok(Some(request)) =
+        tokio::time::timeout(Duration::from_millis(500), posted.recv()).await
     {
-        bodies.push(body);
+        bodies.extend(serde_json::from_slice::<Value>(&request.body));
     }
     let session_posted = bodies.iter().filter(|b| b["watch"] != "crash").count();
     assert_eq!(session_posted, 0, "session watch alerts POSTed: {bodies:?}");

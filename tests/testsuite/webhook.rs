@@ -8,80 +8,12 @@ use serialgate_sim::pty::Pty;
 use serialgate_testkit::daemon::{Daemon, NotifySocket, WITHIN};
 use serialgate_testkit::updates::UpdatesClient;
 use serialgate_testkit::wait;
+use serialgate_testkit::webhook::receiver;
 use tempfile::TempDir;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 const CRASH: &[u8] = b"\r\nUnexpected exception to CPU: vector 1500, PC = 0x0\r\n";
 const KEY: &str = "webhook-key-0123456789abcdef";
-
-/// One request as the receiver read it.
-struct Received {
-    head: String,
-    body: Vec<u8>,
-}
-
-impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case(name).then_some(v.trim())
-        })
-    }
-}
-
-/// A receiver that answers 200 to every request and hands it over.
-async fn receiver() -> (String, mpsc::UnboundedReceiver<Received>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let head_end = loop {
-                    let Ok(n) = stream.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break i + 4;
-                    }
-                };
-                let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse().unwrap_or(0))
-                    })
-                    .unwrap_or(0);
-                while buf.len() < head_end + len {
-                    let Ok(n) = stream.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-                let body = buf[head_end..head_end + len].to_vec();
-                let _ = stream
-                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                    .await;
-                let _ = tx.send(Received { head, body });
-            });
-        }
-    });
-    (format!("http://{addr}/hook"), rx)
-}
 
 /// A daemon with one cisco-ios port on `pty`, the webhook at `url` (with
 /// `keys`, e.g. `, retries = 0`) and a loopback metrics listener; its

@@ -19,6 +19,7 @@
 //!   four tokens); [`browser`]: headless Chromium over WebDriver.
 //! - [`wait`]: the one poll, for state nothing announces: a check run
 //!   with backoff until it holds or its deadline passes.
+//! - [`webhook`]: an alert webhook receiver on loopback.
 #![deny(missing_docs)]
 
 pub mod binary;
@@ -31,6 +32,7 @@ pub mod rig;
 pub mod updates;
 pub mod wait;
 pub mod web;
+pub mod webhook;
 
 pub use binary::binary;
 pub use client::{GateClient, Outcome};
