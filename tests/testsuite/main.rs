@@ -50,6 +50,7 @@ mod notify;
 mod progress;
 mod prompts;
 mod reads;
+mod real_programs;
 mod reload;
 mod remote;
 mod restart;

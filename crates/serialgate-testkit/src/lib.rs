@@ -17,6 +17,8 @@
 //!   (the load test and its bench).
 //! - [`web`]: the web view's site (two devices, the daemon over HTTP,
 //!   four tokens); [`browser`]: headless Chromium over WebDriver.
+//! - [`program`]: a real program (vtysh, login, a pager) as the device
+//!   behind a serial line, on a terminal of its own, respawned like a getty.
 //! - [`wait`]: the one poll, for state nothing announces: a check run
 //!   with backoff until it holds or its deadline passes.
 //! - [`webhook`]: an alert webhook receiver on loopback.
@@ -28,6 +30,7 @@ pub mod client;
 pub mod console;
 pub mod daemon;
 pub mod load;
+pub mod program;
 pub mod rig;
 pub mod updates;
 pub mod wait;
