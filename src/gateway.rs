@@ -14,7 +14,7 @@ use crate::config::{Config, PortConfig, ServerConfig};
 use crate::error::{ErrorCode, GateError};
 use crate::logfile::Rotation;
 use crate::port::alerts::AlertHook;
-use crate::port::{Port, PortServices, PortSpec, PortState};
+use crate::port::{Port, PortServices, PortSpec, PortState, PromptJudge};
 use crate::remote::{RemoteAddr, allow};
 use crate::transcript::TranscriptConfig;
 
@@ -173,6 +173,7 @@ impl Gateway {
             down_after: pc.down_after,
             credentials: pc.credentials.clone(),
             watches: pc.watches.clone(),
+            prompts: PromptJudge::new(&pc.prompt, &pc.modes),
         };
         let port = Port::start(spec, Self::services(config, audit, on_alert), shutdown);
         Entry {
@@ -422,6 +423,7 @@ impl Gateway {
             down_after: port_config.down_after,
             credentials: port_config.credentials.clone(),
             watches: port_config.watches.clone(),
+            prompts: PromptJudge::new(&port_config.prompt, &port_config.modes),
         };
         let port = Port::start(
             spec,

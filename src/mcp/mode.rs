@@ -157,6 +157,15 @@ impl<'a> ModeDriver<'a> {
             .await
     }
 
+    /// Sends one of the driver's own steps (the stored user name, or a
+    /// preset's command between modes) as `send` does; such a step starts
+    /// no program of the caller's, so it leaves the login prompts trusted.
+    async fn send_step(&mut self, line: &str) -> Result<Reply, GateError> {
+        self.steps.push(format!("sent {}", shown(line)));
+        self.exchange(line.as_bytes(), Some(line), false, "mode", None)
+            .await
+    }
+
     /// Types a stored secret; `what` names it in the steps.
     async fn send_secret(&mut self, secret: &str, what: &str) -> Result<Reply, GateError> {
         self.steps.push(format!("sent the stored {what}"));
@@ -289,7 +298,7 @@ impl<'a> ModeDriver<'a> {
                     let credentials = self.credentials("user name")?;
                     typed = Typed::Username;
                     let name = credentials.username.clone();
-                    self.send(&name, None).await?
+                    self.send_step(&name).await?
                 }
                 (DeviceMode::Password, _) => match typed {
                     Typed::Username => {
@@ -330,11 +339,11 @@ impl<'a> ModeDriver<'a> {
                     match (&rules.enable, &rules.configure) {
                         (Some(enable), _) => {
                             typed = Typed::Enable;
-                            self.send(enable, None).await?
+                            self.send_step(enable).await?
                         }
                         (None, Some(configure)) if target == DeviceMode::Config => {
                             typed = Typed::Other;
-                            self.send(configure, None).await?
+                            self.send_step(configure).await?
                         }
                         _ => return Err(self.no_way(found, target)),
                     }
@@ -344,21 +353,21 @@ impl<'a> ModeDriver<'a> {
                         return Err(self.no_way(found, target));
                     };
                     typed = Typed::Other;
-                    self.send(configure, None).await?
+                    self.send_step(configure).await?
                 }
                 (DeviceMode::Privileged, _) => {
                     let Some(disable) = &rules.disable else {
                         return Err(self.no_way(found, target));
                     };
                     typed = Typed::Other;
-                    self.send(disable, None).await?
+                    self.send_step(disable).await?
                 }
                 (DeviceMode::Config, _) => {
                     let Some(end) = &rules.end_config else {
                         return Err(self.no_way(found, target));
                     };
                     typed = Typed::Other;
-                    self.send(end, None).await?
+                    self.send_step(end).await?
                 }
             };
             prompt = reply.prompt;
@@ -404,6 +413,21 @@ impl<'a> ModeDriver<'a> {
                 ),
             ));
         };
+        if let Some(typed) = self.conn.port().commands_typed() {
+            return Err(GateError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "the device asks for a {asked}, and the stored credentials of {} are not typed: \
+                     {} typed at its command line at {}, and a program started there could be showing \
+                     this prompt to capture them. Log in by typing the password yourself (expect with \
+                     sensitive: true), or, once the device is known to be at its own login, have the \
+                     operator restart serialgate or reload the port",
+                    self.conn.name,
+                    shown(&typed.by),
+                    typed.at
+                ),
+            ));
+        }
         if !self.caller.use_credentials {
             return Err(GateError::new(
                 ErrorCode::Forbidden,

@@ -613,6 +613,7 @@ mod tests {
             down_after: 0,
             credentials: None,
             watches: Vec::new(),
+            prompts: None,
         };
         let port = Port::start(spec, Default::default(), &shutdown);
         let new = LineSettings {

@@ -63,6 +63,9 @@ pub struct PortSpec {
     pub credentials: Option<std::sync::Arc<crate::config::Credentials>>,
     /// The standing watches matched against the output (alerts.rs).
     pub watches: Vec<crate::config::watches::Watch>,
+    /// The preset's prompts, which tell a login prompt from a command
+    /// line when a write arrives (`login_trust.rs`).
+    pub prompts: Option<super::login_trust::PromptJudge>,
 }
 
 /// What a port records besides its OutputLog: a transcript file (with
@@ -114,6 +117,9 @@ struct Shared {
     transcript: Option<Transcript>,
     /// Where session writes are audited.
     audit: Audit,
+    /// Whether anyone typed at the command line: then a login prompt may
+    /// be a program's, and the stored credentials are not typed.
+    login_trust: super::login_trust::LoginTrust,
     /// Cancelled when the port closes; stops the reader task.
     closing: CancellationToken,
 }
@@ -148,6 +154,7 @@ impl Port {
                 spec,
                 transcript,
                 audit: services.audit,
+                login_trust: Default::default(),
                 closing,
             }),
         }
@@ -473,6 +480,13 @@ impl Port {
     ) -> Result<(), GateError> {
         self.claim_writer(actor, false)?;
         self.refuse_during_transfer()?;
+        self.shared.login_trust.note_write(
+            self.shared.spec.prompts.as_ref(),
+            self.log(),
+            actor,
+            kind,
+            bytes,
+        );
         self.write_unrecorded(bytes).await?;
         if let Some(t) = &self.shared.transcript {
             t.record_sent(SentRecord {
@@ -485,6 +499,13 @@ impl Port {
             .audit
             .record(AuditRecord::now(self.name(), actor, kind, bytes, sensitive));
         Ok(())
+    }
+
+    /// The first write that reached the device's command line rather than
+    /// a login prompt, if there was one: while there was, a login prompt
+    /// may be a program's, and the stored credentials are not typed.
+    pub fn commands_typed(&self) -> Option<super::login_trust::CommandsTyped> {
+        self.shared.login_trust.commands_typed()
     }
 
     /// Records in the audit trail that `actor` did `kind` with `bytes`

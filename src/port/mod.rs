@@ -6,7 +6,9 @@
 //! control (`connection.rs`), the log and its waiters (`wait.rs`), the
 //! hold and the people present (`sharing.rs`), the transfer under way
 //! (`transfer.rs`), the watches and alerts (`alerts.rs`), the confirm
-//! watch (`confirm_watch.rs`), the event history (`state.rs`). The files
+//! watch (`confirm_watch.rs`), the event history (`state.rs`), whether
+//! its login prompts may be trusted with stored credentials
+//! (`login_trust.rs`). The files
 //! depend on each other without a circle: the parts below the handle, the
 //! operations that need the whole port (`reader.rs`, `control.rs`,
 //! `baud_detect.rs`, `responder.rs`, `transfer_drive.rs`) above it. This
@@ -23,6 +25,7 @@ pub mod control;
 mod device;
 mod handle;
 pub mod lines;
+pub mod login_trust;
 pub mod mask;
 mod presence;
 mod reader;
@@ -36,6 +39,7 @@ pub mod wait;
 
 pub use confirm_watch::PendingConfirm;
 pub use handle::{Port, PortServices, PortSpec};
+pub use login_trust::PromptJudge;
 pub use presence::Participant;
 pub use sharing::Holder;
 pub use state::{PortEvent, PortState};

@@ -1,7 +1,9 @@
 //! The stored credentials against a caller who may not use them: a secret
 //! the device prints in two pieces with a console server's pause between
 //! them stays masked, and the echo of a guess typed over the console
-//! WebSocket comes back as fast whether or not it begins a secret.
+//! WebSocket comes back as fast whether or not it begins a secret; and a
+//! caller who may use them cannot have them typed into a login prompt of
+//! its own making.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -11,6 +13,8 @@ use serde_json::json;
 use serialgate_sim::{self as sim, Profile, SimOptions};
 use serialgate_testkit::console::{ConsoleConn, Received};
 use serialgate_testkit::daemon::{Daemon, NotifySocket, tokens_toml};
+use serialgate_testkit::program::{Program, ProgramLine};
+use serialgate_testkit::rig::Rig;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
@@ -174,5 +178,119 @@ async fn the_echo_of_a_guess_takes_as_long_right_or_wrong() {
     assert!(
         fastest_right < fastest_wrong + Duration::from_millis(10),
         "a right first character echoes in {fastest_right:?} at best, a wrong one in {fastest_wrong:?}"
+    );
+}
+
+/// The device's own login, as a real program on its terminal: asks for a
+/// user name and password, checks them, and gives a real shell.
+const OWN_LOGIN: &str = r#"printf 'vm login: '; read -r u; printf 'Password: '; read -rs p; echo
+if [ "$u" = admin ] && [ "$p" = "$WANT" ]; then PS1='admin@vm:~$ ' exec bash --norc --noprofile -i; fi
+echo 'Login incorrect'"#;
+
+/// A shell behind the line whose own login is [`OWN_LOGIN`], a port with
+/// stored credentials, and the operator's client over stdio (which may
+/// use them).
+async fn shell_with_its_login(dir: &tempfile::TempDir) -> (ProgramLine, Agent) {
+    credentials(dir.path());
+    let link = dir.path().join("vm1");
+    let device = ProgramLine::spawn(
+        Program::new("/bin/bash")
+            .arg("-c")
+            .arg(OWN_LOGIN)
+            .env("WANT", LOGIN_PASSWORD),
+        &link,
+    )
+    .expect("program line");
+    let config = format!(
+        "[ports.vm1]\ndevice = {:?}\npreset = \"linux\"\ncredentials = \"sw1.credentials\"\n",
+        link.display()
+    );
+    let agent = Agent(Rig::client_with(dir, &config).await);
+    (device, agent)
+}
+
+/// An MCP client whose calls must succeed (`ok`) or fail (`err`).
+struct Agent(serialgate_testkit::GateClient);
+
+impl Agent {
+    async fn ok(&self, tool: &str, args: serde_json::Value) -> serde_json::Value {
+        self.0.call(tool, args).await.expect("MCP transport").ok()
+    }
+
+    async fn err(&self, tool: &str, args: serde_json::Value) -> String {
+        self.0.call(tool, args).await.expect("MCP transport").err()
+    }
+}
+
+/// An agent that may use the stored credentials stages a fake login on a
+/// real shell (a program that prints `login:` and `Password:`, reads what
+/// is typed and prints it reversed), then asks `set_mode` to log in: the
+/// daemon types nothing of the credentials into it, says why, and the
+/// reversed password never shows. (Before, `set_mode` judged only the
+/// last prompt and typed the password into the program.)
+#[tokio::test]
+async fn stored_credentials_are_not_typed_into_a_login_the_caller_staged() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_device, agent) = shell_with_its_login(&dir).await;
+    agent.ok("connect", json!({"port": "vm1"})).await;
+    let logged_in = agent.ok("set_mode", json!({"mode": "exec"})).await;
+    let prompt = logged_in["prompt"].as_str().unwrap_or_default();
+    assert!(prompt.ends_with("admin@vm:~$"), "{logged_in}");
+
+    let staged = agent
+        .ok(
+            "send_command",
+            json!({"command": "printf 'login: '; read u; printf 'Password: '; read -rs p; echo; echo \"$p\" | rev"}),
+        )
+        .await;
+    let prompt = staged["prompt_text"].as_str().unwrap_or_default();
+    assert_eq!(prompt.trim(), "login:", "{staged}");
+    let refused = agent.err("set_mode", json!({"mode": "exec"})).await;
+    assert!(
+        refused.contains("forbidden") && refused.contains("typed at its command line"),
+        "{refused}"
+    );
+    let reversed: String = LOGIN_PASSWORD.chars().rev().collect();
+    let whole = agent
+        .ok("read_output", json!({"cursor": 0, "max_bytes": 65536}))
+        .await
+        .to_string();
+    assert!(!whole.contains(&reversed), "{whole}");
+    assert!(!whole.contains(LOGIN_PASSWORD), "{whole}");
+}
+
+/// The device's own login, with nothing typed at its command line before,
+/// gets the stored credentials; once a command was typed, a later login
+/// prompt (here the real one, after `exit`) does not, because the daemon
+/// cannot tell it from a program's, and the error says what to do.
+#[tokio::test]
+async fn after_commands_even_a_real_login_waits_for_a_person() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (device, agent) = shell_with_its_login(&dir).await;
+    agent.ok("connect", json!({"port": "vm1"})).await;
+    agent.ok("set_mode", json!({"mode": "exec"})).await;
+    let said = agent
+        .ok("send_command", json!({"command": "echo hi"}))
+        .await;
+    assert_eq!(said["output"], "hi", "{said}");
+    agent.ok("send_text", json!({"text": "exit\r"})).await;
+    serialgate_testkit::wait::eventually("the login is started again", DEADLINE, async || {
+        if device.starts() == 2 {
+            Ok(())
+        } else {
+            Err(device.starts())
+        }
+    })
+    .await;
+    agent
+        .ok(
+            "read_until_prompt",
+            json!({"prompt": "login: ", "timeout": 10}),
+        )
+        .await;
+    let refused = agent.err("set_mode", json!({"mode": "exec"})).await;
+    assert!(
+        refused.contains("expect with sensitive: true") && refused.contains("session"),
+        "{refused}"
     );
 }
