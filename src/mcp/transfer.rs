@@ -95,6 +95,12 @@ pub struct TransferResult {
     /// YMODEM: the size the device announced (receiving).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sender_size: Option<u64>,
+    /// Sending: true when the receiver went back to its prompt without
+    /// acknowledging the end (lrzsz on a pseudo-terminal drops its last
+    /// ACK as it exits); every data block was acknowledged. Check the file
+    /// on the device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_unconfirmed: Option<bool>,
 }
 
 fn protocol_arg(
@@ -211,6 +217,7 @@ fn result(file: String, protocol: Protocol, r: &TransferReport, data: &[u8]) -> 
         baud_after: r.settings_after.baud,
         sender_name: r.header_name.clone(),
         sender_size: r.header_size,
+        end_unconfirmed: r.stats.end_unconfirmed.then_some(true),
     }
 }
 

@@ -119,12 +119,17 @@ impl Port {
         };
         let summary = match &result {
             Ok(r) => format!(
-                "{verb} {} {file} by {}: {} bytes in {} blocks, {} retries, {seconds} s at {baud} baud: done",
+                "{verb} {} {file} by {}: {} bytes in {} blocks, {} retries, {seconds} s at {baud} baud: done{}",
                 protocol.name(),
                 actor.describe(),
                 r.stats.bytes,
                 r.stats.blocks,
-                r.stats.retries
+                r.stats.retries,
+                if r.stats.end_unconfirmed {
+                    " (the receiver's prompt came back without its last ACK)"
+                } else {
+                    ""
+                }
             ),
             Err(e) => format!(
                 "{verb} {} {file} by {}: failed after {seconds} s: {}",

@@ -173,4 +173,11 @@ pub struct Stats {
     pub bytes: u64,
     /// Every byte written to the line, frames and control bytes.
     pub line_bytes: u64,
+    /// Sending: the receiver went back to printing text (its shell's
+    /// prompt) after the last step (XMODEM's EOT, YMODEM's null header)
+    /// without acknowledging it. Every data block was acknowledged. lrzsz
+    /// on a pseudo-terminal does this: it writes its last ACK, then
+    /// flushes the terminal's queues as it exits, which drops the ACK
+    /// unless the other side read it first.
+    pub end_unconfirmed: bool,
 }

@@ -221,6 +221,12 @@ impl Sender {
                         self.retry(sent, tries, now);
                     }
                 }
+                _ if self.is_last(sent) && is_text(b) => {
+                    // The receiver is gone and its shell talks again:
+                    // sending the end again would type it (EOT is Ctrl-D).
+                    self.stats.end_unconfirmed = true;
+                    self.state = State::Done;
+                }
                 _ => {}
             },
             State::AskedFor { next } if b == CRC_START => self.send(next, 0, now),
@@ -251,6 +257,15 @@ impl Sender {
                 self.deadline = now + self.timing.answer;
             }
             Sent::Eot | Sent::NullHeader => self.state = State::Done,
+        }
+    }
+
+    /// Whether `sent` is the transfer's last step, after which the
+    /// receiver exits.
+    fn is_last(&self, sent: Sent) -> bool {
+        match self.protocol {
+            Protocol::Ymodem => sent == Sent::NullHeader,
+            Protocol::Xmodem | Protocol::Xmodem1k => sent == Sent::Eot,
         }
     }
 
@@ -334,4 +349,11 @@ impl Sender {
             State::Done | State::Failed(_) => {}
         }
     }
+}
+
+/// A byte of text a shell or CLI prints (a prompt, a line ending), which
+/// no receiver sends in answer to a block: not ACK, NAK, CAN, the `C` of a
+/// start request, NUL or flow control.
+fn is_text(b: u8) -> bool {
+    matches!(b, b'\r' | b'\n') || (b.is_ascii_graphic() && b != CRC_START) || b == b' '
 }

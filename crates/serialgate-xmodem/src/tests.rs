@@ -283,6 +283,69 @@ fn nobody_there_is_no_start() {
     assert!(asked >= 30, "asked {asked} times");
 }
 
+/// Drives `s` as a receiver that acknowledges every frame (asking for the
+/// next file after YMODEM's header and EOT) until the last step (XMODEM's
+/// EOT, YMODEM's null header), which it answers with `answer`; what the
+/// sender wrote.
+fn ack_until_the_end(s: &mut Sender, answer: &[u8], now: Instant) -> Vec<Vec<u8>> {
+    let mut written = Vec::new();
+    s.input(b"C", now);
+    while let Poll::Write(bytes) = s.poll() {
+        let block_zero = bytes.len() == 133 && bytes[1] == 0;
+        let null_header = block_zero && bytes[3..131].iter().all(|&b| b == 0);
+        let reply: Vec<u8> = match (&bytes[..], block_zero, null_header) {
+            (_, _, true) => answer.to_vec(),
+            ([EOT], _, _)
+                if !written
+                    .iter()
+                    .any(|w: &Vec<u8>| w.len() == 133 && w[1] == 0) =>
+            {
+                answer.to_vec()
+            }
+            ([EOT], _, _) | (_, true, false) => vec![ACK, CRC_START],
+            _ => vec![ACK],
+        };
+        written.push(bytes);
+        s.input(&reply, now);
+    }
+    written
+}
+
+/// lrzsz on a pseudo-terminal drops its last ACK as it exits, and its
+/// shell prints the prompt: the sender ends there, saying the end was not
+/// confirmed, and sends no EOT again (into a shell, EOT is Ctrl-D).
+#[test]
+fn a_receiver_back_at_its_prompt_after_the_end_ends_the_send() {
+    let now = Instant::now();
+    let mut s = Sender::new(Protocol::Xmodem1k, "f", file(3000), timing(), now);
+    let written = ack_until_the_end(&mut s, b"\r\nlab$ ", now);
+    assert_eq!(s.poll(), Poll::Done);
+    assert!(s.stats().end_unconfirmed);
+    assert_eq!(s.stats().blocks, 3);
+    assert_eq!(written.iter().filter(|w| **w == [EOT]).count(), 1);
+
+    // Acknowledged, it is confirmed.
+    let mut s = Sender::new(Protocol::Xmodem1k, "f", file(3000), timing(), now);
+    ack_until_the_end(&mut s, &[ACK], now);
+    assert_eq!(s.poll(), Poll::Done);
+    assert!(!s.stats().end_unconfirmed);
+
+    // YMODEM's last step is the null header that ends the batch.
+    let mut s = Sender::new(Protocol::Ymodem, "f", file(3000), timing(), now);
+    let written = ack_until_the_end(&mut s, b"lab$ ", now);
+    assert_eq!(s.poll(), Poll::Done);
+    assert!(s.stats().end_unconfirmed);
+    assert_eq!(s.stats().blocks, 3);
+    assert_eq!(written.iter().filter(|w| **w == [EOT]).count(), 1);
+
+    // Text before the end is not taken for it: a block still needs its ACK.
+    let mut s = Sender::new(Protocol::Xmodem1k, "f", file(3000), timing(), now);
+    s.input(b"C", now);
+    let Poll::Write(_) = s.poll() else { panic!() };
+    s.input(b"lab$ ", now);
+    assert!(matches!(s.poll(), Poll::Wait(_)));
+}
+
 #[test]
 fn can_can_ends_either_side_and_cancel_sends_it() {
     let now = Instant::now();
