@@ -1,8 +1,8 @@
 //! A connection's caller kept current: an open console attachment or
 //! ports-page feed resolves its caller again whenever the config is
-//! reloaded or a browser login ends, so a removed token or an ended
-//! sign-in closes what it had open, and a lowered access applies from
-//! then on. Nothing polls: the gateway's config generation and the
+//! reloaded or a browser login ends, so a removed token, a token given a
+//! new secret or an ended sign-in closes what it had open, and a lowered
+//! access applies from then on. Nothing polls: the gateway's config generation and the
 //! browser logins' end count are `watch` channels.
 
 use tokio::sync::watch;
@@ -20,8 +20,10 @@ enum Source {
     /// The local operator or a loopback caller without auth: nothing a
     /// reload or a sign-out takes away.
     Fixed,
-    /// A bearer token: found again by its name in the config in force.
-    Token,
+    /// A bearer token: found again by its name in the config in force,
+    /// and only while its secret is still the one the connection showed
+    /// (the digest as the config held it when the connection opened).
+    Token { secret: Option<[u8; 32]> },
     /// A browser login: asked of the login store, and re-checked when a
     /// login ends.
     Login {
@@ -65,9 +67,11 @@ impl Standing {
         Standing::new(caller, gateway, Source::Fixed)
     }
 
-    /// A bearer token's caller, found again by name at every reload.
+    /// A bearer token's caller, found again by name at every reload; a
+    /// new secret for the name closes the connection as a removal does.
     pub fn token(caller: Caller, gateway: &Gateway) -> Standing {
-        Standing::new(caller, gateway, Source::Token)
+        let secret = token_digest(gateway, &caller.name);
+        Standing::new(caller, gateway, Source::Token { secret })
     }
 
     /// A browser login's caller: `resolve` finds it again at every reload
@@ -95,7 +99,7 @@ impl Standing {
     pub async fn changed(&mut self) -> Result<Recheck, String> {
         match &mut self.source {
             Source::Fixed => std::future::pending::<()>().await,
-            Source::Token => {
+            Source::Token { .. } => {
                 if self.config.changed().await.is_err() {
                     return std::future::pending().await;
                 }
@@ -119,19 +123,23 @@ impl Standing {
         let name = self.caller.name.clone();
         let found = match &mut self.source {
             Source::Fixed => Some(self.caller.clone()),
-            Source::Token => {
+            Source::Token { secret } => {
                 let config = self.gateway.config();
-                config
+                let token = config
                     .tokens
                     .iter()
                     .find(|t| t.name == name)
-                    .map(Caller::from_token)
                     .ok_or_else(|| {
                         format!(
                             "token {name:?} was removed from the config; this connection is closed"
                         )
-                    })?
-                    .into()
+                    })?;
+                if Some(*token.secret.digest()) != *secret {
+                    return Err(format!(
+                        "token {name:?} was given a new secret; this connection is closed. Connect again with the new secret"
+                    ));
+                }
+                Some(Caller::from_token(token))
             }
             Source::Login { resolve, ended } => {
                 ended.borrow_and_update();
@@ -156,4 +164,14 @@ impl Standing {
         self.caller = found;
         Ok(Recheck::Changed)
     }
+}
+
+/// The digest of the secret the config in force gives token `name`.
+fn token_digest(gateway: &Gateway, name: &str) -> Option<[u8; 32]> {
+    let config = gateway.config();
+    config
+        .tokens
+        .iter()
+        .find(|t| t.name == name)
+        .map(|t| *t.secret.digest())
 }

@@ -319,6 +319,29 @@ async fn a_reload_closes_a_removed_tokens_console_and_lowers_a_demoted_one() {
         .ok();
 }
 
+/// A token whose secret was replaced (the old one leaked, say) keeps
+/// nothing open on the old secret: its bearer console closes at the
+/// reload, and the old secret opens nothing new.
+#[tokio::test]
+async fn a_new_secret_closes_what_the_old_one_opened() {
+    let site = Site::start().await;
+    let (mut noc, attached) = site.console(NOC, "sw1", "attach").await;
+    assert_eq!(attached["writing"], true, "{attached}");
+    const NEW: &str = "noc-rotated-secret-9876543210";
+    site.reload(&[("noc", NEW, "write"), ("boss", BOSS, "admin")])
+        .await;
+    let said = noc.until_closed().await;
+    assert!(said_bye(&said, "new secret"), "{said:?}");
+    assert!(
+        ConsoleConn::connect_ws(&site.ws("/ports/sw1/console"), Some(NOC))
+            .await
+            .is_err(),
+        "the old secret opened a console"
+    );
+    let (_fresh, attached) = site.console(NEW, "sw1", "attach").await;
+    assert_eq!(attached["writing"], true, "{attached}");
+}
+
 #[tokio::test]
 async fn signing_out_closes_the_browsers_console_and_ports_feed() {
     let site = Site::start().await;
