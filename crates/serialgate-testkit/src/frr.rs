@@ -128,8 +128,15 @@ impl Frr {
         // The sockets are there; vtysh must reach every daemon through them.
         let all = DAEMONS.join(" ");
         wait::until(STARTUP, || async {
+            // `show daemons` lists them in vtysh's order: zebra bgpd staticd.
             match frr.vtysh_c(&["show daemons"]).await {
-                Ok(out) if out.split_whitespace().collect::<Vec<_>>().join(" ") == all => Ok(()),
+                Ok(out)
+                    if DAEMONS
+                        .iter()
+                        .all(|d| out.split_whitespace().any(|w| w == *d)) =>
+                {
+                    Ok(())
+                }
                 Ok(out) => Err(out),
                 Err(e) => Err(e.to_string()),
             }
@@ -263,29 +270,49 @@ impl Frr {
     }
 
     /// Runs vtysh directly with `commands` (one `-c` each, run in order
-    /// in one session) and returns what it printed on stdout; an error if
-    /// it could not run or exited with a failure.
+    /// in one session) and returns what it printed, stdout and stderr
+    /// interleaved as a terminal shows them; an error if it could not run
+    /// or exited with a failure (a command it refused).
     pub async fn vtysh_c(&self, commands: &[&str]) -> io::Result<String> {
-        let mut command = tokio::process::Command::new(VTYSH);
+        let (status, out) = self.vtysh_output(commands).await?;
+        if !status.success() {
+            return Err(io::Error::other(format!(
+                "vtysh {commands:?}: {status}: {out}"
+            )));
+        }
+        Ok(out)
+    }
+
+    /// As [`Frr::vtysh_c`], but a refused command is no error: its exit
+    /// status and what it printed (vtysh exits 1 after `% Unknown
+    /// command`, and prints `ospfd is not running` on stderr).
+    pub async fn vtysh_output(
+        &self,
+        commands: &[&str],
+    ) -> io::Result<(std::process::ExitStatus, String)> {
+        let (read, write) = nix::unistd::pipe()?;
+        let mut command = Command::new(VTYSH);
         command.args(self.vtysh_args());
         for c in commands {
             command.arg("-c").arg(c);
         }
-        let out = command
+        command
             .env_remove("VTYSH_PAGER")
             .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output()
-            .await?;
-        if !out.status.success() {
-            return Err(io::Error::other(format!(
-                "vtysh {commands:?}: {}: {}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )));
-        }
-        String::from_utf8(out.stdout).map_err(io::Error::other)
+            .stdout(write.try_clone()?)
+            .stderr(write);
+        // Our copy of the pipe's write end goes with `command`, so that
+        // reading ends when vtysh exits.
+        tokio::task::spawn_blocking(move || {
+            let mut child = command.spawn()?;
+            drop(command);
+            let mut out = Vec::new();
+            io::Read::read_to_end(&mut File::from(read), &mut out)?;
+            let status = child.wait()?;
+            Ok((status, String::from_utf8_lossy(&out).into_owned()))
+        })
+        .await
+        .map_err(io::Error::other)?
     }
 }
 
