@@ -255,9 +255,11 @@ fn frr() -> Preset {
             r"^BGP is already running; AS is \d+",
             r"^Warning: closing connection to \w+ because of an I/O error",
         ]),
-        // `terminal length 0` turns paging off too (any other length only
-        // says it is deprecated); this is the command vtysh documents.
-        paging_off: Some("terminal no paginate".into()),
+        // vtysh 8.4 takes `no terminal paginate` and `terminal length 0`
+        // (any other length says it is deprecated and ignored, and turns
+        // the pager on); the length form is also what older vtysh and
+        // Quagga know.
+        paging_off: Some("terminal length 0".into()),
         modes: modes::frr(),
         credentials: None,
         watches: watches::frr(),
@@ -750,7 +752,7 @@ mod tests {
             .map(|a| a.reply.as_str())
             .collect();
         assert_eq!(fired, ["q"]);
-        assert_eq!(p.paging_off.as_deref(), Some("terminal no paginate"));
+        assert_eq!(p.paging_off.as_deref(), Some("terminal length 0"));
     }
 
     #[test]

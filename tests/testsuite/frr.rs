@@ -182,3 +182,247 @@ async fn output_is_what_vtysh_prints_directly() {
         assert_eq!(reply["error_lines"], json!([error]), "{reply}");
     }
 }
+
+/// `terminal paginate` sends vtysh's output through its pager (Debian's
+/// `/usr/bin/pager`, less where it is installed); the preset answers each
+/// page and the end, and what the agent gets is still what vtysh prints
+/// directly. `no terminal paginate` and `terminal length 0` (the
+/// preset's paging off) turn it off again; `terminal no paginate`, as
+/// IOS habits would write it, is no vtysh command, and `terminal length
+/// 24` says its value is ignored but turns the pager on.
+#[tokio::test]
+async fn paged_output_is_answered_and_the_same_as_unpaged() {
+    if !here() {
+        return;
+    }
+    let router = configured().await;
+    let reply = router.command("terminal paginate").await;
+    assert_eq!(text(&reply, "output"), "", "{reply}");
+    let paged = router.same_as_direct("show running-config").await;
+    // 24 rows a page, more than 280 lines: a dozen pages and the end.
+    assert!(num(&paged, "auto_replies") >= 10, "{paged}");
+    let reply = router.same_as_direct("show ip prefix-list LAB").await;
+    assert!(num(&reply, "auto_replies") >= 4, "{reply}");
+    // The prompt follows less's erase of `(END)` (`\r ESC[K`).
+    assert!(text(&reply, "prompt_text").ends_with("r1# "), "{reply}");
+
+    let reply = router.command("terminal no paginate").await;
+    assert_eq!(
+        reply["error_lines"],
+        json!(["% Unknown command: terminal no paginate"]),
+        "{reply}"
+    );
+    let reply = router.command("no terminal paginate").await;
+    assert_eq!(reply["error_lines"], json!([]), "{reply}");
+    let unpaged = router.same_as_direct("show running-config").await;
+    assert_eq!(num(&unpaged, "auto_replies"), 0, "{unpaged}");
+    assert_eq!(text(&unpaged, "output"), text(&paged, "output"));
+
+    router.command("terminal paginate").await;
+    let reply = router.command("terminal length 0").await;
+    assert_eq!(reply["error_lines"], json!([]), "{reply}");
+    let reply = router.same_as_direct("show running-config").await;
+    assert_eq!(
+        num(&reply, "auto_replies"),
+        0,
+        "length 0 is paging off: {reply}"
+    );
+    // Any other length says it is deprecated and ignored, and turns the
+    // pager on.
+    let reply = router.command("terminal length 24").await;
+    assert_eq!(
+        reply["error_lines"],
+        json!([
+            "% The \"terminal length\" command is deprecated and its value is ignored.",
+            "% Please use \"terminal paginate\" instead with OS TTY length handling."
+        ]),
+        "{reply}"
+    );
+    let reply = router.same_as_direct("show running-config").await;
+    assert!(num(&reply, "auto_replies") >= 10, "{reply}");
+}
+
+/// With `VTYSH_PAGER=more` set when vtysh starts, paging is on from the
+/// first command and util-linux `more` is the pager: it stops at a
+/// standout `--More--` and ends every command, even one that printed
+/// nothing, with an empty page and `(END)`. The preset gets through all
+/// of it and the table is, line for line, what vtysh prints unpaged (the
+/// empty page's lines are trailing empty lines, which cleanup drops).
+#[tokio::test]
+async fn vtysh_pager_more_is_answered_from_the_first_command() {
+    if !here() {
+        return;
+    }
+    let router = Router::start_with(|vtysh| vtysh.env("VTYSH_PAGER", "more")).await;
+    // vtysh's start already waits in more, at an empty page, before
+    // anyone connected: keys typed now would be more's commands (`s`
+    // skips lines), and no prompt is on screen. set_mode wakes it. Each
+    // prompt follows more's erase of its `(END)` (`\r ESC[K`), which the
+    // prompt text keeps.
+    let status = router.ok("status", json!({})).await;
+    assert_eq!(status["mode"], Value::Null, "{status}");
+    let reply = router
+        .ok("set_mode", json!({"mode": "privileged", "timeout": 30}))
+        .await;
+    assert!(text(&reply, "prompt").ends_with("r1#"), "{reply}");
+    let lines = lab_config();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    router.frr.vtysh_c(&refs).await.expect("configure");
+    let reply = router.same_as_direct("show ip prefix-list LAB").await;
+    assert!(num(&reply, "auto_replies") >= 4, "{reply}");
+    let reply = router
+        .ok("set_mode", json!({"mode": "config", "timeout": 30}))
+        .await;
+    assert!(text(&reply, "prompt").ends_with("r1(config)#"), "{reply}");
+    let reply = router
+        .ok("set_mode", json!({"mode": "privileged", "timeout": 30}))
+        .await;
+    assert!(text(&reply, "prompt").ends_with("r1#"), "{reply}");
+}
+
+/// Every mode through set_mode: vtysh starts privileged, `disable` is
+/// exec (`r1>`), `configure terminal` is config; and the nested blocks
+/// (`router bgp`, `address-family`, `interface`) are config mode by their
+/// prompts.
+#[tokio::test]
+async fn set_mode_reaches_each_mode_and_nested_blocks_are_config() {
+    if !here() {
+        return;
+    }
+    let router = Router::start().await;
+    let status = router.ok("status", json!({})).await;
+    let mode = |v: &Value| v["mode"].as_str().map(str::to_owned);
+    for (target, prompt) in [
+        ("exec", "r1>"),
+        ("privileged", "r1#"),
+        ("config", "r1(config)#"),
+        ("exec", "r1>"),
+        ("config", "r1(config)#"),
+        ("privileged", "r1#"),
+    ] {
+        let reply = router
+            .ok("set_mode", json!({"mode": target, "timeout": 30}))
+            .await;
+        assert_eq!(text(&reply, "mode"), target, "{reply}");
+        assert_eq!(text(&reply, "prompt").trim(), prompt, "{reply}");
+    }
+    let _ = status;
+    router.ok("set_mode", json!({"mode": "config"})).await;
+    for (line, prompt) in [
+        ("router bgp 65001", "r1(config-router)#"),
+        ("address-family ipv4 unicast", "r1(config-router-af)#"),
+        ("exit-address-family", "r1(config-router)#"),
+        ("exit", "r1(config)#"),
+        ("interface lo", "r1(config-if)#"),
+        ("route-map RM permit 10", "r1(config-route-map)#"),
+    ] {
+        let reply = router.command(line).await;
+        assert_eq!(
+            text(&reply, "prompt_text").trim(),
+            prompt,
+            "{line}: {reply}"
+        );
+        let status = router.ok("status", json!({})).await;
+        assert_eq!(mode(&status).as_deref(), Some("config"), "{line}: {status}");
+    }
+    // `end` from three levels down.
+    let reply = router.ok("set_mode", json!({"mode": "privileged"})).await;
+    assert_eq!(text(&reply, "prompt").trim(), "r1#", "{reply}");
+}
+
+/// send_config through the real parser: nested blocks, one line vtysh
+/// refuses among good ones, a verdict per line, configuration mode always
+/// left; then save_config runs `write memory`, which writes the
+/// integrated frr.conf with what was configured.
+#[tokio::test]
+async fn send_config_judges_each_line_and_save_writes_frr_conf() {
+    if !here() {
+        return;
+    }
+    let router = configured().await;
+    let lines = [
+        "ip route 192.168.50.0/24 Null0",
+        "router bgp 65001",
+        "neighbor 10.0.0.99 remote-as 65099",
+        "neighbor 10.0.0.99 description lab-peer",
+        "address-family ipv4 unicast",
+        "network 192.168.50.0/24",
+        "neighbr 10.0.0.99 activate",
+        "exit-address-family",
+        "exit",
+        "ip prefix-list EDGE seq 5 permit 192.168.50.0/24",
+    ];
+    let reply = router
+        .ok(
+            "send_config",
+            json!({"lines": lines, "stop_on_error": false, "timeout": 30}),
+        )
+        .await;
+    let verdicts = reply["verdicts"].as_array().expect("verdicts");
+    assert_eq!(verdicts.len(), lines.len(), "{reply}");
+    for (verdict, line) in verdicts.iter().zip(lines) {
+        let refused = line.starts_with("neighbr");
+        assert_eq!(verdict["line"], line, "{reply}");
+        assert_eq!(verdict["ok"], !refused, "{line}: {reply}");
+        if refused {
+            assert_eq!(
+                verdict["error"], "% Unknown command: neighbr 10.0.0.99 activate",
+                "{reply}"
+            );
+        } else {
+            assert_eq!(verdict["error"], Value::Null, "{line}: {reply}");
+        }
+    }
+    assert_eq!(reply["left_config"], true, "{reply}");
+    assert_eq!(text(&reply, "mode"), "privileged", "{reply}");
+    assert_eq!(text(&reply, "prompt").trim(), "r1#", "{reply}");
+    // The lines after the refused one were applied.
+    let running = router.direct("show running-config").await;
+    for want in [
+        "ip route 192.168.50.0/24 Null0",
+        " neighbor 10.0.0.99 description lab-peer",
+        "  network 192.168.50.0/24",
+        "ip prefix-list EDGE seq 5 permit 192.168.50.0/24",
+    ] {
+        assert!(running.lines().any(|l| l == want), "{want:?} in {running}");
+    }
+
+    // stop_on_error (the default): nothing after the refused line.
+    let reply = router
+        .ok(
+            "send_config",
+            json!({"lines": ["ip route 192.168.51.0/24 Null0", "ip route 192.168.52.0/33 Null0", "ip route 192.168.53.0/24 Null0"], "timeout": 30}),
+        )
+        .await;
+    assert_eq!(
+        reply["failed_line"], "ip route 192.168.52.0/33 Null0",
+        "{reply}"
+    );
+    assert_eq!(num(&reply, "applied"), 1, "{reply}");
+    assert_eq!(text(&reply, "prompt").trim(), "r1#", "{reply}");
+    let running = router.direct("show running-config").await;
+    assert!(
+        running.contains("ip route 192.168.51.0/24 Null0"),
+        "{running}"
+    );
+    assert!(!running.contains("192.168.53.0"), "{running}");
+
+    assert!(!router.frr.config_file().exists(), "nothing saved yet");
+    let reply = router.ok("save_config", json!({})).await;
+    assert_eq!(reply["ok"], true, "{reply}");
+    let saved = std::fs::read_to_string(router.frr.config_file()).expect("frr.conf written");
+    // What was saved is the running configuration, from `frr version` on.
+    let running = router.direct("show running-config").await;
+    let body: Vec<&str> = running
+        .lines()
+        .skip_while(|l| !l.starts_with("frr version"))
+        .take_while(|l| *l != "end")
+        .collect();
+    let saved_lines: Vec<&str> = saved.lines().collect();
+    assert_eq!(saved_lines, body, "frr.conf:\n{saved}");
+    assert!(saved_lines.len() > 280, "{saved}");
+    assert!(
+        saved.contains("\nip route 192.168.50.0/24 Null0\n"),
+        "{saved}"
+    );
+}
