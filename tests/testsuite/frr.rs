@@ -290,7 +290,6 @@ async fn set_mode_reaches_each_mode_and_nested_blocks_are_config() {
         return;
     }
     let router = Router::start().await;
-    let status = router.ok("status", json!({})).await;
     let mode = |v: &Value| v["mode"].as_str().map(str::to_owned);
     for (target, prompt) in [
         ("exec", "r1>"),
@@ -306,7 +305,6 @@ async fn set_mode_reaches_each_mode_and_nested_blocks_are_config() {
         assert_eq!(text(&reply, "mode"), target, "{reply}");
         assert_eq!(text(&reply, "prompt").trim(), prompt, "{reply}");
     }
-    let _ = status;
     router.ok("set_mode", json!({"mode": "config"})).await;
     for (line, prompt) in [
         ("router bgp 65001", "r1(config-router)#"),
