@@ -251,6 +251,30 @@ pub(super) fn hp_procurve() -> ModeRules {
     }
 }
 
+/// FRRouting's vtysh (SONiC, Cumulus, a Linux router): it starts
+/// privileged (`r1#`); `disable` and `enable` move to `r1>` and back
+/// without a secret; every node below `configure terminal` is a
+/// parenthesised suffix (`(config-router-af)#`, `(config-if)#`,
+/// `(config-route-map)#`, `(pcep-sr-te-pcep-pce-config)#`), and `end`
+/// leaves any of them. Each line applies at once; `write memory` writes
+/// the integrated `frr.conf` and ends with `[OK]`.
+pub(super) fn frr() -> ModeRules {
+    ModeRules {
+        login: some(LOGIN),
+        password: some(PASSWORD),
+        config: some(r"\([^)]+\)# ?$"),
+        privileged: some(r"# ?$"),
+        exec: some(r"> ?$"),
+        enable: some("enable"),
+        disable: some("disable"),
+        configure: some("configure terminal"),
+        end_config: some("end"),
+        save: some("write memory"),
+        save_ok: some(r"\[OK\]"),
+        ..ModeRules::default()
+    }
+}
+
 /// A Linux console: login, a user shell (`$`) and root's (`#`); U-Boot
 /// and GRUB at boot. No configuration mode.
 pub(super) fn linux() -> ModeRules {
@@ -441,6 +465,17 @@ mod tests {
                     ("<HUAWEI>", DeviceMode::Exec),
                     ("[HUAWEI]", DeviceMode::Config),
                     ("[~HUAWEI-GigabitEthernet0/0/1]", DeviceMode::Config),
+                ],
+            ),
+            (
+                frr(),
+                &[
+                    ("r1# ", DeviceMode::Privileged),
+                    ("r1> ", DeviceMode::Exec),
+                    ("r1(config)# ", DeviceMode::Config),
+                    ("r1(config-router-af)# ", DeviceMode::Config),
+                    ("sonic(config-if)# ", DeviceMode::Config),
+                    ("r1(pcep-sr-te-pcep-pce-config)# ", DeviceMode::Config),
                 ],
             ),
             (

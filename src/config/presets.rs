@@ -216,6 +216,57 @@ fn huawei_vrp() -> Preset {
     }
 }
 
+/// vtysh's pagers, which it runs only while paging is on (`terminal
+/// paginate`, or `VTYSH_PAGER` set when it starts): `less` (Debian's
+/// `/usr/bin/pager`) stops each page at `:` and the end at `(END)`;
+/// util-linux `more` at a standout `--More--`, and shows an empty page
+/// ending in `--More--` then `(END)` even for a command that printed
+/// nothing. Both wait at `(END)` for `q`; a space there only rings the
+/// bell (less) or pads another empty page (more).
+const LESS_PAGE: &str = ":\x1b[K";
+const MORE_PAGE: &str = "--More--\x1b[27m";
+const PAGER_END: &str = "(END)";
+
+fn frr() -> Preset {
+    Preset {
+        name: "frr".into(),
+        description: "FRRouting vtysh (SONiC, Cumulus, Linux routers: r1#, \
+                      r1(config-router)#), 9600 8N1; answers less and more"
+            .into(),
+        line: LineSettings::default(),
+        line_ending: LineEnding::Cr,
+        prompt: prompt(&[CISCO_CLI, LOGIN]),
+        auto_reply: vec![
+            AutoReply::new(MORE_PAGE, " "),
+            AutoReply::new(LESS_PAGE, " "),
+            AutoReply::new(PAGER_END, "q"),
+        ],
+        pagers: strings(&["--More--", LESS_PAGE, PAGER_END]),
+        error_patterns: strings(&[
+            // Every message of vtysh's parser and of the daemons' commands:
+            // `% Unknown command: …`, `% Command incomplete: …`,
+            // `% Ambiguous command: …`, `% BGP instance not found`,
+            // `% Configuration failed.` (then `Error type: validation`),
+            // `% Specify remote-as or peer-group commands first`.
+            r"^% ",
+            // A command for a daemon that is not running: said without
+            // `%`, and vtysh still enters the node (`router ospf`).
+            r"^\w+ is not running$",
+            r"^BGP is already running; AS is \d+",
+            r"^Warning: closing connection to \w+ because of an I/O error",
+        ]),
+        // vtysh 8.4 takes `no terminal paginate` and `terminal length 0`
+        // (any other length says it is deprecated and ignored, and turns
+        // the pager on); the length form is also what older vtysh and
+        // Quagga know.
+        paging_off: Some("terminal length 0".into()),
+        modes: modes::frr(),
+        credentials: None,
+        watches: watches::frr(),
+        break_sequences: Default::default(),
+    }
+}
+
 fn linux() -> Preset {
     Preset {
         name: "linux".into(),
@@ -310,6 +361,7 @@ pub fn builtin_presets() -> Vec<Preset> {
         arista_eos(),
         huawei_vrp(),
         hp_procurve(),
+        frr(),
         linux(),
         generic(),
     ]
@@ -367,7 +419,7 @@ mod tests {
     #[test]
     fn all_builtins_compile_and_are_sane() {
         let presets = builtin_presets();
-        assert_eq!(presets.len(), 8);
+        assert_eq!(presets.len(), 9);
         for p in &presets {
             let re = anywhere(p);
             assert!(!re.is_match(b""), "{}: prompt matches empty text", p.name);
@@ -632,6 +684,78 @@ mod tests {
     }
 
     #[test]
+    fn frr_prompts() {
+        check(
+            "frr",
+            &[
+                "r1# ",
+                "r1> ",
+                "r1(config)# ",
+                "r1(config-router)# ",
+                "r1(config-router-af)# ",
+                "r1(config-if)# ",
+                "sonic-leaf-01(config-route-map)# ",
+                "r1(pcep-sr-te-pcep-pce-config)# ",
+                "sonic login: ",
+                "Password: ",
+                // less's end erased by `q`, then the prompt
+                "\x1b[7m(END)\x1b[27m\x1b[K\r\x1b[Kr1# ",
+                // more's end: its standout closed after the erase
+                "\x1b[7m--More--\r\x1b[K(END)\x1b[27m\r\x1b[Kr1# ",
+            ],
+            &[
+                "Building configuration...",
+                "Current configuration:",
+                "!",
+                "frr version 8.4.4",
+                "hostname r1",
+                " neighbor 10.0.0.2 description core#",
+                "r1# show running-config",
+                "r1(config)# router bgp 65001",
+                "% Unknown command: foo",
+                "\x1b[7m--More--\x1b[27m",
+                ":\x1b[K",
+                "\x1b[7m(END)\x1b[27m\x1b[K",
+                "Neighbor        V         AS   MsgRcvd   MsgSent   TblVer  InQ OutQ  Up/Down State/PfxRcd   PfxSnt Desc",
+                "K>* 0.0.0.0/0 [0/0] via 192.0.2.1, eth0, 00:00:05",
+            ],
+        );
+    }
+
+    #[test]
+    fn frr_answers_each_pager_with_what_ends_it() {
+        let p = builtin("frr").unwrap();
+        let reply = |trigger: &str| {
+            p.auto_reply
+                .iter()
+                .find(|a| a.trigger == trigger)
+                .map(|a| a.reply.clone())
+        };
+        assert_eq!(reply(":\x1b[K").as_deref(), Some(" "), "less: next page");
+        assert_eq!(
+            reply("--More--\x1b[27m").as_deref(),
+            Some(" "),
+            "more: next page"
+        );
+        assert_eq!(
+            reply("(END)").as_deref(),
+            Some("q"),
+            "both: quit at the end"
+        );
+        // more's last page, `--More--` then `(END)`, must get only `q`: a
+        // space there would draw another empty page.
+        let end = "\x1b[7m--More--\r\x1b[K(END)\x1b[27m";
+        let fired: Vec<&str> = p
+            .auto_reply
+            .iter()
+            .filter(|a| end.contains(&a.trigger))
+            .map(|a| a.reply.as_str())
+            .collect();
+        assert_eq!(fired, ["q"]);
+        assert_eq!(p.paging_off.as_deref(), Some("terminal length 0"));
+    }
+
+    #[test]
     fn generic_prompts() {
         check(
             "generic",
@@ -664,6 +788,28 @@ mod tests {
             ("linux", "bash: foo: command not found", true),
             ("linux", "-sh: foo: not found", true),
             ("linux", "drwxr-xr-x 2 root root 4096 bash", false),
+            ("frr", "% Unknown command: shw ip route", true),
+            (
+                "frr",
+                "% Command incomplete: neighbor 10.0.0.3 remote-as",
+                true,
+            ),
+            ("frr", "% Ambiguous command: sh ip r", true),
+            ("frr", "% BGP instance not found", true),
+            ("frr", "% Configuration failed.", true),
+            ("frr", "ospfd is not running", true),
+            ("frr", "BGP is already running; AS is 65001", true),
+            ("frr", " description % not an error", false),
+            (
+                "frr",
+                "Integrated configuration saved to /etc/frr/frr.conf",
+                false,
+            ),
+            (
+                "frr",
+                "Warning: attempting direct configuration write without watchfrr.",
+                false,
+            ),
             ("hp-procurve", "Invalid input: shw", true),
             ("hp-procurve", "   name \"Invalid input\"", false),
         ];

@@ -556,7 +556,7 @@ mod tests {
             .resolve_port("r1", "/dev/ttyUSB0", Some("nope"))
             .unwrap_err();
         assert!(
-            e.contains("unknown preset \"nope\"") && e.contains("cisco-nxos, generic, "),
+            e.contains("unknown preset \"nope\"") && e.contains("cisco-nxos, frr, generic, "),
             "{e}"
         );
         let e = c

@@ -282,6 +282,19 @@ pub(super) fn hp_procurve() -> Vec<Watch> {
     )
 }
 
+/// FRRouting's vtysh. A daemon's crash reaches vtysh as a closed
+/// connection (its backtrace goes to the daemon's log, not the console);
+/// the rest is what the Linux console under it prints.
+pub(super) fn frr() -> Vec<Watch> {
+    set(
+        r"Warning: closing connection to \w+ because of an I/O error|Kernel panic|segfault at",
+        r"Linux version \d|reboot: Restarting system|^U-Boot \d",
+        r"^(?:=>|U-Boot>|grub>|ONIE:/ #) ?$",
+        r"Out of memory: Kill|invoked oom-killer|[Oo]ut of memory",
+        r"mce: \[Hardware Error\]|Machine [Cc]heck|I/O error, dev \w+",
+    )
+}
+
 /// Linux consoles.
 pub(super) fn linux() -> Vec<Watch> {
     set(

@@ -29,6 +29,7 @@ mod console;
 mod console_client;
 mod errors;
 mod expect;
+mod frr;
 mod hostile;
 mod hostile_doors;
 mod hostile_files;

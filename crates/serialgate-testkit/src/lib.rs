@@ -17,6 +17,8 @@
 //!   (the load test and its bench).
 //! - [`web`]: the web view's site (two devices, the daemon over HTTP,
 //!   four tokens); [`browser`]: headless Chromium over WebDriver.
+//! - [`frr`]: FRRouting's daemons started by the test, isolated from the
+//!   machine and from each other, and its shell vtysh for a program line.
 //! - [`program`]: a real program (vtysh, login, a pager) as the device
 //!   behind a serial line, on a terminal of its own, respawned like a getty.
 //! - [`wait`]: the one poll, for state nothing announces: a check run
@@ -29,6 +31,7 @@ pub mod browser;
 pub mod client;
 pub mod console;
 pub mod daemon;
+pub mod frr;
 pub mod load;
 pub mod program;
 pub mod rig;
