@@ -24,9 +24,9 @@ use super::resources::output_uri;
 use super::server::GateServer;
 use super::session::{Connection, RememberedOutput};
 use super::tool_result::{ToolError, structured_output};
-use crate::clean::{CleanOptions, Cleaner, error_lines};
+use crate::clean::{CleanOptions, Cleaner, clean_field, error_lines};
 use crate::error::{ErrorCode, GateError};
-use crate::log::{CursorError, lossy_text};
+use crate::log::CursorError;
 use crate::matcher::Prompt;
 use crate::port::PortState;
 use crate::port::wait::{WaitEnd, wait_for_output};
@@ -479,7 +479,7 @@ impl GateServer {
         };
         let (raw, whole) = log.copy_prefix(waited.start, waited.end_offset, copy);
         let prompt_text = match waited.end {
-            WaitEnd::Matched(span) => lossy_text(&log.copy_range(span.start, span.end)),
+            WaitEnd::Matched(span) => clean_field(&log.copy_range(span.start, span.end)),
             _ => String::new(),
         };
         let total = whole as u64;
@@ -554,7 +554,7 @@ impl GateServer {
         let (body_end, prompt_text) = match waited.end {
             WaitEnd::Matched(span) => (
                 span.start,
-                lossy_text(&log.copy_range(span.start, span.end)),
+                clean_field(&log.copy_range(span.start, span.end)),
             ),
             _ => (waited.end_offset, String::new()),
         };
