@@ -392,7 +392,7 @@ impl<'a> ModeDriver<'a> {
     }
 
     /// The port's stored credentials, if this caller may use them.
-    fn credentials(&self, asked: &str) -> Result<Arc<Credentials>, GateError> {
+    pub(super) fn credentials(&self, asked: &str) -> Result<Arc<Credentials>, GateError> {
         let Some(credentials) = self.conn.gateway_port.config.credentials.clone() else {
             return Err(GateError::new(
                 ErrorCode::Forbidden,
