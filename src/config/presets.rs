@@ -242,15 +242,24 @@ fn linux() -> Preset {
         auto_reply: vec![
             // less between pages: a lone `:` at the start of the bottom line
             AutoReply::new("\n:\x1b[K", " "),
-            // less at the end of its input
-            AutoReply::new("\x1b[7m(END)", "q"),
+            // less at the end of its input (whole, so that the end of
+            // its reverse video is not answered on its own below)
+            AutoReply::new("\x1b[7m(END)\x1b[27m\x1b[K", "q"),
             // more at the end of a pipe: `--More--` redrawn as `(END)`
             AutoReply::new("--More--\r\x1b[K(END)", "q"),
             // more on a file (`--More--(5%)`), and on a pipe
             AutoReply::new("\x1b[7m--More--(", " "),
             AutoReply::new("\x1b[7m--More--\x1b[27m", " "),
+            // less' first page of a file: its name in reverse video
+            AutoReply::new("\x1b[27m\x1b[K", " "),
         ],
-        pagers: strings(&["\x1b[7m--More--(", "\x1b[7m--More--", "\x1b[7m(END)"]),
+        pagers: strings(&[
+            "\x1b[7m--More--(",
+            // more's last prompt on a pipe, `--More--` redrawn as `(END)`
+            "\x1b[7m--More--\r\x1b[K(END)",
+            "\x1b[7m--More--",
+            "\x1b[7m(END)",
+        ]),
         error_patterns: strings(&[
             r"^-?bash: .*: command not found",
             r"^-?(?:sh|ash|dash): .*: not found",
@@ -618,8 +627,9 @@ mod tests {
             .collect();
         // What less 590 and more (util-linux 2.38) print on a vt220, with
         // the reply each must get (a space at an end would loop).
-        let cases: [(&[u8], &[&str]); 6] = [
+        let cases: [(&[u8], &[&str]); 7] = [
             (b"22\r\n23\r\n:\x1b[K", &[" "]),
+            (b"23\r\n\x1b[7mlong.txt\x1b[27m\x1b[K", &[" "]),
             (b"30\r\n\x1b[7m(END)\x1b[27m\x1b[K", &["q"]),
             (b"ftp\r\n\x1b[7m--More--(5%)\x1b[27m", &[" "]),
             (b"23\r\n\x1b[7m--More--\x1b[27m", &[" "]),
