@@ -87,4 +87,4 @@ pub(crate) mod webhook;
 /// The built-in device presets, beside the config that extends them.
 pub use config::presets;
 /// How many auto-replies one wait sends at most unless told otherwise.
-pub use port::wait::DEFAULT_MAX_AUTO_REPLIES;
+pub use port::wait::{DEFAULT_MAX_AUTO_REPLIES, MAX_FRUITLESS_REPLIES};

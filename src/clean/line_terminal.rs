@@ -89,6 +89,13 @@ impl LineTerminal {
         }
     }
 
+    /// The blanks at the end of the current line, when it holds more than
+    /// blanks: what trimming its end will remove (a prompt's `$ `).
+    pub(super) fn trailing_blanks(&self) -> Option<String> {
+        let end = self.line.iter().rposition(|c| !c.is_whitespace())? + 1;
+        Some(self.line[end..].iter().collect())
+    }
+
     /// Commits the last line and returns the text.
     pub(super) fn finish(mut self) -> String {
         self.newline();

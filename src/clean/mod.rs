@@ -93,6 +93,61 @@ pub fn clean_output(raw: &[u8], opts: &CleanOptions) -> String {
     cleaner.finish()
 }
 
+/// Most characters of a field [`clean_field`] returns.
+pub const FIELD_MAX_CHARS: usize = 256;
+
+/// A short piece of device text shown on its own (a prompt, the line a
+/// device waits at, an alert's match) as a terminal would show it: the
+/// same escape and overwrite stages as [`clean_output`], so a real shell's
+/// bracketed-paste switch (`ESC[?2004h`), window title (`ESC]0;…BEL`) and
+/// colours are gone, but no echo or pager removal. The blanks after the
+/// last character stay (`netops@vm:~$ `: a literal prompt needs its
+/// space). Characters that reorder text on a terminal (bidirectional
+/// overrides and isolates) become U+FFFD, and the result is cut to
+/// [`FIELD_MAX_CHARS`] with `…`. Lines are joined with `\n`.
+///
+/// ```
+/// use serialgate::clean::clean_field;
+///
+/// let raw = b"\x1b[?2004h\x1b]0;netops@vm: ~\x07netops@vm:~$ ";
+/// assert_eq!(clean_field(raw), "netops@vm:~$ ");
+/// ```
+pub fn clean_field(raw: &[u8]) -> String {
+    let mut cleaner = Cleaner::new(&CleanOptions::default());
+    cleaner.feed(raw);
+    // A character cut at the end would land after the blanks.
+    let blanks = if cleaner.term.carry_len == 0 {
+        cleaner.term.lines.trailing_blanks()
+    } else {
+        None
+    };
+    let mut text = cleaner.finish();
+    if let Some(blanks) = blanks {
+        text.push_str(&blanks);
+    }
+    let mut out: String = text
+        .chars()
+        .take(FIELD_MAX_CHARS)
+        .map(|c| {
+            if reorders(c) {
+                char::REPLACEMENT_CHARACTER
+            } else {
+                c
+            }
+        })
+        .collect();
+    if text.chars().nth(FIELD_MAX_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// Bidirectional embeddings, overrides and isolates: shown, they make a
+/// terminal or a page print what follows in another order than it came.
+fn reorders(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Lines of cleaned output that match any of the error patterns (e.g.
 /// `^% Invalid input detected`, `^% Ambiguous command`,
 /// `^% Incomplete command`, `error: syntax error`), in order.

@@ -908,3 +908,42 @@ mod chunking {
         }
     }
 }
+
+mod fields {
+    use super::*;
+
+    #[test]
+    fn a_real_bash_prompt_is_what_a_person_reads() {
+        // bash 5.2 after /bin/login, TERM=xterm: bracketed paste on, the
+        // window title, then PS1 with its space.
+        assert_eq!(
+            clean_field(b"\x1b[?2004h\x1b]0;netops@vm: ~\x07netops@vm:~$ "),
+            "netops@vm:~$ "
+        );
+        // Debian's coloured PS1.
+        assert_eq!(
+            clean_field(b"\x1b[01;32mroot@vm\x1b[00m:\x1b[01;34m/etc\x1b[00m# "),
+            "root@vm:/etc# "
+        );
+        // After a command: bracketed paste off, back to column 0.
+        assert_eq!(clean_field(b"\r\x1b[K\x1b[?2004hvm$ "), "vm$ ");
+        // Huawei's erase and a Junos carriage return before the prompt.
+        assert_eq!(clean_field(b"\x1b[42D<HUAWEI>"), "<HUAWEI>");
+        assert_eq!(clean_field(b"\radmin@mx1> "), "admin@mx1> ");
+        assert_eq!(clean_field(b"Username: "), "Username: ");
+        assert_eq!(clean_field(b"SW1#\r\n"), "SW1#");
+        assert_eq!(clean_field(b""), "");
+    }
+
+    #[test]
+    fn a_field_is_bounded_and_cannot_reorder_or_control_a_terminal() {
+        let long = vec![b'x'; 1000];
+        let field = clean_field(&long);
+        assert_eq!(field.chars().count(), FIELD_MAX_CHARS + 1);
+        assert!(field.ends_with('…'));
+        let field = clean_field("a\u{202e}b\x1b[2J\x07\x1b]8;;http://x\x07c".as_bytes());
+        assert_eq!(field, "a\u{fffd}bc");
+        // A character cut at the end becomes U+FFFD, not a hidden tail.
+        assert_eq!(clean_field(b"caf\xc3"), "caf\u{fffd}");
+    }
+}

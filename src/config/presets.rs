@@ -271,7 +271,7 @@ fn linux() -> Preset {
     Preset {
         name: "linux".into(),
         description: "Linux serial console (login:, Password:, $ and # shell \
-                      prompts), 115200 8N1"
+                      prompts), 115200 8N1; pages through less and more"
             .into(),
         line: LineSettings {
             baud: 115_200,
@@ -283,8 +283,34 @@ fn linux() -> Preset {
         // prompt is removed from `send_command` output whole, not just its
         // last two characters.
         prompt: r"(?m-u)(?:^|\r)[^\r\n]*?(?:[$#] |(?i:login|password)(?: for [^\s:]+)?: ?)$".into(),
-        auto_reply: Vec::new(),
-        pagers: Vec::new(),
+        // The pagers a command may start (`systemctl status`, `journalctl`,
+        // `git log`, `man`, or piped into by hand), as they draw their
+        // prompts on a terminal with reverse video and erase-line (vt220,
+        // linux, xterm): paged through with a space, left with `q` at the
+        // end, where a space would only bring the same prompt back. Each
+        // trigger holds a control sequence, so a file that merely contains
+        // the words is not answered.
+        auto_reply: vec![
+            // less between pages: a lone `:` at the start of the bottom line
+            AutoReply::new("\n:\x1b[K", " "),
+            // less at the end of its input (whole, so that the end of
+            // its reverse video is not answered on its own below)
+            AutoReply::new("\x1b[7m(END)\x1b[27m\x1b[K", "q"),
+            // more at the end of a pipe: `--More--` redrawn as `(END)`
+            AutoReply::new("--More--\r\x1b[K(END)", "q"),
+            // more on a file (`--More--(5%)`), and on a pipe
+            AutoReply::new("\x1b[7m--More--(", " "),
+            AutoReply::new("\x1b[7m--More--\x1b[27m", " "),
+            // less' first page of a file: its name in reverse video
+            AutoReply::new("\x1b[27m\x1b[K", " "),
+        ],
+        pagers: strings(&[
+            "\x1b[7m--More--(",
+            // more's last prompt on a pipe, `--More--` redrawn as `(END)`
+            "\x1b[7m--More--\r\x1b[K(END)",
+            "\x1b[7m--More--",
+            "\x1b[7m(END)",
+        ]),
         error_patterns: strings(&[
             r"^-?bash: .*: command not found",
             r"^-?(?:sh|ash|dash): .*: not found",
@@ -641,6 +667,37 @@ mod tests {
                 "user@host:~$ ls -l",
             ],
         );
+    }
+
+    #[test]
+    fn linux_pager_triggers_are_answered_once_each_where_real_pagers_draw_them() {
+        let p = builtin("linux").unwrap();
+        let pairs: Vec<(String, String)> = p
+            .auto_reply
+            .iter()
+            .map(|a| (a.trigger.clone(), a.reply.clone()))
+            .collect();
+        // What less 590 and more (util-linux 2.38) print on a vt220, with
+        // the reply each must get (a space at an end would loop).
+        let cases: [(&[u8], &[&str]); 7] = [
+            (b"22\r\n23\r\n:\x1b[K", &[" "]),
+            (b"23\r\n\x1b[7mlong.txt\x1b[27m\x1b[K", &[" "]),
+            (b"30\r\n\x1b[7m(END)\x1b[27m\x1b[K", &["q"]),
+            (b"ftp\r\n\x1b[7m--More--(5%)\x1b[27m", &[" "]),
+            (b"23\r\n\x1b[7m--More--\x1b[27m", &[" "]),
+            (b"\r\n\x1b[7m--More--\r\x1b[K(END)\x1b[27m", &["q"]),
+            // ordinary text that names them
+            (b"see (END) and --More-- and a: b\r\n", &[]),
+        ];
+        for (raw, want) in cases {
+            let mut scanner = crate::matcher::TriggerScanner::new(&pairs, 0).unwrap();
+            let hits = scanner.scan(raw, 0, raw.len() as u64);
+            let got: Vec<&str> = hits
+                .iter()
+                .map(|h| std::str::from_utf8(scanner.reply(h)).unwrap())
+                .collect();
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(raw));
+        }
     }
 
     #[test]

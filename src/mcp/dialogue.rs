@@ -17,12 +17,14 @@ use super::args::{DEFAULT_MAX_OUTPUT, triggers_arg};
 use super::encoding::cut;
 use super::server::GateServer;
 use super::session::Connection;
-use crate::error::{ErrorCode, GateError};
+use crate::clean::{CleanOptions, clean_field, clean_output};
+use crate::error::{ErrorCode, GateError, shown};
 use crate::log::lossy_text;
-use crate::matcher::{Prompt, PromptScanner};
+use crate::matcher::{Prompt, PromptScanner, Span};
 use crate::port::PortState;
 use crate::port::wait::{
-    DEFAULT_MAX_AUTO_REPLIES, PromptWait, PromptWanted, WaitEnd, WaitHooks, wait_for_prompt,
+    DEFAULT_MAX_AUTO_REPLIES, MAX_FRUITLESS_REPLIES, PromptWait, PromptWanted, WaitEnd, WaitHooks,
+    wait_for_prompt,
 };
 
 /// The error of a wait the client cancelled (or left by going away).
@@ -117,6 +119,9 @@ impl GateServer {
             return Err(cancelled());
         }
         self.session.advance(&conn.name, waited.end_offset);
+        if let WaitEnd::Stuck(at) = waited.end {
+            return Err(stuck(conn, &waited, at));
+        }
         if matches!(waited.end, WaitEnd::Lost | WaitEnd::Closed) {
             let partial = conn
                 .port()
@@ -137,4 +142,36 @@ impl GateServer {
         }
         Ok(waited)
     }
+}
+
+/// The error of a wait that left the device at an auto-reply trigger its
+/// answers only brought back: what it waits at (as a terminal shows it),
+/// how to leave it, and the output so far, cleaned.
+fn stuck(conn: &Connection, waited: &PromptWait, at: Span) -> GateError {
+    let log = conn.port().log();
+    let shows = clean_field(&log.copy_range(at.start, waited.end_offset.max(at.end)));
+    let waits_at = shows.lines().last().unwrap_or_default().trim();
+    let pagers: Vec<&[u8]> = conn.profile.pagers.iter().map(Vec::as_slice).collect();
+    let partial = log.copy_range(waited.start, at.start);
+    let text = clean_output(
+        &partial,
+        &CleanOptions {
+            command: None,
+            pagers: &pagers,
+        },
+    );
+    let (text, _) = cut(text, DEFAULT_MAX_OUTPUT as usize);
+    GateError::new(
+        ErrorCode::Timeout,
+        format!(
+            "the device came back to {} after each of the last {MAX_FRUITLESS_REPLIES} auto-replies with nothing \
+             else between, so it was not answered again: it waits there (status: blocked_prompt). \
+             Leave it with send_text (\"q\" leaves less and more), or pass auto_reply.\n\
+             Output so far ({} bytes, cursors {}-{}; whole with read_output):\n{text}",
+            shown(waits_at),
+            at.start - waited.start,
+            waited.start,
+            waited.end_offset
+        ),
+    )
 }

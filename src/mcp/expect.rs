@@ -28,6 +28,7 @@ use super::server::GateServer;
 use super::session::Connection;
 use super::tool_result::ToolError;
 use crate::audit::Actor;
+use crate::clean::clean_field;
 use crate::error::GateError;
 use crate::log::lossy_text;
 use crate::matcher::Prompt;
@@ -549,9 +550,10 @@ impl GateServer {
                 result.matched = matches!(waited.end, WaitEnd::Matched(_));
                 result.timed_out = waited.end == WaitEnd::TimedOut;
                 result.prompt_text = match waited.end {
-                    WaitEnd::Matched(span) => {
-                        redact(&lossy_text(&log.copy_range(span.start, span.end)), &secrets)
-                    }
+                    WaitEnd::Matched(span) => redact(
+                        &clean_field(&log.copy_range(span.start, span.end)),
+                        &secrets,
+                    ),
                     _ => String::new(),
                 };
                 result.output = output;

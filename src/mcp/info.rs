@@ -13,6 +13,7 @@ use super::server::GateServer;
 use super::session::Session;
 use super::tool_result::ToolError;
 use crate::access::{Caller, rules};
+use crate::clean::clean_field;
 use crate::config::DeviceMode;
 use crate::devices::{self, SerialDevice};
 use crate::error::{ErrorCode, GateError};
@@ -168,30 +169,41 @@ pub struct StatusResult {
 
 /// Recognizes what a device waits at from its last line of output (for
 /// `Press RETURN to get started`, which IOS follows with line ends, the
-/// last non-blank line).
+/// last non-blank line), and names it with the line as a terminal shows
+/// it ([`clean_field`]: no colours, no erased text).
 fn blocked_prompt(tail: &[u8]) -> Option<String> {
-    const KINDS: [(&str, &str); 12] = [
+    const KINDS: [(&str, &str); 13] = [
         ("--more--", "pager"),
         ("---(more", "pager"),
         ("---- more ----", "pager"),
         ("-- more --", "pager"),
+        // less at the end of its input, and more at the end of a pipe
+        ("(end)", "pager"),
         ("[confirm]", "confirm"),
         ("[yes/no]", "yes_no"),
         ("[yes,no]", "yes_no"),
-        ("(yes/no)", "yes_no"),
         ("(y/n)", "yes_no"),
         ("[y/n]", "yes_no"),
         ("password:", "password"),
+        ("password for ", "password"),
         ("press return to get started", "press_return"),
     ];
     let kind_of = |line: &[u8]| {
-        let lower = String::from_utf8_lossy(line).to_ascii_lowercase();
-        KINDS
-            .iter()
-            .find(|(needle, _)| lower.contains(needle))
-            .map(|(_, kind)| format!("{kind}: {}", String::from_utf8_lossy(line).trim()))
+        let shown = clean_field(line);
+        let shown = shown.lines().last().unwrap_or_default().trim();
+        let lower = shown.to_ascii_lowercase();
+        // less between pages: a lone colon
+        let kind = if shown == ":" {
+            Some("pager")
+        } else {
+            KINDS
+                .iter()
+                .find(|(needle, _)| lower.contains(needle))
+                .map(|(_, kind)| *kind)
+        };
+        kind.map(|kind| format!("{kind}: {shown}"))
     };
-    let is_blank = |line: &[u8]| line.iter().all(u8::is_ascii_whitespace);
+    let is_blank = |line: &[u8]| clean_field(line).trim().is_empty();
     let mut lines = tail.rsplit(|&b| b == b'\n');
     let last_line = lines.next().unwrap_or(tail);
     if !is_blank(last_line) {
@@ -478,5 +490,28 @@ mod tests {
         assert_eq!(blocked_prompt(b"Password: \r\n"), None);
         assert_eq!(blocked_prompt(b" --More-- \r\n\r\n"), None);
         assert_eq!(blocked_prompt(b""), None);
+        // Real pagers, as they draw their prompts in reverse video.
+        assert_eq!(
+            blocked_prompt(b"29\r\n30\r\n\x1b[7m(END)\x1b[27m\x1b[K").as_deref(),
+            Some("pager: (END)")
+        );
+        assert_eq!(
+            blocked_prompt(b"22\r\n23\r\n:\x1b[K").as_deref(),
+            Some("pager: :")
+        );
+        assert_eq!(
+            blocked_prompt(b"ftp\r\n\x1b[7m--More--(5%)\x1b[27m").as_deref(),
+            Some("pager: --More--(5%)")
+        );
+        assert_eq!(
+            blocked_prompt(b"\r\n\x1b[7m--More--\r\x1b[K(END)\x1b[27m").as_deref(),
+            Some("pager: (END)")
+        );
+        assert_eq!(
+            blocked_prompt(b"sudo id\r\n\x1b[?2004l\r[sudo] password for netops: ").as_deref(),
+            Some("password: [sudo] password for netops:")
+        );
+        // A colon in a line of text is no pager.
+        assert_eq!(blocked_prompt(b"\r\nnote: "), None);
     }
 }

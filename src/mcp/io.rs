@@ -24,9 +24,9 @@ use super::resources::output_uri;
 use super::server::GateServer;
 use super::session::{Connection, RememberedOutput};
 use super::tool_result::{ToolError, structured_output};
-use crate::clean::{CleanOptions, Cleaner, error_lines};
+use crate::clean::{CleanOptions, Cleaner, clean_field, error_lines};
 use crate::error::{ErrorCode, GateError};
-use crate::log::{CursorError, lossy_text};
+use crate::log::CursorError;
 use crate::matcher::Prompt;
 use crate::port::PortState;
 use crate::port::wait::{WaitEnd, wait_for_output};
@@ -479,7 +479,7 @@ impl GateServer {
         };
         let (raw, whole) = log.copy_prefix(waited.start, waited.end_offset, copy);
         let prompt_text = match waited.end {
-            WaitEnd::Matched(span) => lossy_text(&log.copy_range(span.start, span.end)),
+            WaitEnd::Matched(span) => clean_field(&log.copy_range(span.start, span.end)),
             _ => String::new(),
         };
         let total = whole as u64;
@@ -540,21 +540,43 @@ impl GateServer {
         // The reply starts where the log is when the command goes out:
         // whatever arrived before is not this command's output.
         let start = self.send_bytes(&conn, "command", &bytes, true).await?;
-        let waited = self
+        let mut waited = self
             .wait_prompt(
                 &conn,
                 start,
-                prompt,
+                prompt.clone(),
                 &a.auto_reply,
                 timeout,
                 &wait_hooks(&context, &self.client_gone),
             )
             .await?;
         let log = conn.port().log();
+        if let WaitEnd::Matched(span) = waited.end {
+            let asked = clean_field(&log.copy_range(span.start, span.end));
+            let answered = self
+                .answer_sudo(
+                    &conn,
+                    &context,
+                    &asked,
+                    &waited,
+                    prompt,
+                    &a.auto_reply,
+                    timeout,
+                )
+                .await?;
+            if let Some(again) = answered {
+                // One reply: the command's echo to the prompt after sudo.
+                waited.auto_replies.extend(again.auto_replies);
+                waited.end = again.end;
+                waited.end_offset = again.end_offset;
+                waited.elapsed += again.elapsed;
+                waited.truncated |= again.truncated;
+            }
+        }
         let (body_end, prompt_text) = match waited.end {
             WaitEnd::Matched(span) => (
                 span.start,
-                lossy_text(&log.copy_range(span.start, span.end)),
+                clean_field(&log.copy_range(span.start, span.end)),
             ),
             _ => (waited.end_offset, String::new()),
         };

@@ -31,6 +31,7 @@ mod router;
 pub mod scope;
 mod server;
 mod session;
+mod sudo;
 mod terminal;
 mod tool_result;
 mod transfer;

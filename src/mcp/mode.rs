@@ -25,11 +25,10 @@ use super::server::GateServer;
 use super::session::Connection;
 use super::tool_result::ToolError;
 use crate::access::Caller;
-use crate::clean::{CleanOptions, clean_output, error_lines};
+use crate::clean::{CleanOptions, clean_field, clean_output, error_lines};
 use crate::config::{Credentials, DeviceMode, ModeRules};
 use crate::error::{ErrorCode, GateError, shown};
 use crate::last_prompt::prompt_at_log_end;
-use crate::log::lossy_text;
 use crate::matcher::Prompt;
 use crate::port::wait::{WaitEnd, WaitHooks};
 
@@ -208,7 +207,7 @@ impl<'a> ModeDriver<'a> {
         let (body_end, prompt) = match waited.end {
             WaitEnd::Matched(span) => (
                 span.start,
-                lossy_text(&log.copy_range(span.start, span.end)),
+                clean_field(&log.copy_range(span.start, span.end)),
             ),
             _ => {
                 let what = match echo {
@@ -216,7 +215,7 @@ impl<'a> ModeDriver<'a> {
                     None if secret => "a stored secret".to_owned(),
                     None => "a line ending".to_owned(),
                 };
-                let seen = lossy_text(&log.copy_range(waited.start, waited.end_offset));
+                let seen = clean_field(&log.copy_range(waited.start, waited.end_offset));
                 return Err(GateError::new(
                     ErrorCode::Timeout,
                     format!(
@@ -402,7 +401,7 @@ impl<'a> ModeDriver<'a> {
     }
 
     /// The port's stored credentials, if this caller may use them.
-    fn credentials(&self, asked: &str) -> Result<Arc<Credentials>, GateError> {
+    pub(super) fn credentials(&self, asked: &str) -> Result<Arc<Credentials>, GateError> {
         let Some(credentials) = self.conn.gateway_port.config.credentials.clone() else {
             return Err(GateError::new(
                 ErrorCode::Forbidden,

@@ -25,6 +25,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::clean::clean_field;
 use crate::config::watches::{MAX_WATCHES, Severity, Watch, check_watch_name, check_watch_regex};
 use crate::sync::lock;
 use crate::watchset::{WatchHit, WatchSet};
@@ -505,11 +506,20 @@ impl Alerts {
     }
 }
 
-/// Device text as an alert keeps it: lossy UTF-8, control characters
-/// escaped (`\r`, `\n`, `\u{1b}`), so that it can forge no log line.
+/// Device text as an alert keeps it: as a terminal shows it (the output
+/// cleaner's [`clean_field`]: colours and erased text gone), its line ends
+/// and tabs escaped (`\n`, `\t`), so that it can forge no log line. A match
+/// that shows nothing (a watch on a control sequence) is kept as it came,
+/// every control character escaped (`\r`, `\u{1b}`).
 fn evidence(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for c in String::from_utf8_lossy(bytes).chars() {
+    let shown = clean_field(bytes);
+    let text = if shown.trim().is_empty() {
+        String::from_utf8_lossy(bytes).into_owned()
+    } else {
+        shown
+    };
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
         if c.is_control() {
             out.extend(c.escape_default());
         } else {
@@ -566,6 +576,15 @@ mod tests {
     }
 
     #[test]
+    fn evidence_is_what_a_terminal_shows_with_line_ends_escaped() {
+        assert_eq!(
+            evidence(b"\x1b[1;31mKernel panic\x1b[0m - not syncing\r\nCPU: 0"),
+            "Kernel panic - not syncing\\nCPU: 0"
+        );
+        assert_eq!(evidence(b"\x1b[31m"), "\\u{1b}[31m");
+    }
+
+    #[test]
     fn alerts_are_bounded_counted_and_escaped() {
         let alerts = Alerts::new(
             "sw1",
@@ -583,7 +602,7 @@ mod tests {
         let s = alerts.summary();
         assert_eq!((s.total, s.dropped), (MAX_ALERTS as u64 + 10, 10));
         let last = s.last.unwrap();
-        assert_eq!(last.text, "x\\r\\n\\u{1b}[31m");
+        assert_eq!(last.text, "x");
         let (read, missed) = alerts.since(1, 0, 5);
         assert!(missed);
         assert_eq!(read[0].id, 11);

@@ -101,6 +101,17 @@ pub trait WaitPort: Sync {
 /// that repeats its trigger forever must not make the gateway loop).
 pub const DEFAULT_MAX_AUTO_REPLIES: usize = 10_000;
 
+/// Most auto-replies in a row after which the device printed a trigger
+/// again and nothing else: `less` at `(END)` answered with a space rings
+/// the bell and redraws `(END)`, `more` at the end of a pipe answered with
+/// a space prints a blank page and its prompt again, for ever. The answer
+/// after these is not sent and the wait ends [`WaitEnd::Stuck`].
+pub const MAX_FRUITLESS_REPLIES: usize = 3;
+
+/// Output between two triggers longer than this counts as progress
+/// without being looked at (so a look never copies much of the log).
+const FRUITLESS_GAP_BYTES: u64 = 4096;
+
 /// How a prompt wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitEnd {
@@ -114,6 +125,10 @@ pub enum WaitEnd {
     Closed,
     /// The client cancelled the request.
     Cancelled,
+    /// The device printed an auto-reply trigger again, at this span, after
+    /// [`MAX_FRUITLESS_REPLIES`] answers in a row that it followed with
+    /// nothing but the trigger: this one was not answered.
+    Stuck(Span),
 }
 
 /// What a prompt wait looks for: from where, which prompt, which triggers
@@ -191,7 +206,8 @@ pub struct PromptWait {
 
 /// Waits for `scanner`'s prompt in the output from `cursor`, answering
 /// `triggers` once per occurrence (at most `max_replies`) as `actor`, until
-/// `timeout`. With triggers, `actor` must hold (or take) the write hold.
+/// `timeout`; a device that answers its answers only with the trigger
+/// again is left at it ([`MAX_FRUITLESS_REPLIES`]). With triggers, `actor` must hold (or take) the write hold.
 pub async fn wait_for_prompt(
     port: &impl WaitPort,
     actor: &Actor,
@@ -217,6 +233,10 @@ pub async fn wait_for_prompt(
     let mut auto_replies = Vec::new();
     // Said once per wait: the cap was reached and triggers go unanswered.
     let mut cap_reported = false;
+    // Where the last answered trigger ended, and the answers in a row the
+    // device followed with nothing but a trigger again.
+    let mut last_answered: Option<u64> = None;
+    let mut fruitless = 0usize;
     let mut reported = (Instant::now(), 0u64);
     // The bytes one wake-up scans, copied out of the log (reused).
     let mut window = Vec::new();
@@ -267,6 +287,22 @@ pub async fn wait_for_prompt(
                 }
                 continue;
             }
+            if let Some(after) = last_answered {
+                if shows_nothing(log, after, hit.span.start) {
+                    fruitless += 1;
+                } else {
+                    fruitless = 0;
+                }
+                if fruitless > MAX_FRUITLESS_REPLIES {
+                    tracing::warn!(
+                        port = %port.name(),
+                        trigger = %crate::error::shown(triggers.trigger(&hit)),
+                        "the device printed an auto-reply trigger again after {MAX_FRUITLESS_REPLIES} answers with nothing between; not answering it again"
+                    );
+                    return Ok(finish(WaitEnd::Stuck(hit.span), log.head(), auto_replies));
+                }
+            }
+            last_answered = Some(hit.span.end);
             let reply = triggers.reply(&hit).to_vec();
             port.write_as(actor, "auto_reply", &reply, false).await?;
             auto_replies.push(AutoReplySent {
@@ -313,6 +349,18 @@ pub async fn wait_for_prompt(
             }
         }
     }
+}
+
+/// Whether the device's output from `from` to `to` shows nothing on a
+/// terminal: only controls, erases, redraws and blank lines.
+fn shows_nothing(log: &OutputLog, from: u64, to: u64) -> bool {
+    if to.saturating_sub(from) > FRUITLESS_GAP_BYTES {
+        return false;
+    }
+    let gap = log.copy_range(from, to);
+    crate::clean::clean_output(&gap, &crate::clean::CleanOptions::default())
+        .trim()
+        .is_empty()
 }
 
 /// Waits until output past `cursor` exists (at most `timeout`, and not at

@@ -181,10 +181,10 @@ async fn auto_replies_stop_at_the_cap_of_a_runaway_device() {
     let rig = Rig::start(Profile::Silent, "").await;
     rig.ok("connect", json!({"port": "sw1"})).await;
     let cap = serialgate::DEFAULT_MAX_AUTO_REPLIES;
-    // A device stuck repeating its pager more often than the cap allows.
-    rig.sim
-        .inject("--More--\r\n".repeat(cap + 50).as_bytes())
-        .await;
+    // A device paging more often than the cap allows (each page shows a
+    // line, so every answer makes progress).
+    let pages: String = (0..cap + 50).map(|i| format!("{i}\r\n--More--")).collect();
+    rig.sim.inject(pages.as_bytes()).await;
     rig.sim.inject(b"END>").await;
     let r = rig
         .ok(
@@ -200,4 +200,33 @@ async fn auto_replies_stop_at_the_cap_of_a_runaway_device() {
             .await
     );
     assert_eq!(rig.sim.received().len(), cap, "no reply past the cap");
+}
+
+#[tokio::test]
+async fn a_trigger_that_only_comes_back_is_answered_a_few_times_then_left() {
+    let rig = Rig::start(Profile::Silent, "").await;
+    rig.ok("connect", json!({"port": "sw1"})).await;
+    // Each answer brings only the pager again (an erase, a blank line):
+    // answering it for ever would flood the device.
+    rig.sim.inject("page 1\r\n--More--".as_bytes()).await;
+    rig.sim
+        .inject("\r        \r\r\n--More--".repeat(20).as_bytes())
+        .await;
+    let e = rig
+        .err(
+            "read_until_prompt",
+            json!({"prompt": "END>", "auto_reply": {"--More--": " "}, "timeout": 30}),
+        )
+        .await;
+    let answered = serialgate::MAX_FRUITLESS_REPLIES + 1;
+    assert!(e.contains("--More--") && e.contains("again"), "{e}");
+    assert!(e.contains("page 1"), "the output so far comes with it: {e}");
+    assert!(
+        rig.sim
+            .wait_received(&vec![b' '; answered], std::time::Duration::from_secs(5))
+            .await
+    );
+    assert_eq!(rig.sim.received().len(), answered, "{e}");
+    let status = rig.ok("status", json!({})).await;
+    assert_eq!(status["blocked_prompt"], "pager: --More--", "{status}");
 }

@@ -22,6 +22,7 @@ use super::state::{WebState, login_standing};
 use crate::access::Caller;
 use crate::access::rules::{access_name, may_read_port};
 use crate::access::standing::{Recheck, Standing};
+use crate::clean::{CleanOptions, clean_output};
 use crate::config::{DeviceMode, ModePrompts};
 use crate::console::attachment::SLOW_WATCHER;
 use crate::gateway::GatewayPort;
@@ -306,44 +307,13 @@ fn view(shown: &Shown) -> PortView {
     }
 }
 
-/// The last non-blank line of `tail` as a terminal would leave it: escape
-/// sequences and control characters dropped, a carriage return starting
-/// the line over, cut to [`LAST_LINE_CHARS`].
+/// The last non-blank line of `tail` as a terminal would leave it: the
+/// output cleaner's terminal stages ([`clean_output`]: escape sequences
+/// applied or dropped, a carriage return starting the line over), cut to
+/// [`LAST_LINE_CHARS`].
 fn last_line(tail: &[u8]) -> String {
-    let text = String::from_utf8_lossy(tail);
-    let mut lines: Vec<String> = vec![String::new()];
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => {
-                // CSI and other sequences: up to their final letter.
-                if chars.peek() == Some(&'[') {
-                    chars.next();
-                }
-                for f in chars.by_ref() {
-                    if f.is_ascii_alphabetic() || f == '~' {
-                        break;
-                    }
-                }
-            }
-            '\n' => lines.push(String::new()),
-            '\r' => {
-                if chars.peek() != Some(&'\n')
-                    && let Some(line) = lines.last_mut()
-                {
-                    line.clear();
-                }
-            }
-            c if c.is_control() => {}
-            c => {
-                if let Some(line) = lines.last_mut() {
-                    line.push(c);
-                }
-            }
-        }
-    }
-    lines
-        .iter()
+    clean_output(tail, &CleanOptions::default())
+        .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
         .map(|l| l.trim_end().chars().take(LAST_LINE_CHARS).collect())
@@ -362,5 +332,10 @@ mod tests {
         assert_eq!(last_line(b"--More--\r        \rline"), "line");
         assert_eq!(last_line(b""), "");
         assert_eq!(last_line(&[b'x'; 400]).len(), LAST_LINE_CHARS);
+        // A real bash after login: bracketed paste and a window title.
+        assert_eq!(
+            last_line(b"law.\r\n\x1b[?2004h\x1b]0;netops@vm: ~\x07netops@vm:~$ "),
+            "netops@vm:~$"
+        );
     }
 }
