@@ -67,6 +67,9 @@ pub struct ModeRules {
     pub exec: Option<String>,
     /// Command from exec to privileged (`enable`).
     pub enable: Option<String>,
+    /// Whether the password `enable` asks for is the login's own (Linux
+    /// `sudo`), not the credentials file's `enable` secret.
+    pub enable_asks_login_password: bool,
     /// Command from privileged back to exec (`disable`).
     pub disable: Option<String>,
     /// Command into configuration mode (`configure terminal`).
@@ -281,9 +284,14 @@ pub(super) fn linux() -> ModeRules {
     ModeRules {
         recovery: some(r"^=> ?$|grub> ?$"),
         login: some(r"(?i)login: ?$"),
-        password: some(PASSWORD),
+        // `Password:` of login, `[sudo] password for USER:` of sudo.
+        password: some(r"(?i)password(?: for [^\s:]+)?: ?$"),
         privileged: some(r"# ?$"),
         exec: some(r"\$ ?$"),
+        // A root shell, after the user's own password.
+        enable: some("sudo -i"),
+        enable_asks_login_password: true,
+        disable: some("exit"),
         ..ModeRules::default()
     }
 }

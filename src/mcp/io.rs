@@ -540,39 +540,17 @@ impl GateServer {
         // The reply starts where the log is when the command goes out:
         // whatever arrived before is not this command's output.
         let start = self.send_bytes(&conn, "command", &bytes, true).await?;
-        let mut waited = self
+        let waited = self
             .wait_prompt(
                 &conn,
                 start,
-                prompt.clone(),
+                prompt,
                 &a.auto_reply,
                 timeout,
                 &wait_hooks(&context, &self.client_gone),
             )
             .await?;
         let log = conn.port().log();
-        if let WaitEnd::Matched(span) = waited.end {
-            let asked = clean_field(&log.copy_range(span.start, span.end));
-            let answered = self
-                .answer_sudo(
-                    &conn,
-                    &context,
-                    &asked,
-                    &waited,
-                    prompt,
-                    &a.auto_reply,
-                    timeout,
-                )
-                .await?;
-            if let Some(again) = answered {
-                // One reply: the command's echo to the prompt after sudo.
-                waited.auto_replies.extend(again.auto_replies);
-                waited.end = again.end;
-                waited.end_offset = again.end_offset;
-                waited.elapsed += again.elapsed;
-                waited.truncated |= again.truncated;
-            }
-        }
         let (body_end, prompt_text) = match waited.end {
             WaitEnd::Matched(span) => (
                 span.start,

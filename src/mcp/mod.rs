@@ -31,7 +31,6 @@ mod router;
 pub mod scope;
 mod server;
 mod session;
-mod sudo;
 mod terminal;
 mod tool_result;
 mod transfer;

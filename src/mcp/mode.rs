@@ -305,6 +305,13 @@ impl<'a> ModeDriver<'a> {
                         typed = Typed::Password;
                         self.send_secret(credentials.password(), "password").await?
                     }
+                    // sudo asks for the user's own password.
+                    Typed::Enable if rules.enable_asks_login_password => {
+                        let credentials = self.credentials("sudo password")?;
+                        typed = Typed::EnableSecret;
+                        self.send_secret(credentials.password(), "password for sudo")
+                            .await?
+                    }
                     Typed::Enable => {
                         let credentials = self.credentials("enable secret")?;
                         let Some(secret) = credentials.enable().map(str::to_owned) else {
@@ -401,7 +408,7 @@ impl<'a> ModeDriver<'a> {
     }
 
     /// The port's stored credentials, if this caller may use them.
-    pub(super) fn credentials(&self, asked: &str) -> Result<Arc<Credentials>, GateError> {
+    fn credentials(&self, asked: &str) -> Result<Arc<Credentials>, GateError> {
         let Some(credentials) = self.conn.gateway_port.config.credentials.clone() else {
             return Err(GateError::new(
                 ErrorCode::Forbidden,
