@@ -820,6 +820,63 @@ mod tests {
     }
 
     #[test]
+    fn ports_presets_and_tokens_name_a_policy() {
+        let c = parse(
+            "[presets.my-ios]\nextends = \"cisco-ios\"\npolicy = \"guarded\"\n\
+             [presets.my-ios2]\nextends = \"my-ios\"\n\
+             [ports.a]\ndevice = \"/dev/ttyUSB0\"\npreset = \"my-ios2\"\n\
+             [ports.b]\ndevice = \"/dev/ttyUSB1\"\npreset = \"my-ios\"\npolicy = \"locked\"\n\
+             [ports.c]\ndevice = \"/dev/ttyUSB2\"\npreset = \"linux\"\n",
+        );
+        // A preset's policy goes down its extends chain to its ports; a
+        // port's own wins.
+        assert_eq!(c.ports["a"].guardrails.policy.as_deref(), Some("guarded"));
+        assert_eq!(c.ports["b"].guardrails.policy.as_deref(), Some("locked"));
+        assert_eq!(c.ports["c"].guardrails.policy, None);
+        // The dangerous commands come with the preset it extends.
+        assert_eq!(c.ports["a"].guardrails.dangerous, cisco_ios().dangerous);
+        assert_eq!(c.ports["c"].guardrails.syntax, Syntax::Shell);
+        assert_eq!(
+            parse("[server]\npolicy = \"locked\"\n")
+                .server
+                .policy
+                .as_deref(),
+            Some("locked")
+        );
+    }
+
+    #[test]
+    fn an_unknown_policy_is_an_error_where_it_is_named() {
+        assert_error(
+            "[server]\npolicy = \"gaurded\"\n",
+            "2:10",
+            &[
+                "server.policy: no policy is named \"gaurded\"",
+                "guarded, locked, none",
+            ],
+        );
+        assert_error(
+            "[ports.a]\ndevice = \"/dev/ttyUSB0\"\npolicy = \"x\"\n",
+            "3:10",
+            &["ports.a.policy: no policy is named \"x\""],
+        );
+        assert_error(
+            "[presets.p]\npolicy = \"x\"\n",
+            "2:10",
+            &["presets.p.policy: no policy is named \"x\""],
+        );
+        assert_error(
+            "[[tokens]]\nname = \"a\"\nsecret_file = \"/s\"\nports = [\"*\"]\npolicy = \"x\"\n",
+            "5:10",
+            &["tokens[0].policy: no policy is named \"x\""],
+        );
+        // A policy of the file's is known everywhere.
+        let c = parse("[policies.mine]\n[ports.a]\ndevice = \"/dev/ttyUSB0\"\npolicy = \"mine\"\n");
+        assert_eq!(c.ports["a"].guardrails.policy.as_deref(), Some("mine"));
+        assert_eq!(c.policies["mine"].dangerous, DangerousUse::Approve);
+    }
+
+    #[test]
     fn a_bad_rule_is_an_error_at_its_word() {
         assert_error(
             "[policies.p]\ndeny = [\"reload\", \"no router <asn\"]\n",
