@@ -31,6 +31,11 @@ pub enum Sending<'a> {
         text: &'a str,
         /// The device's mode when it arrives.
         mode: CliMode,
+        /// It answers a password prompt: its first line is not run by the
+        /// device, so it is not judged, and the lines after it are judged
+        /// but never repeated in a message (which the daemon's log also
+        /// holds).
+        secret: bool,
     },
     /// A configuration change: every line, in configuration mode, judged
     /// before any is sent.
@@ -113,7 +118,16 @@ pub fn may_send(
             .unwrap_or(Verdict::Allow)
     };
     match sending {
-        Sending::Lines { text, mode } => refusal(policy, port, None, verdict(mode, text)),
+        Sending::Lines { text, mode, secret } => {
+            if !secret {
+                return refusal(policy, port, None, verdict(mode, text));
+            }
+            // The first line answers the prompt: the device does not run
+            // it. What follows it is judged, and not shown.
+            let rest = text.find(['\r', '\n']).map_or("", |i| &text[i..]);
+            let at = Some("a line after the answer to a password prompt");
+            refusal(policy, port, at, verdict(CliMode::Unknown, rest))
+        }
         Sending::Config { lines } => {
             for (i, line) in lines.iter().enumerate() {
                 let at = format!("line {} of {}", i + 1, lines.len());
@@ -141,26 +155,32 @@ fn denied(message: String) -> GateError {
 }
 
 /// The refusal a verdict calls for, if any; `at` names the line of a
-/// change (`line 2 of 5`).
+/// change (`line 2 of 5`), or stands for a secret line, which is not shown.
 fn refusal(
     policy: &Policy,
     port: &str,
     at: Option<&str>,
     verdict: Verdict,
 ) -> Result<(), GateError> {
+    let secret = at.is_some_and(|a| !a.starts_with("line "));
     let which = |line: &str| match at {
+        Some(at) if secret => at.to_owned(),
         Some(at) => format!("{at}, {}", shown(line)),
         None => shown(line),
     };
     let matched = |f: &Finding| {
-        format!(
-            "{} matches rule {} ({})",
-            which(&f.line),
-            shown(&f.rule),
-            f.from
-        )
+        if f.missing {
+            format!("{} is not on {} ({})", which(&f.line), f.from, f.rule)
+        } else {
+            format!(
+                "{} matches rule {} ({})",
+                which(&f.line),
+                shown(&f.rule),
+                f.from
+            )
+        }
     };
-    let none_sent = if at.is_some() {
+    let none_sent = if at.is_some() && !secret {
         "none of the change's lines was sent"
     } else {
         "nothing was sent"

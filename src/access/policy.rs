@@ -68,6 +68,9 @@ pub struct Finding {
     pub policy: String,
     /// The line judged (trimmed).
     pub line: String,
+    /// The allow list does not permit the line: `rule` says what it
+    /// misses.
+    pub missing: bool,
 }
 
 /// The verdict on a line or a text.
@@ -206,6 +209,7 @@ fn by_lists(under: &Under<'_>, words: &[&str], mode: CliMode, whole: bool, line:
                 from,
                 policy: under.policy.name.clone(),
                 line: line.to_owned(),
+                missing: false,
             };
             return if denies {
                 Verdict::Deny(finding)
@@ -224,6 +228,7 @@ fn not_allowed(under: &Under<'_>, what: String, line: &str) -> Verdict {
         from: format!("the allow list of policy {:?}", under.policy.name),
         policy: under.policy.name.clone(),
         line: line.to_owned(),
+        missing: true,
     })
 }
 
@@ -308,18 +313,14 @@ fn judge_cli(under: &Under<'_>, mode: CliMode, line: &str) -> Verdict {
     };
     let (words, mode) = readings.last().map_or((&command, mode), |(w, m)| (w, *m));
     if !allow.iter().any(|r| matches(r, words, mode, false)) {
-        return not_allowed(
-            under,
-            format!("{:?}, which it does not list", words.join(" ")),
-            line,
-        );
+        return not_allowed(under, format!("{:?} is not listed", words.join(" ")), line);
     }
     for filter in parts {
         let word = filter.split(' ').find(|w| !w.is_empty()).unwrap_or("");
         if !reads_only(word) {
             return not_allowed(
                 under,
-                format!("the output filter {word:?}, which may not only read"),
+                format!("the output filter {word:?} may not only read"),
                 line,
             );
         }
@@ -433,7 +434,7 @@ fn judge_shell(under: &Under<'_>, line: &str) -> Verdict {
             {
                 return not_allowed(
                     under,
-                    format!("{:?}, which it does not list", reading.join(" ")),
+                    format!("{:?} is not listed", reading.join(" ")),
                     line,
                 );
             }

@@ -20,13 +20,14 @@ use crate::gateway::Gateway;
 use crate::settings::LineEnding;
 
 /// The mode the connection's device is in, judged from the prompt its
-/// log ends with.
-fn mode_of(conn: &Connection) -> CliMode {
+/// log ends with, and whether that prompt asks for a password.
+fn mode_of(conn: &Connection) -> (CliMode, bool) {
     let log = conn.gateway_port.port.log();
     match crate::last_prompt::mode_at_end(&conn.profile.prompt, &conn.profile.mode_prompts, log) {
-        Some(DeviceMode::Exec | DeviceMode::Privileged) => CliMode::Exec,
-        Some(DeviceMode::Config) => CliMode::Config,
-        _ => CliMode::Unknown,
+        Some(DeviceMode::Exec | DeviceMode::Privileged) => (CliMode::Exec, false),
+        Some(DeviceMode::Config) => (CliMode::Config, false),
+        Some(DeviceMode::Password) => (CliMode::Unknown, true),
+        _ => (CliMode::Unknown, false),
     }
 }
 
@@ -77,21 +78,31 @@ pub fn check(
     }
     let modes = &conn.profile.modes;
     let own = |command: &Option<String>, mode: CliMode| match command {
-        Some(text) => send(Sending::Lines { text, mode }),
+        Some(text) => send(Sending::Lines {
+            text,
+            mode,
+            secret: false,
+        }),
         // The tool says the preset has none.
         None => Ok(()),
     };
     match tool {
-        "send_command" => send(Sending::Lines {
-            text: text("command"),
-            mode: mode_of(conn),
-        }),
+        "send_command" => {
+            let (mode, secret) = mode_of(conn);
+            send(Sending::Lines {
+                text: text("command"),
+                mode,
+                secret,
+            })
+        }
         "send_text" => {
             let t = text("text");
             if whole_lines(t, line_ending(arg("line_ending"), conn.profile.line_ending)) {
+                let (mode, secret) = mode_of(conn);
                 send(Sending::Lines {
                     text: t,
-                    mode: mode_of(conn),
+                    mode,
+                    secret,
                 })
             } else {
                 send(Sending::Unjudged {
@@ -129,10 +140,12 @@ pub fn check(
                         what: "an expect step's text without a line end (a partial line)",
                     })?;
                 }
-                // A script moves between modes as it goes.
+                // A script moves between modes as it goes; each step's
+                // text is judged whole, as no prompt is known before it.
                 send(Sending::Lines {
                     text: t,
                     mode: CliMode::Unknown,
+                    secret: false,
                 })?;
             }
             Ok(())

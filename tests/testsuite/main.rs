@@ -47,6 +47,7 @@ mod load;
 mod lrzsz;
 mod metrics;
 mod notify;
+mod policy;
 mod progress;
 mod prompts;
 mod reads;
