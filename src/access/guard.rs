@@ -114,8 +114,7 @@ pub fn may_send(
                     text,
                 )
             })
-            .find(|v| !v.is_allow())
-            .unwrap_or(Verdict::Allow)
+            .fold(Verdict::Allow, Verdict::worse)
     };
     match sending {
         Sending::Lines { text, mode, secret } => {
@@ -205,5 +204,152 @@ fn refusal(
             shown(&policy.name),
             console_hint(port)
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{TokenAccess, TokenConfig, TokenSecret};
+
+    fn config() -> Config {
+        Config::parse(
+            "[ports.sw1]\ndevice = \"/dev/ttyUSB0\"\npreset = \"cisco-ios\"\npolicy = \"guarded\"\n\
+             [ports.sw2]\ndevice = \"/dev/ttyUSB1\"\npreset = \"generic\"\n",
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn token(policy: Option<&str>) -> Caller {
+        Caller::from_token(&TokenConfig {
+            name: "agent".into(),
+            secret_file: "/s".into(),
+            secret: TokenSecret::new(b"x"),
+            ports: vec!["*".into()],
+            access: TokenAccess::Write,
+            use_credentials: false,
+            policy: policy.map(str::to_owned),
+        })
+    }
+
+    fn send(
+        caller: &Caller,
+        config: &Config,
+        port: &str,
+        preset: &str,
+        text: &str,
+    ) -> Result<(), GateError> {
+        let port = &config.ports[port];
+        let target = Target { port, preset };
+        may_send(
+            caller,
+            config,
+            target,
+            Sending::Lines {
+                text,
+                mode: CliMode::Exec,
+                secret: false,
+            },
+        )
+    }
+
+    #[test]
+    fn the_token_s_policy_wins_over_the_port_s_default() {
+        let c = config();
+        // The port's default: guarded.
+        let e = send(&token(None), &c, "sw1", "cisco-ios", "reload").unwrap_err();
+        assert_eq!(e.code, ErrorCode::Denied);
+        assert!(
+            e.message.contains("policy \"guarded\"") && e.message.contains("approval"),
+            "{e}"
+        );
+        // The token's own: none judges nothing, locked denies.
+        send(&token(Some("none")), &c, "sw1", "cisco-ios", "reload").unwrap();
+        let e = send(&token(Some("locked")), &c, "sw1", "cisco-ios", "reload").unwrap_err();
+        assert!(e.message.contains("never sends it"), "{e}");
+        // The operator without [server] policy on a port without one.
+        send(&Caller::operator(), &c, "sw2", "generic", "reload").unwrap();
+        assert_eq!(
+            policy_name(&Caller::operator(), &c.ports["sw1"]),
+            Some("guarded")
+        );
+    }
+
+    #[test]
+    fn switching_a_connection_to_another_preset_escapes_nothing() {
+        let c = config();
+        // sw1 is cisco-ios; a connection switched to generic (no dangerous
+        // commands) or to linux (whole words) is still judged as IOS.
+        for preset in ["generic", "linux"] {
+            let e = send(&token(None), &c, "sw1", preset, "rel").unwrap_err();
+            assert!(e.message.contains("preset \"cisco-ios\""), "{e}");
+        }
+        // And the other way: a generic port switched to linux takes
+        // linux's dangerous commands too.
+        let e = send(&token(Some("locked")), &c, "sw2", "linux", "sudo reboot").unwrap_err();
+        assert!(e.message.contains("preset \"linux\""), "{e}");
+    }
+
+    #[test]
+    fn refusals_name_the_line_and_hide_secrets() {
+        let c = config();
+        let port = &c.ports["sw1"];
+        let target = Target {
+            port,
+            preset: "cisco-ios",
+        };
+        let lines = vec!["interface Gi0/1".to_owned(), "shutdown".to_owned()];
+        let e = may_send(
+            &token(Some("locked")),
+            &c,
+            target,
+            Sending::Config { lines: &lines },
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("line 2 of 2, \"shutdown\"")
+                && e.message.contains("none of the change's lines was sent"),
+            "{e}"
+        );
+        // The answer to a password prompt is not judged, and what follows
+        // it is judged without being shown.
+        let secret = |text| Sending::Lines {
+            text,
+            mode: CliMode::Unknown,
+            secret: true,
+        };
+        may_send(&token(Some("locked")), &c, target, secret("reload")).unwrap();
+        let e = may_send(
+            &token(Some("locked")),
+            &c,
+            target,
+            secret("hunter2\nreload"),
+        )
+        .unwrap_err();
+        assert!(!e.message.contains("hunter2"), "{e}");
+        assert!(
+            e.message
+                .contains("a line after the answer to a password prompt"),
+            "{e}"
+        );
+        let e = may_send(
+            &token(None),
+            &c,
+            target,
+            Sending::Unjudged {
+                what: "send_keys' keys",
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("send_keys' keys cannot be judged by policy \"guarded\""),
+            "{e}"
+        );
+        // A policy a reload removed: everything refused until the caller
+        // is resolved again.
+        let e = send(&token(Some("gone")), &c, "sw1", "cisco-ios", "show clock").unwrap_err();
+        assert!(e.message.contains("does not define"), "{e}");
     }
 }

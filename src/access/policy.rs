@@ -102,13 +102,8 @@ impl Verdict {
         }
     }
 
-    /// Whether the line may be sent as it is.
-    pub fn is_allow(&self) -> bool {
-        matches!(self, Verdict::Allow)
-    }
-
     /// `self` or `other`, whichever is worse (the first of equals).
-    fn worse(self, other: Verdict) -> Verdict {
+    pub fn worse(self, other: Verdict) -> Verdict {
         if other.weight() > self.weight() {
             other
         } else {
