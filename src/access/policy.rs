@@ -32,6 +32,14 @@
 //!   policy there guards against mistakes, it is no sandbox.
 
 use crate::config::policies::{DangerousUse, Guardrails, Policy, Rule, RuleMode, Syntax, Word};
+use crate::error::shown;
+
+/// Longest line judged: a device's command line is shorter, and judging
+/// stays cheap whatever a caller sends.
+pub const MAX_LINE_BYTES: usize = 4096;
+
+/// Most `do` or `run` looked through in front of one command.
+const MAX_PREFIXES: usize = 4;
 
 /// The mode the device is in when the line arrives, as far as the
 /// gateway knows.
@@ -129,10 +137,10 @@ fn judge_line(under: &Under<'_>, mode: CliMode, line: &str) -> Verdict {
     if under.policy.judges_nothing() {
         return Verdict::Allow;
     }
-    let shown = line.trim_matches(' ').to_owned();
+    let trimmed = line.trim_matches(' ').to_owned();
     let unjudgeable = |reason: String| Verdict::Unjudgeable {
         reason,
-        line: shown.clone(),
+        line: trimmed.clone(),
     };
     if let Some(c) = line.chars().find(|c| c.is_control()) {
         let what = match c {
@@ -143,8 +151,14 @@ fn judge_line(under: &Under<'_>, mode: CliMode, line: &str) -> Verdict {
         };
         return unjudgeable(format!("it holds {what}"));
     }
-    if shown.is_empty() {
+    if trimmed.is_empty() {
         return Verdict::Allow;
+    }
+    if trimmed.len() > MAX_LINE_BYTES {
+        return unjudgeable(format!(
+            "it is {} bytes long, more than the {MAX_LINE_BYTES} of a device's command line",
+            trimmed.len()
+        ));
     }
     match under.guardrails.syntax {
         Syntax::Cli => {
@@ -153,9 +167,9 @@ fn judge_line(under: &Under<'_>, mode: CliMode, line: &str) -> Verdict {
                     "it holds '?', which makes the device show help and keep the line for the next Enter to run".to_owned(),
                 );
             }
-            judge_cli(under, mode, &shown)
+            judge_cli(under, mode, &trimmed)
         }
-        Syntax::Shell => judge_shell(under, &shown),
+        Syntax::Shell => judge_shell(under, &trimmed),
     }
 }
 
@@ -287,13 +301,21 @@ fn judge_cli(under: &Under<'_>, mode: CliMode, line: &str) -> Verdict {
         .collect();
     // Every reading of the command: as written, then with each `do` or
     // `run` in front looked through (an exec command from configuration).
-    let mut readings = vec![(command.clone(), mode)];
+    let mut readings: Vec<(&[&str], CliMode)> = vec![(&command, mode)];
     let mut rest = command.as_slice();
     while let [first, tail @ ..] = rest
         && !tail.is_empty()
         && (*first == "do" || (first.len() >= 2 && "run".starts_with(first)))
     {
-        readings.push((tail.to_vec(), CliMode::Exec));
+        if readings.len() > MAX_PREFIXES {
+            return Verdict::Unjudgeable {
+                reason: format!(
+                    "it has more than {MAX_PREFIXES} do or run in front of its command"
+                ),
+                line: line.to_owned(),
+            };
+        }
+        readings.push((tail, CliMode::Exec));
         rest = tail;
     }
     let mut verdict = Verdict::Allow;
@@ -306,16 +328,22 @@ fn judge_cli(under: &Under<'_>, mode: CliMode, line: &str) -> Verdict {
     let Some(allow) = &under.policy.allow else {
         return verdict;
     };
-    let (words, mode) = readings.last().map_or((&command, mode), |(w, m)| (w, *m));
+    let (words, mode) = readings
+        .last()
+        .map_or((command.as_slice(), mode), |(w, m)| (*w, *m));
     if !allow.iter().any(|r| matches(r, words, mode, false)) {
-        return not_allowed(under, format!("{:?} is not listed", words.join(" ")), line);
+        return not_allowed(
+            under,
+            format!("{} is not listed", shown(&words.join(" "))),
+            line,
+        );
     }
     for filter in parts {
         let word = filter.split(' ').find(|w| !w.is_empty()).unwrap_or("");
         if !reads_only(word) {
             return not_allowed(
                 under,
-                format!("the output filter {word:?} may not only read"),
+                format!("the output filter {} may not only read", shown(word)),
                 line,
             );
         }
@@ -370,6 +398,11 @@ const RUNS_ANOTHER: &[&str] = &[
 
 /// Judges a shell line (trimmed, no control characters).
 fn judge_shell(under: &Under<'_>, line: &str) -> Verdict {
+    let longest = lists(under)
+        .iter()
+        .flat_map(|(rules, _)| rules.iter().map(|(r, _)| r.words.len()))
+        .max()
+        .unwrap_or(1);
     let lower = line.to_lowercase();
     let mut verdict = Verdict::Allow;
     let mut previous = ' ';
@@ -409,7 +442,10 @@ fn judge_shell(under: &Under<'_>, line: &str) -> Verdict {
             starts.extend(i + 1..words.len());
         }
         for start in starts {
-            let mut reading: Vec<String> = words[start..].iter().map(|w| (*w).to_owned()).collect();
+            // Only as many words as the longest rule has are looked at.
+            let end = words.len().min(start + longest);
+            let mut reading: Vec<String> =
+                words[start..end].iter().map(|w| (*w).to_owned()).collect();
             if let Some(w) = reading.first_mut() {
                 *w = base(w);
             }
@@ -429,7 +465,7 @@ fn judge_shell(under: &Under<'_>, line: &str) -> Verdict {
             {
                 return not_allowed(
                     under,
-                    format!("{:?} is not listed", reading.join(" ")),
+                    format!("{} is not listed", shown(&reading.join(" "))),
                     line,
                 );
             }

@@ -431,6 +431,43 @@ fn a_finding_names_the_rule_the_policy_and_the_line() {
     );
 }
 
+#[test]
+fn hostile_sizes_stay_cheap_and_bounded() {
+    let locked = builtin("locked");
+    // A line longer than any device's command line is not judged.
+    let long = format!("show {}", "x".repeat(super::policy::MAX_LINE_BYTES));
+    assert_eq!(
+        verdict(&locked, "cisco-ios", CliMode::Exec, &long),
+        "refuse"
+    );
+    // `do` after `do` is looked through a few times, then refused.
+    assert_eq!(
+        verdict(&locked, "cisco-ios", CliMode::Config, "do do reload"),
+        "deny"
+    );
+    let many = format!("{}show clock", "do ".repeat(1000));
+    assert_eq!(
+        verdict(&locked, "cisco-ios", CliMode::Config, &many),
+        "refuse"
+    );
+    // A wrapper with many words after it, in a shell.
+    let sudo = format!("sudo {}reboot", "-x ".repeat(1000));
+    assert_eq!(verdict(&locked, "linux", CliMode::Exec, &sudo), "deny");
+    // What the allow list misses is shown bounded.
+    let p = policy(&[], &[], Some(&["show"]), DangerousUse::Ignore);
+    let g = guardrails("cisco-ios");
+    let under = Under {
+        policy: &p,
+        preset: "cisco-ios",
+        guardrails: &g,
+    };
+    let Verdict::Deny(f) = judge(&under, CliMode::Exec, &format!("ping {}", "1".repeat(3000)))
+    else {
+        panic!("ping is not on the allow list");
+    };
+    assert!(f.missing && f.rule.len() < 200, "{}", f.rule);
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
