@@ -212,3 +212,75 @@ async fn an_allow_list_and_the_policy_of_callers_without_a_token() {
     }
     assert!(!received(&rig, "configure terminal") && !received(&rig, "redirect"));
 }
+
+#[tokio::test]
+async fn over_http_each_token_is_under_its_own_policy() {
+    use serialgate_testkit::binary::binary;
+    use serialgate_testkit::client::GateClient;
+    use serialgate_testkit::daemon::{self, Daemon};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("sw1");
+    let sim = sim::spawn(Profile::CiscoIos, Some(link.clone()))
+        .await
+        .expect("simulated device");
+    // The port's default is locked; one token is held to it, the other
+    // names none.
+    let guarded = daemon::tokens_toml(
+        dir.path(),
+        &[("held", "held-secret-0123456789", r#"["*"]"#, "write")],
+    );
+    let free = daemon::tokens_toml(
+        dir.path(),
+        &[("free", "free-secret-0123456789", r#"["*"]"#, "write")],
+    );
+    let config = format!(
+        "[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\npolicy = \"locked\"\n\n\
+         {guarded}{free}policy = \"none\"\n",
+        link.display()
+    );
+    let path = dir.path().join("serialgate.toml");
+    std::fs::write(&path, config).expect("write config");
+    let mut command = Daemon::command_for(&binary(), Some(&path), &["--http", "127.0.0.1:0"]);
+    command
+        .env("SERIALGATE_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null());
+    let mut process = Daemon::run(command);
+    let url = process.http_url().await;
+    let client = async |secret: &str| {
+        GateClient::connect_http(&url, Some(secret))
+            .await
+            .expect("HTTP MCP session")
+    };
+    let held = client("held-secret-0123456789").await;
+    let call = async |c: &GateClient, tool: &str, args: serde_json::Value| {
+        c.call(tool, args).await.expect("MCP transport")
+    };
+    call(&held, "connect", json!({"port": "sw1"})).await.ok();
+    let e = call(&held, "send_command", json!({"command": "wr er"}))
+        .await
+        .err();
+    assert!(
+        e.starts_with("denied: ") && e.contains("policy \"locked\" never sends it"),
+        "{e}"
+    );
+    assert!(!received_by(&sim, "wr er"));
+    held.close().await.ok();
+    // The other token's session sends the same line: its policy is none.
+    let free = client("free-secret-0123456789").await;
+    call(&free, "connect", json!({"port": "sw1"})).await.ok();
+    call(&free, "send_text", json!({"text": "wr er"}))
+        .await
+        .ok();
+    assert!(
+        sim.wait_received(b"wr er\r", std::time::Duration::from_secs(10))
+            .await
+    );
+    free.close().await.ok();
+}
+
+/// Whether `sim` ever received `needle`.
+fn received_by(sim: &sim::SimHandle, needle: &str) -> bool {
+    memchr::memmem::find(&sim.received(), needle.as_bytes()).is_some()
+}
