@@ -29,11 +29,15 @@ pub enum ErrorCode {
     CursorSplitsUtf8,
     /// A deadline passed before the operation could finish.
     Timeout,
+    /// The caller's command policy does not let this be sent: the message
+    /// names the line, the rule and the policy, and what the caller may do
+    /// (ask a person, who may run it at the console).
+    Denied,
 }
 
 impl ErrorCode {
     /// Every code, in the order the agent's instructions list them.
-    pub const ALL: [ErrorCode; 10] = [
+    pub const ALL: [ErrorCode; 11] = [
         ErrorCode::UnknownConnection,
         ErrorCode::InvalidArgument,
         ErrorCode::BadRegex,
@@ -44,6 +48,7 @@ impl ErrorCode {
         ErrorCode::CursorOutOfRange,
         ErrorCode::CursorSplitsUtf8,
         ErrorCode::Timeout,
+        ErrorCode::Denied,
     ];
 
     /// The code as it starts an error's text, e.g. `port_lost`.
@@ -59,6 +64,7 @@ impl ErrorCode {
             ErrorCode::CursorOutOfRange => "cursor_out_of_range",
             ErrorCode::CursorSplitsUtf8 => "cursor_splits_utf8",
             ErrorCode::Timeout => "timeout",
+            ErrorCode::Denied => "denied",
         }
     }
 }
@@ -193,6 +199,7 @@ mod tests {
             ErrorCode::CursorOutOfRange => 7,
             ErrorCode::CursorSplitsUtf8 => 8,
             ErrorCode::Timeout => 9,
+            ErrorCode::Denied => 10,
         };
         for (i, code) in ErrorCode::ALL.into_iter().enumerate() {
             assert_eq!(position(code), i, "{}", code.as_str());

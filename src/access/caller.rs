@@ -17,6 +17,10 @@ pub struct Caller {
     port_globs: Vec<String>,
     /// May log in with the ports' stored credentials.
     pub use_credentials: bool,
+    /// The command policy its writes are judged by (its token's `policy`,
+    /// or `[server] policy` for the callers without a token once the door
+    /// sets it); `None`: the port's default ([`super::guard`]).
+    pub policy: Option<String>,
 }
 
 impl Caller {
@@ -39,7 +43,15 @@ impl Caller {
             ports: None,
             port_globs: vec!["*".to_owned()],
             use_credentials: true,
+            policy: None,
         }
+    }
+
+    /// The caller under `policy` (a door that serves callers without a
+    /// token sets `[server] policy` on them this way).
+    pub fn with_policy(mut self, policy: Option<String>) -> Caller {
+        self.policy = policy;
+        self
     }
 
     /// The holder of a `[[tokens]]` entry. Globs that do not compile (the
@@ -57,6 +69,7 @@ impl Caller {
             ),
             port_globs: token.ports.clone(),
             use_credentials: token.use_credentials || token.access == TokenAccess::Admin,
+            policy: token.policy.clone(),
         }
     }
 
@@ -80,6 +93,7 @@ impl Caller {
             && self.access == other.access
             && self.port_globs == other.port_globs
             && self.use_credentials == other.use_credentials
+            && self.policy == other.policy
     }
 
     /// The caller as messages name it: `token "name"`.
@@ -107,6 +121,7 @@ mod tests {
             ports: vec!["core-*".into(), "lab-rtr1".into()],
             access: TokenAccess::Read,
             use_credentials: false,
+            policy: None,
         });
         assert!(c.may_use_port("core-sw1"));
         assert!(c.may_use_port("lab-rtr1"));

@@ -10,9 +10,15 @@
 //! same ones. An open console or ports feed keeps its caller current
 //! ([`standing`]): a reload or a sign-out reaches it at once. The
 //! command policy of the guardrails (which commands a caller may send)
-//! will live here beside them, asked by every door the same way.
+//! lives here beside them: [`policy`] judges a line, [`guard`] decides
+//! which policy a caller is under on a port and refuses what it may not
+//! send, asked by every door the same way.
 
 pub(crate) mod caller;
+pub(crate) mod guard;
+pub(crate) mod policy;
+#[cfg(test)]
+mod policy_tests;
 pub(crate) mod rules;
 pub(crate) mod standing;
 

@@ -429,6 +429,7 @@ mod tests {
             ports: ports.iter().map(|p| p.to_string()).collect(),
             access,
             use_credentials: false,
+            policy: None,
         })
     }
 

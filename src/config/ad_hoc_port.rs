@@ -1,9 +1,10 @@
 //! A port that is not in the config, resolved against it: an ad-hoc
 //! connect, or a configured port switched to another preset.
 
+use super::checks::check_name;
 use super::load::Config;
 use super::presets::DEFAULT_PRESET;
-use super::resolve::{PortConfig, check_name};
+use super::resolve::PortConfig;
 
 impl Config {
     /// A [`PortConfig`] for a port that is not in the config (an ad-hoc

@@ -1,5 +1,5 @@
-//! What several sections check the same way: lists of globs, and paths
-//! relative to the config file.
+//! What several sections check the same way: names, lists of globs, and
+//! paths relative to the config file.
 
 use std::path::{Path, PathBuf};
 
@@ -35,5 +35,18 @@ pub(super) fn next_to_config(path: &Path, src: &Source) -> PathBuf {
             .map_or_else(|| path.to_path_buf(), |dir| dir.join(path))
     } else {
         path.to_path_buf()
+    }
+}
+
+/// Checks a port, preset or policy name: `[A-Za-z0-9][A-Za-z0-9_.-]*`.
+pub(super) fn check_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    match chars.next() {
+        None => Err("it is empty".into()),
+        Some(c) if !c.is_ascii_alphanumeric() => Err("it must start with a letter or digit".into()),
+        _ if !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) => {
+            Err("use only letters, digits, '_', '.' and '-' (like core-sw1 or rack2.pdu_a)".into())
+        }
+        _ => Ok(()),
     }
 }

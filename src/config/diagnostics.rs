@@ -124,6 +124,7 @@ struct Shape {
     tokens: Option<Vec<Spanned<ShapeTable>>>,
     presets: Option<BTreeMap<String, Spanned<ShapeTable>>>,
     ports: Option<BTreeMap<String, Spanned<ShapeTable>>>,
+    policies: Option<BTreeMap<String, Spanned<ShapeTable>>>,
 }
 
 type ShapeTable = BTreeMap<String, Spanned<IgnoredAny>>;
@@ -142,7 +143,11 @@ fn key_path(text: &str, offset: usize) -> Option<String> {
     for (i, t) in shape.tokens.iter().flatten().enumerate() {
         tables.push((format!("tokens[{i}]"), t));
     }
-    for (section, map) in [("presets", &shape.presets), ("ports", &shape.ports)] {
+    for (section, map) in [
+        ("presets", &shape.presets),
+        ("ports", &shape.ports),
+        ("policies", &shape.policies),
+    ] {
         for (name, t) in map.iter().flatten() {
             tables.push((format!("{section}.{}", toml_key(name)), t));
         }

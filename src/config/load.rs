@@ -9,7 +9,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::access::AuthMode;
-use super::diagnostics::{ConfigError, Source, syntax_hint};
+use super::diagnostics::{ConfigError, Source, syntax_hint, toml_key};
+use super::policies::{Policy, builtin_policies, check_policy_name, resolve_policies};
 use super::presets::Preset;
 use super::raw::RawFile;
 use super::resolve::{PortConfig, builtin_map, resolve_ports, resolve_presets};
@@ -33,6 +34,8 @@ pub struct Config {
     /// Configured ports, resolved: port keys override the preset's values,
     /// which override those of the preset it extends.
     pub ports: BTreeMap<String, Arc<PortConfig>>,
+    /// Command policies by name: the built-in ones and `[policies.NAME]`.
+    pub policies: BTreeMap<String, Policy>,
 }
 
 impl Config {
@@ -102,6 +105,10 @@ impl Config {
             tokens: Vec::new(),
             presets: builtin_map(),
             ports: BTreeMap::new(),
+            policies: builtin_policies()
+                .into_iter()
+                .map(|p| (p.name.clone(), p))
+                .collect(),
         }
     }
 
@@ -120,8 +127,12 @@ impl RawFile {
     fn resolve(self, src: &Source) -> Result<Config, ConfigError> {
         let listen_span = self.server.listen.as_ref().map(|l| l.span());
         let auth_span = self.server.auth.as_ref().map(|a| a.span());
+        let policies = resolve_policies(self.policies, src)?;
+        if let Some(name) = &self.server.policy {
+            check_policy_name(name, "server.policy", &policies, src)?;
+        }
         let server = self.server.resolve(src)?;
-        let tokens = resolve_tokens(self.tokens, src)?;
+        let tokens = resolve_tokens(self.tokens, &policies, src)?;
         if let (Some(listen), Some(span)) = (&server.listen, listen_span) {
             let loopback = listen_is_loopback(listen);
             check_http_auth(server.auth, tokens.is_empty(), loopback).map_err(|e| {
@@ -134,6 +145,18 @@ impl RawFile {
                 }
             })?;
         }
+        for (name, preset) in &self.presets {
+            if let Some(policy) = preset.policy() {
+                let key = format!("presets.{}.policy", toml_key(name.get_ref()));
+                check_policy_name(policy, &key, &policies, src)?;
+            }
+        }
+        for (name, port) in &self.ports {
+            if let Some(policy) = port.policy() {
+                let key = format!("ports.{}.policy", toml_key(name.get_ref()));
+                check_policy_name(policy, &key, &policies, src)?;
+            }
+        }
         let presets = resolve_presets(self.presets, src)?;
         let ports = resolve_ports(self.ports, &presets, &server, src)?;
         Ok(Config {
@@ -141,6 +164,7 @@ impl RawFile {
             tokens,
             presets,
             ports,
+            policies,
         })
     }
 }
@@ -267,6 +291,7 @@ device = "/dev/ttyUSB2"
                 ports: vec!["core-*".into()],
                 access: TokenAccess::Write,
                 use_credentials: false,
+                policy: None,
             }]
         );
 

@@ -16,7 +16,9 @@
 //! - `diagnostics`: every error a [`ConfigError`] at `file:line:col` of the
 //!   offending key or value, naming its key;
 //! - `summary`: what `check-config` shows of a config ([`Config::summary`]);
-//! - [`presets`]: the built-in presets that user presets extend.
+//! - [`presets`]: the built-in presets that user presets extend;
+//! - [`policies`]: command policies (`[policies.NAME]`), the built-in
+//!   ones and each family's dangerous commands.
 
 mod access;
 mod ad_hoc_port;
@@ -27,6 +29,7 @@ mod credentials;
 mod diagnostics;
 mod load;
 pub mod modes;
+pub mod policies;
 pub mod presets;
 mod raw;
 mod resolve;
@@ -43,6 +46,7 @@ pub use self::credentials::Credentials;
 pub use self::diagnostics::ConfigError;
 pub use self::load::{Config, MAX_CONFIG_BYTES};
 pub use self::modes::{DeviceMode, ModePrompts, ModeRules};
+pub use self::policies::{Guardrails, Policy};
 pub use self::raw::parse_size;
 pub use self::resolve::PortConfig;
 pub use self::server::{

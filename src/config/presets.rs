@@ -8,6 +8,7 @@ use serde::Serialize;
 
 pub use super::auto_reply::AutoReply;
 use super::modes::{self, ModeRules};
+use super::policies::{self, Guardrails};
 use super::watches::{self, Watch};
 use crate::settings::{LineEnding, LineSettings};
 
@@ -51,6 +52,12 @@ pub struct Preset {
     pub watches: Vec<Watch>,
     /// Named break sequences (`send_break` with `sequence`).
     pub break_sequences: super::breaks::BreakSequences,
+    /// The guardrails: how the CLI reads a line, the family's dangerous
+    /// commands, and the policy its ports get by default. Not shown to
+    /// agents in `list_presets` (their output stays as lean as before).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub guardrails: Guardrails,
 }
 
 /// Where a prompt may begin: the start of a line, or right after a carriage
@@ -103,6 +110,7 @@ fn cisco_ios() -> Preset {
         credentials: None,
         watches: watches::cisco_ios(),
         break_sequences: Default::default(),
+        guardrails: policies::cisco_ios(),
     }
 }
 
@@ -127,6 +135,7 @@ fn cisco_nxos() -> Preset {
         credentials: None,
         watches: watches::cisco_nxos(),
         break_sequences: Default::default(),
+        guardrails: policies::cisco_nxos(),
     }
 }
 
@@ -160,6 +169,7 @@ fn juniper_junos() -> Preset {
         credentials: None,
         watches: watches::juniper_junos(),
         break_sequences: Default::default(),
+        guardrails: policies::juniper_junos(),
     }
 }
 
@@ -188,6 +198,7 @@ fn arista_eos() -> Preset {
         credentials: None,
         watches: watches::arista_eos(),
         break_sequences: Default::default(),
+        guardrails: policies::arista_eos(),
     }
 }
 
@@ -213,6 +224,7 @@ fn huawei_vrp() -> Preset {
         credentials: None,
         watches: watches::huawei_vrp(),
         break_sequences: Default::default(),
+        guardrails: policies::huawei_vrp(),
     }
 }
 
@@ -264,6 +276,7 @@ fn frr() -> Preset {
         credentials: None,
         watches: watches::frr(),
         break_sequences: Default::default(),
+        guardrails: policies::frr(),
     }
 }
 
@@ -320,6 +333,7 @@ fn linux() -> Preset {
         credentials: None,
         watches: watches::linux(),
         break_sequences: Default::default(),
+        guardrails: policies::linux(),
     }
 }
 
@@ -355,6 +369,7 @@ fn hp_procurve() -> Preset {
         credentials: None,
         watches: watches::hp_procurve(),
         break_sequences: Default::default(),
+        guardrails: policies::hp_procurve(),
     }
 }
 
@@ -375,6 +390,7 @@ fn generic() -> Preset {
         credentials: None,
         watches: watches::generic(),
         break_sequences: Default::default(),
+        guardrails: Guardrails::default(),
     }
 }
 

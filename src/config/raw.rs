@@ -145,7 +145,7 @@ pub(super) struct RawModes {
     pub(super) rolled_back: Option<Spanned<String>>,
 }
 
-/// The whole file: its four sections, each optional.
+/// The whole file: its five sections, each optional.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the config file's top-level table")]
 pub(super) struct RawFile {
@@ -157,6 +157,8 @@ pub(super) struct RawFile {
     pub(super) presets: BTreeMap<Spanned<String>, RawPreset>,
     #[serde(default)]
     pub(super) ports: BTreeMap<Spanned<String>, RawPort>,
+    #[serde(default)]
+    pub(super) policies: BTreeMap<Spanned<String>, super::policies::RawPolicy>,
 }
 
 /// The `[server]` table as written.
@@ -179,6 +181,8 @@ pub(super) struct RawServer {
     pub(super) adhoc_devices: Option<Vec<Spanned<String>>>,
     pub(super) adhoc_remotes: Option<Vec<Spanned<String>>>,
     pub(super) down_after: Option<Spanned<i64>>,
+    /// The policy of callers without a token (stdio, loopback without auth).
+    pub(super) policy: Option<Spanned<String>>,
 }
 
 /// `alert_webhook` as written.
@@ -207,6 +211,8 @@ pub(super) struct RawToken {
     /// May log in with the ports' stored credentials (admin always may).
     #[serde(default)]
     pub(super) use_credentials: bool,
+    /// The command policy its calls are judged by (default: the port's).
+    pub(super) policy: Option<Spanned<String>>,
 }
 
 /// A token without `access` may only read.
@@ -232,6 +238,7 @@ pub(super) struct Overrides {
     pub(super) credentials: Option<Spanned<PathBuf>>,
     pub(super) watches: Option<Vec<RawWatch>>,
     pub(super) break_sequences: Option<Spanned<BTreeMap<String, String>>>,
+    pub(super) policy: Option<Spanned<String>>,
 }
 
 // `#[serde(flatten)]` would share the override keys between presets and
@@ -259,6 +266,7 @@ pub(super) struct RawPreset {
     credentials: Option<Spanned<PathBuf>>,
     watches: Option<Vec<RawWatch>>,
     break_sequences: Option<Spanned<BTreeMap<String, String>>>,
+    policy: Option<Spanned<String>>,
 }
 
 /// One `[ports.NAME]` table as written.
@@ -283,9 +291,15 @@ pub(super) struct RawPort {
     watches: Option<Vec<RawWatch>>,
     break_sequences: Option<Spanned<BTreeMap<String, String>>>,
     pub(super) down_after: Option<Spanned<i64>>,
+    policy: Option<Spanned<String>>,
 }
 
 impl RawPreset {
+    /// Its `policy` key, checked against the policies before it resolves.
+    pub(super) fn policy(&self) -> Option<&Spanned<String>> {
+        self.policy.as_ref()
+    }
+
     /// Its `extends`, its `description` and the keys it overrides.
     pub(super) fn split(self) -> (Option<Spanned<String>>, Option<String>, Overrides) {
         let o = Overrides {
@@ -304,12 +318,18 @@ impl RawPreset {
             credentials: self.credentials,
             watches: self.watches,
             break_sequences: self.break_sequences,
+            policy: self.policy,
         };
         (self.extends, self.description, o)
     }
 }
 
 impl RawPort {
+    /// Its `policy` key, checked against the policies before it resolves.
+    pub(super) fn policy(&self) -> Option<&Spanned<String>> {
+        self.policy.as_ref()
+    }
+
     /// Its `device`, its `preset` and the keys it overrides (take
     /// `down_after` first: only a port has it).
     pub(super) fn split(self) -> (Spanned<String>, Option<Spanned<String>>, Overrides) {
@@ -329,6 +349,7 @@ impl RawPort {
             credentials: self.credentials,
             watches: self.watches,
             break_sequences: self.break_sequences,
+            policy: self.policy,
         };
         (self.device, self.preset, o)
     }

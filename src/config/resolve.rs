@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use toml::Spanned;
 
+use super::checks::check_name;
 use super::credentials::Credentials;
 use super::diagnostics::{ConfigError, Source};
 use super::diagnostics::{regex_error, toml_key};
@@ -59,6 +60,11 @@ pub struct PortConfig {
     pub credentials: Option<Arc<Credentials>>,
     /// Standing watches on the port's output.
     pub watches: Vec<super::watches::Watch>,
+    /// Its preset's guardrails; `policy` is the port's default policy
+    /// (its own `policy` key, else its preset's). Not shown to agents.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub guardrails: super::policies::Guardrails,
 }
 
 impl PortConfig {
@@ -93,20 +99,8 @@ impl PortConfig {
             credentials_file: p.credentials,
             credentials,
             watches: p.watches,
+            guardrails: p.guardrails,
         })
-    }
-}
-
-/// Checks a port or preset name: `[A-Za-z0-9][A-Za-z0-9_.-]*`.
-pub(super) fn check_name(name: &str) -> Result<(), String> {
-    let mut chars = name.chars();
-    match chars.next() {
-        None => Err("it is empty".into()),
-        Some(c) if !c.is_ascii_alphanumeric() => Err("it must start with a letter or digit".into()),
-        _ if !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) => {
-            Err("use only letters, digits, '_', '.' and '-' (like core-sw1 or rack2.pdu_a)".into())
-        }
-        _ => Ok(()),
     }
 }
 
@@ -212,6 +206,10 @@ impl Overrides {
         if let Some(table) = self.break_sequences {
             p.break_sequences = super::breaks::parse_all(table.get_ref())
                 .map_err(|e| src.error(table.span(), format!("{path}.break_sequences: {e}")))?;
+        }
+        if let Some(name) = self.policy {
+            // The file's resolve checked that it names a policy.
+            p.guardrails.policy = Some(name.into_inner());
         }
         if let Some(file) = self.credentials {
             p.credentials = if file.get_ref().as_os_str().is_empty() {

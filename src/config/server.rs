@@ -84,6 +84,10 @@ pub struct ServerConfig {
     /// Quick losses in a row before a port is `down` (`down_after`, default
     /// [`DEFAULT_DOWN_AFTER`]; 0: never); a port may override it.
     pub down_after: u32,
+    /// The command policy of callers without a token: the local operator
+    /// over stdio and a loopback HTTP caller without auth (`policy`; the
+    /// config checked that it names one). None: the port's default.
+    pub policy: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -109,6 +113,7 @@ impl Default for ServerConfig {
             adhoc_devices: DEFAULT_ADHOC_DEVICES.map(String::from).to_vec(),
             adhoc_remotes: Vec::new(),
             down_after: DEFAULT_DOWN_AFTER,
+            policy: None,
         }
     }
 }
@@ -245,6 +250,8 @@ impl RawServer {
         if let Some(n) = self.down_after {
             s.down_after = check_down_after(&n, "server.down_after", src)?;
         }
+        // Its name is checked against the policies by the file's resolve.
+        s.policy = self.policy.map(Spanned::into_inner);
         Ok(s)
     }
 }

@@ -7,6 +7,7 @@ use std::fmt;
 
 use super::access::{AuthMode, TokenAccess};
 use super::load::Config;
+use super::tokens::TokenConfig;
 use crate::settings::LineEnding;
 
 impl Config {
@@ -27,11 +28,12 @@ impl fmt::Display for Summary<'_> {
         for (name, p) in &config.ports {
             write!(
                 f,
-                "  {name}: {} preset={} {} line_ending={}",
+                "  {name}: {} preset={} {} line_ending={} policy={}",
                 p.device,
                 p.preset,
                 p.line,
-                line_ending_name(p.line_ending)
+                line_ending_name(p.line_ending),
+                p.guardrails.policy.as_deref().unwrap_or("none")
             )?;
             match (&p.credentials_file, &p.credentials) {
                 (Some(file), Some(c)) => writeln!(
@@ -83,7 +85,7 @@ impl fmt::Display for Summary<'_> {
             for t in &config.tokens {
                 writeln!(
                     f,
-                    "  {}: {} access, ports {} (secret from {}){}",
+                    "  {}: {} access, ports {} (secret from {}){}, {}",
                     t.name,
                     access_name(t.access),
                     t.ports.join(", "),
@@ -92,12 +94,71 @@ impl fmt::Display for Summary<'_> {
                         ", use_credentials"
                     } else {
                         ""
-                    }
+                    },
+                    token_policy(config, t)
                 )?;
             }
         }
+        if let Some(policy) = &config.server.policy {
+            writeln!(
+                f,
+                "callers without a token (stdio, auth none): policy {policy}"
+            )?;
+        }
         let presets: Vec<&str> = config.presets.keys().map(String::as_str).collect();
-        writeln!(f, "presets: {}", presets.join(", "))
+        writeln!(f, "presets: {}", presets.join(", "))?;
+        let policies: Vec<String> = config
+            .policies
+            .values()
+            .map(|p| {
+                let mut parts = vec![format!("dangerous {}", p.dangerous.as_str())];
+                for (tier, n) in [("deny", p.deny.len()), ("approve", p.approve.len())] {
+                    if n > 0 {
+                        parts.push(format!("{tier} {n}"));
+                    }
+                }
+                if let Some(allow) = &p.allow {
+                    parts.push(format!("allow {}", allow.len()));
+                }
+                format!("{} ({})", p.name, parts.join(", "))
+            })
+            .collect();
+        writeln!(f, "policies: {}", policies.join(", "))
+    }
+}
+
+/// The policy a token is under: its own, or each port's default on the
+/// ports its globs reach.
+fn token_policy(config: &Config, token: &TokenConfig) -> String {
+    if let Some(policy) = &token.policy {
+        return format!("policy {policy}");
+    }
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    let globs: Vec<glob::Pattern> = token
+        .ports
+        .iter()
+        .filter_map(|g| glob::Pattern::new(g).ok())
+        .collect();
+    let ports: Vec<String> = config
+        .ports
+        .values()
+        .filter(|p| globs.iter().any(|g| g.matches_with(&p.name, options)))
+        .map(|p| {
+            format!(
+                "{} {}",
+                p.name,
+                p.guardrails.policy.as_deref().unwrap_or("none")
+            )
+        })
+        .collect();
+    if ports.is_empty() {
+        "the policy of each port".to_owned()
+    } else {
+        format!("the policy of each port ({})", ports.join(", "))
     }
 }
 
@@ -151,7 +212,7 @@ mod tests {
         assert_eq!(
             lines[1],
             format!(
-                "  sw1: /dev/ttyUSB0 preset=cisco-ios {} line_ending=cr",
+                "  sw1: /dev/ttyUSB0 preset=cisco-ios {} line_ending=cr policy=none",
                 c.ports["sw1"].line
             )
         );
@@ -159,17 +220,70 @@ mod tests {
             lines[2].starts_with("    watches: crash (critical) \"Unexpected exception"),
             "{shown}"
         );
-        assert!(lines[3].ends_with(" line_ending=crlf"), "{shown}");
+        assert!(
+            lines[3].ends_with(" line_ending=crlf policy=none"),
+            "{shown}"
+        );
         assert!(
             lines[4].starts_with("    watches: crash (critical) "),
             "{shown}"
         );
         assert_eq!(lines[5], "http: http://127.0.0.1:7301/mcp, auth token");
         assert_eq!(lines[6], "tokens:");
-        assert_eq!(lines[7], "  agent: write access, ports * (secret from a)");
+        assert_eq!(
+            lines[7],
+            "  agent: write access, ports * (secret from a), the policy of each port (sw1 none, sw2 none)"
+        );
         assert!(lines[8].starts_with("presets: ") && lines[8].contains("cisco-ios"));
-        assert_eq!(lines.len(), 9, "{shown}");
+        assert_eq!(
+            lines[9],
+            "policies: guarded (dangerous approve), locked (dangerous deny), none (dangerous ignore)"
+        );
+        assert_eq!(lines.len(), 10, "{shown}");
         assert!(shown.ends_with('\n'));
+    }
+
+    #[test]
+    fn the_summary_shows_each_token_and_port_under_its_policy() {
+        let (_dir, file) = secrets();
+        let text = format!(
+            "[server]\npolicy = \"locked\"\n\
+             [policies.cw]\ndeny = [\"reload\"]\nallow = [\"show\", \"ping\"]\n\
+             [presets.my-ios]\nextends = \"cisco-ios\"\npolicy = \"guarded\"\n\
+             [ports.sw1]\ndevice = \"/dev/ttyUSB0\"\npreset = \"my-ios\"\n\
+             [ports.sw2]\ndevice = \"/dev/ttyUSB1\"\npreset = \"my-ios\"\npolicy = \"cw\"\n\
+             [ports.lab]\ndevice = \"/dev/ttyUSB2\"\n{}\
+             ports = [\"sw*\"]\n{}policy = \"none\"\n",
+            token_toml("agent", "a").replace("ports = [\"*\"]\n", ""),
+            token_toml("ops", "b")
+        );
+        let c = parse_in(&file, &text).unwrap_or_else(|e| panic!("{e}"));
+        let shown = c.summary().to_string();
+        assert!(
+            shown.contains(" preset=my-ios ") && shown.contains("policy=guarded\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("  sw2: /dev/ttyUSB1 preset=my-ios"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("policy=cw\n") && shown.contains("policy=none\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("the policy of each port (sw1 guarded, sw2 cw)"),
+            "{shown}"
+        );
+        assert!(shown.contains("(secret from b), policy none\n"), "{shown}");
+        assert!(
+            shown.contains("callers without a token (stdio, auth none): policy locked\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("policies: cw (dangerous approve, deny 1, allow 2), guarded "),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! HTTP access tokens: the `[[tokens]]` entries, what each may do, and their
 //! secrets, read from small private files and kept only as digests.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::access::TokenAccess;
 use super::checks::{check_globs, next_to_config};
 use super::diagnostics::{ConfigError, Source};
+use super::policies::{Policy, check_policy_name};
 use super::raw::RawToken;
 
 /// A token's secret, kept only as its SHA-256 digest: compared in constant
@@ -61,11 +62,15 @@ pub struct TokenConfig {
     /// Whether it may log in with the ports' stored credentials
     /// (`use_credentials`; admin tokens always may).
     pub use_credentials: bool,
+    /// The command policy its calls are judged by (`policy`; the config
+    /// checked that it names one). None: the port's default.
+    pub policy: Option<String>,
 }
 
 /// Checks the `[[tokens]]` entries and reads their secrets.
 pub(super) fn resolve_tokens(
     raw: Vec<RawToken>,
+    policies: &BTreeMap<String, Policy>,
     src: &Source,
 ) -> Result<Vec<TokenConfig>, ConfigError> {
     // Check every entry's keys first, then read the secret files: a typo is
@@ -97,17 +102,22 @@ pub(super) fn resolve_tokens(
             ));
         }
         let ports = check_globs(t.ports.into_inner(), &format!("{path}.ports"), src)?;
+        let policy = t
+            .policy
+            .as_ref()
+            .map(|p| check_policy_name(p, &format!("{path}.policy"), policies, src))
+            .transpose()?;
         checked.push((
             path,
             t.name.into_inner(),
             t.secret_file,
             ports,
             t.access,
-            t.use_credentials,
+            (t.use_credentials, policy),
         ));
     }
     let mut tokens: Vec<TokenConfig> = Vec::new();
-    for (path, name, file, ports, access, use_credentials) in checked {
+    for (path, name, file, ports, access, (use_credentials, policy)) in checked {
         let secret = read_secret(file.get_ref(), src)
             .map_err(|e| src.error(file.span(), format!("{path}.secret_file: {e}")))?;
         if let Some(other) = tokens.iter().find(|t| t.secret == secret) {
@@ -126,6 +136,7 @@ pub(super) fn resolve_tokens(
             ports,
             access,
             use_credentials,
+            policy,
         });
     }
     Ok(tokens)

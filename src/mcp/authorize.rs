@@ -1,6 +1,7 @@
 //! A tool call's arguments read for the access rules
 //! ([`crate::access::rules`]): which port and connection it names, whether
-//! it asks to take the write hold, what its `auto_reply` asks for. The
+//! it asks to take the write hold, what its `auto_reply` asks for; then
+//! what it would send, for the command policy (`mcp/sends.rs`). The
 //! arguments are read as the tools read them, so that no spelling slips
 //! past the check.
 
@@ -50,7 +51,8 @@ fn asks_take_over(request: &CallToolRequestParams) -> bool {
 /// Checks that `caller` may make this call in `session`, before the tool
 /// runs ([`rules::authorize`]); may adjust the arguments (a read caller's
 /// `read_until_prompt` gets `auto_reply: {}`). The error is `forbidden`
-/// and says what the caller may do instead.
+/// (or, for what the caller's command policy does not let it send,
+/// `denied`) and says what the caller may do instead.
 pub fn authorize(
     caller: &Caller,
     gateway: &Gateway,
@@ -71,7 +73,15 @@ pub fn authorize(
         replies: replies(request),
         session: session.actor().session,
     };
-    if rules::authorize(caller, gateway, &call)? == Allowed::WithoutReplies {
+    let allowed = rules::authorize(caller, gateway, &call)?;
+    // The command policy, on the connection the call acts on (none yet:
+    // the tool reports it; `connect` sends nothing of the caller's).
+    if let Some(name) = &call.connection
+        && let Ok(conn) = session.get(Some(name))
+    {
+        super::sends::check(caller, gateway, &conn, request, call.replies)?;
+    }
+    if allowed == Allowed::WithoutReplies {
         request
             .arguments
             .get_or_insert_with(Default::default)
@@ -95,6 +105,7 @@ mod tests {
             ports: ports.iter().map(|p| p.to_string()).collect(),
             access,
             use_credentials: false,
+            policy: None,
         })
     }
 

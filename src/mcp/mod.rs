@@ -29,6 +29,7 @@ mod mode;
 mod resources;
 mod router;
 pub mod scope;
+mod sends;
 mod server;
 mod session;
 mod terminal;

@@ -32,6 +32,12 @@ pub struct GateServer {
 }
 
 impl GateServer {
+    /// The caller over stdio: the local operator, under `[server] policy`
+    /// of the config in force.
+    pub(super) fn local_caller(&self) -> Caller {
+        Caller::operator().with_policy(self.gateway.config().server.policy.clone())
+    }
+
     /// A stdio server for a new session on `gateway` with the tools of
     /// `tool_router`.
     pub(super) fn with_router(gateway: Gateway, tool_router: ToolRouter<GateServer>) -> GateServer {
@@ -115,7 +121,7 @@ impl GateServer {
         extensions: &Extensions,
     ) -> Result<(Target<'_>, Arc<Caller>), GateError> {
         match &self.mode {
-            Mode::Local => Ok((Target::This(self), Arc::new(Caller::operator()))),
+            Mode::Local => Ok((Target::This(self), Arc::new(self.local_caller()))),
             // Kept states are only ever reached through an `Http` server,
             // which checked the caller; never serve one directly.
             Mode::Kept => Err(forbidden(
@@ -172,7 +178,7 @@ pub(super) fn tool_caller(
     extensions: &Extensions,
 ) -> Result<Arc<Caller>, GateError> {
     if matches!(server.mode, Mode::Local) {
-        return Ok(Arc::new(Caller::operator()));
+        return Ok(Arc::new(server.local_caller()));
     }
     extensions
         .get::<axum::http::request::Parts>()

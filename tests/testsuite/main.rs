@@ -50,6 +50,7 @@ mod lrzsz;
 mod metrics;
 mod notify;
 mod pagers;
+mod policy;
 mod progress;
 mod prompts;
 mod reads;

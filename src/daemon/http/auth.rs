@@ -60,8 +60,9 @@ use crate::gateway::Gateway;
 pub(super) enum Auth {
     /// Bearer tokens from the config in force.
     Tokens(Gateway),
-    /// `auth = "none"` on loopback: every caller has full access.
-    None,
+    /// `auth = "none"` on loopback: every caller has full access, under
+    /// `[server] policy` of the config in force.
+    None(Gateway),
 }
 
 /// Why a request was refused (logged; the client gets a 401).
@@ -109,7 +110,9 @@ fn bearer(headers: &HeaderMap) -> Result<&[u8], Refusal> {
 impl Auth {
     fn check(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
         match self {
-            Auth::None => Ok(Caller::anonymous()),
+            Auth::None(gateway) => {
+                Ok(Caller::anonymous().with_policy(gateway.config().server.policy.clone()))
+            }
             Auth::Tokens(gateway) => {
                 let presented = bearer(headers)?;
                 let config = gateway.config();
@@ -186,7 +189,7 @@ impl Gatekeeper {
         let headers = request.headers();
         if let Some(browsers) = &self.browsers {
             let foreign = origin::has_origin(headers) && !origin::same_origin(headers);
-            let rebound = matches!(self.auth, Auth::None) && !origin::host_is_loopback(headers);
+            let rebound = matches!(self.auth, Auth::None(_)) && !origin::host_is_loopback(headers);
             if foreign || rebound {
                 tracing::warn!(
                     "{peer}: refused {} {}: a browser of another origin",
@@ -370,6 +373,7 @@ mod tests {
             ports: vec!["*".into()],
             access: TokenAccess::Read,
             use_credentials: false,
+            policy: None,
         }
     }
 

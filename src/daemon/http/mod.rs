@@ -94,7 +94,7 @@ fn app(
 ) -> anyhow::Result<Router> {
     let auth = match config.server.auth {
         AuthMode::Token => Auth::Tokens(gateway.clone()),
-        AuthMode::None => Auth::None,
+        AuthMode::None => Auth::None(gateway.clone()),
     };
     let mut http_config =
         StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());

@@ -465,6 +465,7 @@ mod tests {
             ports: vec!["*".into()],
             access: crate::config::TokenAccess::Read,
             use_credentials: false,
+            policy: None,
         }
     }
 
@@ -561,6 +562,7 @@ mod tests {
             ports: vec!["*".into()],
             access: crate::config::TokenAccess::Read,
             use_credentials: false,
+            policy: None,
         };
         let id = sessions.create(&token).unwrap();
         let file = state.join(STORE_FILE);

@@ -1,0 +1,355 @@
+//! The guardrails' check on a write: which command policy a caller is
+//! under on a port, and the refusal (`denied`) of what it may not send.
+//!
+//! A caller's policy is its token's `policy` (callers without a token:
+//! `[server] policy`), else the port's default (the port's `policy`, else
+//! its preset's); none: nothing is judged. Every door that writes a
+//! caller's text asks [`may_send`] before anything goes out, saying what
+//! it would send ([`Sending`]); MCP asks in `mcp/authorize.rs`, before
+//! the tool runs. The judging itself is [`super::policy::judge`].
+//!
+//! Under a policy only what can be judged is sent: whole lines. Keys,
+//! bytes, BREAKs, line signals, transfers and partial lines are refused,
+//! because the gateway cannot tell what the device will make of them. A
+//! line that needs approval is refused too, for now: approvals do not
+//! exist yet, and the message says so. A connection switched to another
+//! preset is judged under both presets' guardrails, so that switching to
+//! `generic` escapes nothing.
+
+use super::caller::Caller;
+use super::policy::{CliMode, Finding, Under, Verdict, judge};
+use crate::config::{Config, Policy, PortConfig};
+use crate::error::{ErrorCode, GateError, shown};
+
+/// What a door is about to send for a caller.
+#[derive(Debug, Clone, Copy)]
+pub enum Sending<'a> {
+    /// Text of whole lines (each ends where the text or a line end does),
+    /// the first arriving in `mode`.
+    Lines {
+        /// The text.
+        text: &'a str,
+        /// The device's mode when it arrives.
+        mode: CliMode,
+        /// It answers a password prompt: its first line is not run by the
+        /// device, so it is not judged, and the lines after it are judged
+        /// but never repeated in a message (which the daemon's log also
+        /// holds).
+        secret: bool,
+    },
+    /// A configuration change: every line, in configuration mode, judged
+    /// before any is sent.
+    Config {
+        /// The lines.
+        lines: &'a [String],
+    },
+    /// Something a policy cannot judge: `what` says what it is (e.g.
+    /// `send_keys' keys`), to refuse it with.
+    Unjudged {
+        /// What it is, for the refusal.
+        what: &'a str,
+    },
+}
+
+/// Where a write goes: the port's config and the preset the connection
+/// uses (another than the port's when `connect` switched it).
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// The port's resolved config.
+    pub port: &'a PortConfig,
+    /// The connection's preset.
+    pub preset: &'a str,
+}
+
+/// The name of the policy `caller` is under on `port`, if any.
+pub fn policy_name<'a>(caller: &'a Caller, port: &'a PortConfig) -> Option<&'a str> {
+    caller
+        .policy
+        .as_deref()
+        .or(port.guardrails.policy.as_deref())
+}
+
+/// Checks that `caller` may send `sending` to `target` under its policy
+/// (nothing to check without one). The error is `denied` and names the
+/// line, the rule and the policy, and what the caller may do instead.
+pub fn may_send(
+    caller: &Caller,
+    config: &Config,
+    target: Target<'_>,
+    sending: Sending<'_>,
+) -> Result<(), GateError> {
+    let Some(name) = policy_name(caller, target.port) else {
+        return Ok(());
+    };
+    let port = &target.port.name;
+    let Some(policy) = config.policies.get(name) else {
+        // A policy the config in force no longer has: refuse everything
+        // until the caller is resolved against the new config.
+        return Err(denied(format!(
+            "{} is under policy {}, which the configuration in force does not define; nothing was sent to {port}: ask the operator",
+            caller.who(),
+            shown(name)
+        )));
+    };
+    if policy.judges_nothing() {
+        return Ok(());
+    }
+    let mut guardrails = vec![(target.port.preset.as_str(), &target.port.guardrails)];
+    if target.preset != target.port.preset
+        && let Some(p) = config.presets.get(target.preset)
+    {
+        guardrails.push((p.name.as_str(), &p.guardrails));
+    }
+    let verdict = |mode: CliMode, text: &str| {
+        guardrails
+            .iter()
+            .map(|(preset, g)| {
+                judge(
+                    &Under {
+                        policy,
+                        preset,
+                        guardrails: g,
+                    },
+                    mode,
+                    text,
+                )
+            })
+            .fold(Verdict::Allow, Verdict::worse)
+    };
+    match sending {
+        Sending::Lines { text, mode, secret } => {
+            if !secret {
+                return refusal(policy, port, None, verdict(mode, text));
+            }
+            // The first line answers the prompt: the device does not run
+            // it. What follows it is judged, and not shown.
+            let rest = text.find(['\r', '\n']).map_or("", |i| &text[i..]);
+            let at = Some("a line after the answer to a password prompt");
+            refusal(policy, port, at, verdict(CliMode::Unknown, rest))
+        }
+        Sending::Config { lines } => {
+            for (i, line) in lines.iter().enumerate() {
+                let at = format!("line {} of {}", i + 1, lines.len());
+                refusal(policy, port, Some(&at), verdict(CliMode::Config, line))?;
+            }
+            Ok(())
+        }
+        Sending::Unjudged { what } => Err(denied(format!(
+            "{what} cannot be judged by policy {}, which {} is under on {port}; under a policy only whole lines are sent (send_command, send_config, send_text ending in a line end). Nothing was sent; for anything else ask a person at the console ({})",
+            shown(&policy.name),
+            caller.who(),
+            console_hint(port)
+        ))),
+    }
+}
+
+/// How a person reaches `port`'s console, for messages.
+fn console_hint(port: &str) -> String {
+    format!("serialgate console {port}, or the web view")
+}
+
+/// A `denied` error.
+fn denied(message: String) -> GateError {
+    GateError::new(ErrorCode::Denied, message)
+}
+
+/// The refusal a verdict calls for, if any; `at` names the line of a
+/// change (`line 2 of 5`), or stands for a secret line, which is not shown.
+fn refusal(
+    policy: &Policy,
+    port: &str,
+    at: Option<&str>,
+    verdict: Verdict,
+) -> Result<(), GateError> {
+    let secret = at.is_some_and(|a| !a.starts_with("line "));
+    let which = |line: &str| match at {
+        Some(at) if secret => at.to_owned(),
+        Some(at) => format!("{at}, {}", shown(line)),
+        None => shown(line),
+    };
+    let matched = |f: &Finding| {
+        if f.missing {
+            format!("{} is not on {} ({})", which(&f.line), f.from, f.rule)
+        } else {
+            format!(
+                "{} matches rule {} ({})",
+                which(&f.line),
+                shown(&f.rule),
+                f.from
+            )
+        }
+    };
+    let none_sent = if at.is_some() && !secret {
+        "none of the change's lines was sent"
+    } else {
+        "nothing was sent"
+    };
+    match verdict {
+        Verdict::Allow => Ok(()),
+        Verdict::Deny(f) => Err(denied(format!(
+            "{}: policy {} never sends it, and {none_sent} to {port}. A person at the keyboard may run it at the console ({}), where the policy does not apply",
+            matched(&f),
+            shown(&f.policy),
+            console_hint(port)
+        ))),
+        Verdict::Approve(f) => Err(denied(format!(
+            "{}: it needs a person's approval under policy {}, and approvals are not yet available over this path, so {none_sent} to {port}. Ask a person to approve it by running it themselves at the console ({})",
+            matched(&f),
+            shown(&f.policy),
+            console_hint(port)
+        ))),
+        Verdict::Unjudgeable { reason, line } => Err(denied(format!(
+            "{} cannot be judged by policy {}: {reason}; {none_sent} to {port}. Send the command as plain words (send_command), or ask a person at the console ({})",
+            which(&line),
+            shown(&policy.name),
+            console_hint(port)
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{TokenAccess, TokenConfig, TokenSecret};
+
+    fn config() -> Config {
+        Config::parse(
+            "[ports.sw1]\ndevice = \"/dev/ttyUSB0\"\npreset = \"cisco-ios\"\npolicy = \"guarded\"\n\
+             [ports.sw2]\ndevice = \"/dev/ttyUSB1\"\npreset = \"generic\"\n",
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn token(policy: Option<&str>) -> Caller {
+        Caller::from_token(&TokenConfig {
+            name: "agent".into(),
+            secret_file: "/s".into(),
+            secret: TokenSecret::new(b"x"),
+            ports: vec!["*".into()],
+            access: TokenAccess::Write,
+            use_credentials: false,
+            policy: policy.map(str::to_owned),
+        })
+    }
+
+    fn send(
+        caller: &Caller,
+        config: &Config,
+        port: &str,
+        preset: &str,
+        text: &str,
+    ) -> Result<(), GateError> {
+        let port = &config.ports[port];
+        let target = Target { port, preset };
+        may_send(
+            caller,
+            config,
+            target,
+            Sending::Lines {
+                text,
+                mode: CliMode::Exec,
+                secret: false,
+            },
+        )
+    }
+
+    #[test]
+    fn the_token_s_policy_wins_over_the_port_s_default() {
+        let c = config();
+        // The port's default: guarded.
+        let e = send(&token(None), &c, "sw1", "cisco-ios", "reload").unwrap_err();
+        assert_eq!(e.code, ErrorCode::Denied);
+        assert!(
+            e.message.contains("policy \"guarded\"") && e.message.contains("approval"),
+            "{e}"
+        );
+        // The token's own: none judges nothing, locked denies.
+        send(&token(Some("none")), &c, "sw1", "cisco-ios", "reload").unwrap();
+        let e = send(&token(Some("locked")), &c, "sw1", "cisco-ios", "reload").unwrap_err();
+        assert!(e.message.contains("never sends it"), "{e}");
+        // The operator without [server] policy on a port without one.
+        send(&Caller::operator(), &c, "sw2", "generic", "reload").unwrap();
+        assert_eq!(
+            policy_name(&Caller::operator(), &c.ports["sw1"]),
+            Some("guarded")
+        );
+    }
+
+    #[test]
+    fn switching_a_connection_to_another_preset_escapes_nothing() {
+        let c = config();
+        // sw1 is cisco-ios; a connection switched to generic (no dangerous
+        // commands) or to linux (whole words) is still judged as IOS.
+        for preset in ["generic", "linux"] {
+            let e = send(&token(None), &c, "sw1", preset, "rel").unwrap_err();
+            assert!(e.message.contains("preset \"cisco-ios\""), "{e}");
+        }
+        // And the other way: a generic port switched to linux takes
+        // linux's dangerous commands too.
+        let e = send(&token(Some("locked")), &c, "sw2", "linux", "sudo reboot").unwrap_err();
+        assert!(e.message.contains("preset \"linux\""), "{e}");
+    }
+
+    #[test]
+    fn refusals_name_the_line_and_hide_secrets() {
+        let c = config();
+        let port = &c.ports["sw1"];
+        let target = Target {
+            port,
+            preset: "cisco-ios",
+        };
+        let lines = vec!["interface Gi0/1".to_owned(), "shutdown".to_owned()];
+        let e = may_send(
+            &token(Some("locked")),
+            &c,
+            target,
+            Sending::Config { lines: &lines },
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("line 2 of 2, \"shutdown\"")
+                && e.message.contains("none of the change's lines was sent"),
+            "{e}"
+        );
+        // The answer to a password prompt is not judged, and what follows
+        // it is judged without being shown.
+        let secret = |text| Sending::Lines {
+            text,
+            mode: CliMode::Unknown,
+            secret: true,
+        };
+        may_send(&token(Some("locked")), &c, target, secret("reload")).unwrap();
+        let e = may_send(
+            &token(Some("locked")),
+            &c,
+            target,
+            secret("hunter2\nreload"),
+        )
+        .unwrap_err();
+        assert!(!e.message.contains("hunter2"), "{e}");
+        assert!(
+            e.message
+                .contains("a line after the answer to a password prompt"),
+            "{e}"
+        );
+        let e = may_send(
+            &token(None),
+            &c,
+            target,
+            Sending::Unjudged {
+                what: "send_keys' keys",
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("send_keys' keys cannot be judged by policy \"guarded\""),
+            "{e}"
+        );
+        // A policy a reload removed: everything refused until the caller
+        // is resolved again.
+        let e = send(&token(Some("gone")), &c, "sw1", "cisco-ios", "show clock").unwrap_err();
+        assert!(e.message.contains("does not define"), "{e}");
+    }
+}
