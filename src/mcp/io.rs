@@ -234,6 +234,9 @@ pub struct SendCommandResult {
     pub total_bytes: u64,
     /// URI of the whole clean output (an MCP resource), when cut.
     pub resource: Option<String>,
+    /// The command's exit status, when the shell reports it to the
+    /// terminal (`OSC 133;D`, shell integration); null otherwise.
+    pub exit_status: Option<i32>,
 }
 
 /// Arguments of `read_available`.
@@ -602,6 +605,17 @@ impl GateServer {
             output_truncated,
             total_bytes: total,
             resource,
+            // The report comes just before the prompt, on its line (so
+            // inside a prompt pattern that takes the whole line).
+            exit_status: super::exit_status::reported_exit_status(
+                &log.copy_range(
+                    waited
+                        .end_offset
+                        .saturating_sub(super::exit_status::REPORT_WINDOW)
+                        .max(waited.start),
+                    waited.end_offset,
+                ),
+            ),
         };
         structured_output(&result, output, links)
     }

@@ -21,6 +21,7 @@ mod describe;
 mod describe_tests;
 mod dialogue;
 mod encoding;
+mod exit_status;
 mod expect;
 mod handler;
 mod info;
