@@ -234,8 +234,7 @@ async fn stored_credentials_are_not_typed_into_a_login_the_caller_staged() {
     let (_device, agent) = shell_with_its_login(&dir).await;
     agent.ok("connect", json!({"port": "vm1"})).await;
     let logged_in = agent.ok("set_mode", json!({"mode": "exec"})).await;
-    let prompt = logged_in["prompt"].as_str().unwrap_or_default();
-    assert!(prompt.ends_with("admin@vm:~$"), "{logged_in}");
+    assert_eq!(logged_in["prompt"], "admin@vm:~$", "{logged_in}");
 
     let staged = agent
         .ok(
@@ -243,8 +242,7 @@ async fn stored_credentials_are_not_typed_into_a_login_the_caller_staged() {
             json!({"command": "printf 'login: '; read u; printf 'Password: '; read -rs p; echo; echo \"$p\" | rev"}),
         )
         .await;
-    let prompt = staged["prompt_text"].as_str().unwrap_or_default();
-    assert_eq!(prompt.trim(), "login:", "{staged}");
+    assert_eq!(staged["prompt_text"], "login: ", "{staged}");
     let refused = agent.err("set_mode", json!({"mode": "exec"})).await;
     assert!(
         refused.contains("forbidden") && refused.contains("typed at its command line"),
