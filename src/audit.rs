@@ -15,9 +15,10 @@
 //! ([`Audit::reserve`]): when the writer is so far behind that no place
 //! frees up within [`RECORD_WITHIN`], the write is refused, so a write
 //! that happened is never missing from `audit.log` (short of the file
-//! itself failing, which is logged). Attach and detach records, which a
-//! session's end cannot wait for, wait for nothing: when the queue is
-//! full they are dropped, counted ([`Audit::dropped`]) and warned of. Every
+//! itself failing, which is logged). Attach, detach and take-over
+//! records, which a session's end cannot wait for, wait for nothing: when
+//! the queue is full they are dropped, counted ([`Audit::dropped`]) and
+//! warned of ([`Audit::record_session`]). Every
 //! record goes to the daemon's log first, whatever becomes of its line.
 
 use std::path::Path;
@@ -301,17 +302,24 @@ impl Audit {
         }
     }
 
-    /// Records a session attaching to or leaving a port in
-    /// `sessions.log`, without waiting: a full queue drops the line (the
-    /// log still has the record), counts it and warns.
+    /// Records a session's attach, detach or take-over without waiting
+    /// (a session's end cannot wait): `attach` and `detach` in
+    /// `sessions.log`, the others (a take-over, a console's attach) in
+    /// `audit.log`. A full queue drops the line (the log still has the
+    /// record), counts it and warns.
     pub fn record_session(&self, record: AuditRecord) {
         log_record(&record);
-        if let Some(tx) = &self.sessions
+        let (queue, file) = if SESSION_EVENTS.contains(&record.kind.as_str()) {
+            (&self.sessions, SESSIONS_FILE)
+        } else {
+            (&self.writes, AUDIT_FILE)
+        };
+        if let Some(tx) = queue
             && tx.try_send(record).is_err()
         {
             let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             tracing::warn!(
-                "audit: {SESSIONS_FILE} is behind: an attach or detach line was dropped ({dropped} so far; the log has it)"
+                "audit: {file} is behind: a session's line was dropped ({dropped} so far; the log has it)"
             );
         }
     }
