@@ -18,6 +18,10 @@
 //!   must equal `sim::cisco::running_config_lines()` exactly;
 //! - `bulk`: `terminal length 0`, then `show tech-support` (~4 MB) in one
 //!   `send_command` with `max_output` 16 MiB, in MB/s; every line is checked;
+//! - `cancel`: a `read_until_prompt` for a prompt that never comes (timeout
+//!   60 s) is cancelled (`notifications/cancelled`): the time from sending
+//!   the cancel to `status` counting no wait (polled every millisecond),
+//!   and to the next `show clock`'s answer;
 //! - `pty`: for context, a plain pty's throughput (bytes written to the
 //!   master, read from the slave opened as a serial port, as the gateway's
 //!   reader does), without the gateway.
@@ -243,6 +247,28 @@ async fn run(binary: &Path, quick: bool) -> anyhow::Result<()> {
     json.insert("paged_median_ms".into(), json!(round3(paged.median)));
     json.insert("paged_min_ms".into(), json!(round3(paged.min)));
 
+    // cancel: a wait that would last 60 s, cancelled.
+    let cancel_runs = if quick { 5 } else { 20 };
+    let (mut ended, mut answered) = (Vec::new(), Vec::new());
+    for _ in 0..cancel_runs {
+        let (end, answer) = cancelled_wait(&client).await?;
+        ended.push(end);
+        answered.push(answer);
+    }
+    let (ended, answered) = (Stats::of(ended), Stats::of(answered));
+    println!(
+        "cancel: a 60 s wait cancelled ends (status counts it gone) after median {:.3} ms, max {:.3} ms; \
+         the next show clock answers after median {:.3} ms, max {:.3} ms ({cancel_runs} runs)",
+        ended.median, ended.max, answered.median, answered.max
+    );
+    json.insert("cancel_ended_median_ms".into(), json!(round3(ended.median)));
+    json.insert("cancel_ended_max_ms".into(), json!(round3(ended.max)));
+    json.insert(
+        "cancel_answered_median_ms".into(),
+        json!(round3(answered.median)),
+    );
+    json.insert("cancel_answered_max_ms".into(), json!(round3(answered.max)));
+
     // bulk: one ~4 MB output without paging.
     let off = call(
         &client,
@@ -325,6 +351,7 @@ struct Stats {
     p95: f64,
     p99: f64,
     min: f64,
+    max: f64,
 }
 
 impl Stats {
@@ -338,6 +365,7 @@ impl Stats {
             p95: rank(0.95),
             p99: rank(0.99),
             min: ms[0],
+            max: ms[ms.len() - 1],
         }
     }
 
@@ -351,6 +379,58 @@ impl Stats {
             json.insert(format!("{name}_{k}_ms"), json!(round3(v)));
         }
     }
+}
+
+/// The number of waiting calls `status` counts.
+async fn active_waits(client: &GateClient) -> anyhow::Result<u64> {
+    let status = call(client, "status", json!({})).await?;
+    status["active_waits"]
+        .as_u64()
+        .ok_or_else(|| anyhow::anyhow!("status without active_waits: {status}"))
+}
+
+/// Polls [`active_waits`] every millisecond until it is `want`, for at
+/// most 20 s.
+async fn until_waits(client: &GateClient, want: u64) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = active_waits(client).await?;
+        if now == want {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{now} waits after 20 s, {want} awaited"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Starts a 60 s wait for a prompt that never comes, cancels it once
+/// `status` counts it, and returns the ms from the cancel to `status`
+/// counting it gone and to the next `show clock`'s answer.
+async fn cancelled_wait(client: &GateClient) -> anyhow::Result<(f64, f64)> {
+    let mut params = rmcp::model::CallToolRequestParams::new("read_until_prompt");
+    if let Value::Object(map) = json!({"prompt": "never-appears#", "timeout": 60}) {
+        params = params.with_arguments(map);
+    }
+    let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(params));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+        .await?;
+    until_waits(client, 1).await?;
+    let cancelled = Instant::now();
+    handle.cancel(Some("bench".into())).await?;
+    until_waits(client, 0).await?;
+    let ended = cancelled.elapsed().as_secs_f64() * 1e3;
+    let clock = call(client, "send_command", json!({"command": "show clock"})).await?;
+    let answered = cancelled.elapsed().as_secs_f64() * 1e3;
+    anyhow::ensure!(
+        clock["matched"] == true,
+        "show clock after a cancel: {clock}"
+    );
+    Ok((ended, answered))
 }
 
 /// Runs `f` a few times untimed (at most [`WARMUP`], at least once), then

@@ -586,8 +586,9 @@ impl Attachment<'_> {
         }
         self.port.claim_writer(&self.actor, false)?;
         let duration = ms.map_or(DEFAULT_BREAK, Duration::from_millis);
+        let slot = self.port.reserve_audit().await?;
         self.port.send_break(duration).await?;
-        self.port.audit_as(&self.actor, "break", b"");
+        self.port.audit_as(slot, &self.actor, "break", b"");
         Ok(())
     }
 

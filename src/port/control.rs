@@ -511,9 +511,9 @@ mod tests {
         }
     }
 
-    /// Checks the calls and their timing: each at or after the expected
-    /// offset (a timer never fires early), and not much later (real time,
-    /// so some slack for a loaded machine).
+    /// Checks the calls and their timing, exactly: the tests that call
+    /// this run on tokio's paused clock, which moves only when every task
+    /// waits on a timer, so a loaded machine changes nothing.
     fn assert_timed(fake: &Fake, want: &[(u64, Call)]) {
         let calls = fake.calls();
         let got: Vec<&Call> = calls.iter().map(|(_, c)| c).collect();
@@ -521,14 +521,11 @@ mod tests {
         assert_eq!(got, expected);
         for ((at, call), (ms, _)) in calls.iter().zip(want) {
             let ms = Duration::from_millis(*ms);
-            assert!(
-                *at >= ms && *at < ms + Duration::from_millis(500),
-                "{call:?} at {at:?}, expected {ms:?}"
-            );
+            assert_eq!(*at, ms, "{call:?} at {at:?}, expected {ms:?}");
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn break_is_held_for_its_duration_then_cleared() {
         let mut fake = Fake::new();
         hold_break(&mut fake, Duration::from_millis(250))
@@ -537,7 +534,7 @@ mod tests {
         assert_timed(&fake, &[(0, Call::Break(true)), (250, Call::Break(false))]);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn pulse_low_drops_waits_and_restores() {
         let mut fake = Fake::new();
         fake.lines.dtr = true;

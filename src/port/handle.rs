@@ -34,7 +34,7 @@ use super::sharing::{self, Holder, Sharing, Taken};
 use super::state::{DOWN_RETRY, Events, PortEvent, PortState, WRITE_TIMEOUT};
 use super::transfer::{TransferStatus, Transfers};
 use super::wait::{WaitPort, Waiters};
-use crate::audit::{Actor, Audit, AuditRecord};
+use crate::audit::{Actor, Audit, AuditRecord, AuditSlot};
 use crate::error::{ErrorCode, GateError};
 use crate::log::OutputLog;
 use crate::remote::RemoteAddr;
@@ -201,11 +201,6 @@ impl Port {
     /// The transfer part (`transfer_drive.rs`).
     pub(super) fn transfers(&self) -> &Transfers {
         &self.shared.transfers
-    }
-
-    /// The audit trail this port's acts go to.
-    pub(super) fn audit(&self) -> &Audit {
-        &self.shared.audit
     }
 
     /// The current state.
@@ -469,8 +464,9 @@ impl Port {
     }
 
     /// Writes for a session: claims the write hold (or fails `busy`),
-    /// writes, and records the write in the transcript and the audit trail
-    /// (`sensitive` bytes as redacted).
+    /// takes the write's place in the audit trail (or fails `timeout`,
+    /// having sent nothing), writes, and records the write in the
+    /// transcript and the audit trail (`sensitive` bytes as redacted).
     pub async fn write_as(
         &self,
         actor: &Actor,
@@ -480,6 +476,7 @@ impl Port {
     ) -> Result<(), GateError> {
         self.claim_writer(actor, false)?;
         self.refuse_during_transfer()?;
+        let slot = self.reserve_audit().await?;
         self.shared.login_trust.note_write(
             self.shared.spec.prompts.as_ref(),
             self.log(),
@@ -495,10 +492,19 @@ impl Port {
                 who: actor.person.as_ref().map(|_| actor.describe()),
             });
         }
+        slot.record(AuditRecord::now(self.name(), actor, kind, bytes, sensitive));
+        Ok(())
+    }
+
+    /// Takes a place in the audit trail for an act about to be done on
+    /// this port; `timeout` when the trail is too far behind (the act
+    /// must then not be done).
+    pub async fn reserve_audit(&self) -> Result<AuditSlot, GateError> {
         self.shared
             .audit
-            .record(AuditRecord::now(self.name(), actor, kind, bytes, sensitive));
-        Ok(())
+            .reserve()
+            .await
+            .map_err(|e| GateError::new(ErrorCode::Timeout, format!("{}: {e}", self.name())))
     }
 
     /// The first write that reached the device's command line rather than
@@ -508,12 +514,11 @@ impl Port {
         self.shared.login_trust.commands_typed()
     }
 
-    /// Records in the audit trail that `actor` did `kind` with `bytes`
-    /// (the bytes a write sent; empty for a BREAK).
-    pub fn audit_as(&self, actor: &Actor, kind: &str, bytes: &[u8]) {
-        self.shared
-            .audit
-            .record(AuditRecord::now(self.name(), actor, kind, bytes, false));
+    /// Records in the audit trail, in the place `slot` took before the
+    /// act, that `actor` did `kind` with `bytes` (the bytes a write sent;
+    /// empty for a BREAK).
+    pub fn audit_as(&self, slot: AuditSlot, actor: &Actor, kind: &str, bytes: &[u8]) {
+        slot.record(AuditRecord::now(self.name(), actor, kind, bytes, false));
     }
 
     /// Records a session's attach, detach or take-over as a port event and
@@ -522,7 +527,7 @@ impl Port {
         self.record(format!("{} {kind}", actor.describe()));
         self.shared
             .audit
-            .record(AuditRecord::now(self.name(), actor, kind, b"", false));
+            .record_session(AuditRecord::now(self.name(), actor, kind, b"", false));
     }
 
     /// Writes for the gateway itself (answers to terminal queries, baud

@@ -73,6 +73,9 @@ impl Port {
         if self.state() != PortState::Open {
             return Err(self.not_open_error());
         }
+        // Its place in the audit trail is taken first: a transfer that
+        // could not be recorded does not start.
+        let slot = self.reserve_audit().await?;
         let before = self.line_settings();
         let baud = job.baud.unwrap_or(before.baud);
         self.transfers().begin(
@@ -141,7 +144,7 @@ impl Port {
         if let Some(t) = self.transcript() {
             t.binary_end(self.log().head(), format!(">>> {summary}"));
         }
-        self.audit().record(AuditRecord::now(
+        slot.record(AuditRecord::now(
             self.name(),
             actor,
             verb,

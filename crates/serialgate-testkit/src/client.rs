@@ -196,6 +196,12 @@ impl GateClient {
         Ok(self.service.list_all_tools().await?)
     }
 
+    /// The session's peer, for requests the helpers above do not make (a
+    /// cancellable call, for one).
+    pub fn peer(&self) -> &rmcp::service::Peer<RoleClient> {
+        self.service.peer()
+    }
+
     /// Ends the session; the server exits when stdin closes.
     pub async fn close(self) -> anyhow::Result<()> {
         self.service.cancel().await?;
