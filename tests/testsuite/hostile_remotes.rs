@@ -247,7 +247,9 @@ async fn this_machines_own_network_address_is_refused_too() {
         tried += 1;
     }
     if tried == 0 {
-        eprintln!("this machine has no network address: nothing to try");
+        serialgate_testkit::skip::skipped(
+            "this machine has no route to anywhere, so no address of its own to try",
+        );
     }
 }
 

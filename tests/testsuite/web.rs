@@ -24,7 +24,9 @@ use serialgate_testkit::web::{AUDIT, NOC, WebSite};
 fn browser_here() -> bool {
     let here = browser::available();
     if !here {
-        eprintln!("skipped: chromedriver and chromium are not installed (.ci/run installs them)");
+        serialgate_testkit::skip::skipped(
+            "chromedriver and chromium are not installed (.ci/run installs them)",
+        );
     }
     here
 }
