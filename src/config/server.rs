@@ -29,6 +29,10 @@ pub const MAX_DOWN_AFTER: u32 = 1000;
 pub const DEFAULT_ADHOC_DEVICES: [&str; 3] =
     ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*"];
 
+/// How long a line waits for a person's approval when the config does
+/// not say: 5 minutes.
+pub const DEFAULT_APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The `[server]` table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerConfig {
@@ -88,6 +92,10 @@ pub struct ServerConfig {
     /// over stdio and a loopback HTTP caller without auth (`policy`; the
     /// config checked that it names one). None: the port's default.
     pub policy: Option<String>,
+    /// How long a line its policy sends only once a person approves waits
+    /// for one before it is denied (`approval_timeout`, default
+    /// [`DEFAULT_APPROVAL_TIMEOUT`]); a policy may say otherwise.
+    pub approval_timeout: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -114,6 +122,7 @@ impl Default for ServerConfig {
             adhoc_remotes: Vec::new(),
             down_after: DEFAULT_DOWN_AFTER,
             policy: None,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
         }
     }
 }
@@ -252,6 +261,10 @@ impl RawServer {
         }
         // Its name is checked against the policies by the file's resolve.
         s.policy = self.policy.map(Spanned::into_inner);
+        if let Some(t) = &self.approval_timeout {
+            s.approval_timeout =
+                super::checks::check_approval_timeout(t, "server.approval_timeout", src)?;
+        }
         Ok(s)
     }
 }
