@@ -334,10 +334,18 @@ impl Attachment<'_> {
         let mut head_rx = log.subscribe();
         let mut state_rx = self.port.watch_state();
         let mut presence_rx = self.port.watch_presence();
+        let mut approvals_rx = self.port.approvals().watch();
         state_rx.borrow_and_update();
         presence_rx.borrow_and_update();
         head_rx.borrow_and_update();
+        approvals_rx.borrow_and_update();
         self.send_output(log.head()).await?;
+        let pending = self.port.approvals().list();
+        if !pending.is_empty() {
+            self.out
+                .send_message(&ServerMessage::Approvals { pending })
+                .await?;
+        }
         loop {
             tokio::select! {
                 changed = head_rx.changed() => {
@@ -365,6 +373,14 @@ impl Attachment<'_> {
                     }
                     presence_rx.borrow_and_update();
                     self.tell_presence().await?;
+                }
+                changed = approvals_rx.changed() => {
+                    if changed.is_err() {
+                        return Err(Ended("the port closed".to_owned()));
+                    }
+                    approvals_rx.borrow_and_update();
+                    let pending = self.port.approvals().list();
+                    self.out.send_message(&ServerMessage::Approvals { pending }).await?;
                 }
                 frame = incoming.recv() => {
                     match frame {
@@ -527,6 +543,20 @@ impl Attachment<'_> {
                 self.port.release_writer(self.actor.session);
                 Ok(())
             }
+            ClientMessage::Decide { id, line, approve } => {
+                return match self.decide(id, &line, approve) {
+                    Ok(()) => {
+                        self.out
+                            .send_message(&ServerMessage::Decided {
+                                id,
+                                line,
+                                approved: approve,
+                            })
+                            .await
+                    }
+                    Err(e) => self.refuse(e).await,
+                };
+            }
             ClientMessage::Hello(_) | ClientMessage::List => Err(GateError::invalid(
                 "already attached: hello and list come first on a new connection",
             )),
@@ -588,6 +618,35 @@ impl Attachment<'_> {
         let duration = ms.map_or(DEFAULT_BREAK, Duration::from_millis);
         self.port.send_break(duration).await?;
         self.port.audit_as(&self.actor, "break", b"");
+        Ok(())
+    }
+
+    /// Decides a request for approval as this person: they must be able
+    /// to type at this port (write access), and the store checks the
+    /// rest (the request, its text, four eyes).
+    fn decide(&self, id: u64, line: &str, approve: bool) -> Result<(), GateError> {
+        may_type(&self.caller, self.gateway, self.port.name()).map_err(|e| {
+            GateError::new(
+                e.code,
+                format!(
+                    "deciding a request for approval needs what typing does: {}",
+                    e.message
+                ),
+            )
+        })?;
+        let request = self
+            .port
+            .approvals()
+            .decide(id, line, &self.actor, approve)?;
+        tracing::info!(
+            port = %self.port.name(),
+            request = id,
+            "{} {} request {id} of {}: {}",
+            self.actor.describe(),
+            if approve { "approved" } else { "denied" },
+            request.who,
+            crate::error::shown(&request.line)
+        );
         Ok(())
     }
 

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -47,7 +47,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 const NOT_CREDENTIALS: &[&str] = &["local", "anonymous"];
 
 /// A request waiting for a person, as the console and `status` show it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingApproval {
     /// Its id, which a decision names.
     pub id: u64,
@@ -67,12 +67,6 @@ pub struct PendingApproval {
     pub since: String,
     /// Seconds left before it expires (when it was listed).
     pub expires_in_s: u64,
-    /// The requester, for the four-eyes check and the audit trail.
-    #[serde(skip)]
-    requester: Actor,
-    /// When it expires.
-    #[serde(skip)]
-    deadline: Instant,
 }
 
 /// How a request ended.
@@ -108,6 +102,10 @@ pub struct Asking {
 /// One pending request and the way to tell its requester.
 struct Entry {
     request: PendingApproval,
+    /// The requester, for the four-eyes check and the audit trail.
+    requester: Actor,
+    /// When it expires.
+    deadline: Instant,
     decide: oneshot::Sender<Decision>,
 }
 
@@ -152,7 +150,7 @@ impl Approvals {
             .values()
             .map(|e| {
                 let mut r = e.request.clone();
-                r.expires_in_s = r.deadline.saturating_duration_since(now).as_secs();
+                r.expires_in_s = e.deadline.saturating_duration_since(now).as_secs();
                 r
             })
             .collect()
@@ -171,7 +169,7 @@ impl Approvals {
             let mut pending = self.lock();
             let own = pending
                 .values()
-                .filter(|e| e.request.requester.token == requester.token)
+                .filter(|e| e.requester.token == requester.token)
                 .count();
             if own >= MAX_PER_TOKEN {
                 crate::metrics::approval(&self.port, "refused");
@@ -206,14 +204,14 @@ impl Approvals {
                 reason: asking.reason,
                 since: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
                 expires_in_s: asking.timeout.as_secs(),
-                requester: requester.clone(),
-                deadline: Instant::now() + asking.timeout,
             };
             self.audit_event(requester, "approval request", &request, None);
             pending.insert(
                 id,
                 Entry {
                     request,
+                    requester: requester.clone(),
+                    deadline: Instant::now() + asking.timeout,
                     decide: tx,
                 },
             );
@@ -256,7 +254,7 @@ impl Approvals {
                     shown(line)
                 )));
             }
-            may_decide(&entry.request.requester, decider)?;
+            may_decide(&entry.requester, decider)?;
             match pending.remove(&id) {
                 Some(entry) => entry,
                 None => return Err(GateError::invalid("the request went away")),
@@ -268,12 +266,7 @@ impl Approvals {
         } else {
             (Decision::Denied { by }, "approval denied", "denied")
         };
-        self.audit_event(
-            decider,
-            kind,
-            &entry.request,
-            Some(&entry.request.requester),
-        );
+        self.audit_event(decider, kind, &entry.request, Some(&entry.requester));
         crate::metrics::approval(&self.port, outcome);
         // The requester gone (its call cancelled as it was decided): the
         // decision is recorded and nothing is sent.
@@ -288,7 +281,7 @@ impl Approvals {
         let Some(entry) = self.lock().remove(&id) else {
             return false;
         };
-        let requester = entry.request.requester.clone();
+        let requester = entry.requester.clone();
         self.audit_event(&requester, kind, &entry.request, Some(&requester));
         crate::metrics::approval(&self.port, outcome);
         self.bump();
@@ -365,7 +358,7 @@ impl Ticket {
             .store
             .lock()
             .get(&self.id)
-            .map_or_else(Instant::now, |e| e.request.deadline);
+            .map_or_else(Instant::now, |e| e.deadline);
         let mut answer = self.answer.take()?;
         let mut ticks = tokio::time::interval_at(Instant::now() + every, every);
         loop {
