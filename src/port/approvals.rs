@@ -47,7 +47,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 const NOT_CREDENTIALS: &[&str] = &["local", "anonymous"];
 
 /// A request waiting for a person, as the console and `status` show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PendingApproval {
     /// Its id, which a decision names.
     pub id: u64,
