@@ -23,6 +23,7 @@ use super::console_client::{Terminal, spawn_on};
 const DEADLINE: Duration = Duration::from_secs(10);
 const NOC: &str = "noc-secret-0123456789";
 const OPS: &str = "ops-secret-0123456789";
+const SCRAPE: &str = "scrape-secret-0123456789";
 
 /// The switch, the daemon (HTTP, the console socket, an audit trail), and
 /// the agent of token `noc` in privileged mode.
@@ -49,6 +50,7 @@ impl Site {
             &[
                 ("noc", NOC, r#"["*"]"#, "write"),
                 ("ops", OPS, r#"["*"]"#, "write"),
+                ("scrape", SCRAPE, r#"["*"]"#, "metrics"),
             ],
         );
         let config = dir.path().join("serialgate.toml");
@@ -84,6 +86,17 @@ impl Site {
             _daemon: daemon,
             _notify: notify,
         }
+    }
+
+    /// The daemon's Prometheus metrics, as text.
+    async fn metrics(&self) -> String {
+        let url = format!("{}/metrics", self.ws.replacen("ws://", "http://", 1));
+        let request = reqwest::Client::new().get(url).bearer_auth(SCRAPE).send();
+        let response = tokio::time::timeout(DEADLINE, request)
+            .await
+            .expect("a response in time")
+            .expect("an HTTP response");
+        response.text().await.unwrap_or_default()
     }
 
     /// Times the switch received `line` and a CR.
@@ -236,6 +249,12 @@ async fn a_denial_sends_nothing_and_names_who_denied() {
     );
     assert_eq!(site.received("reload"), 0);
     site.audited("approval denied", "reload").await;
+    let metrics = site.metrics().await;
+    for outcome in ["requested", "denied"] {
+        let counted = format!("serialgate_approvals_total{{port=\"sw1\",outcome=\"{outcome}\"}} 1");
+        assert!(metrics.contains(&counted), "{counted} in:\n{metrics}");
+    }
+    assert!(!metrics.contains("outcome=\"approved\""), "{metrics}");
 }
 
 #[tokio::test]
