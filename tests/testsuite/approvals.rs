@@ -417,3 +417,115 @@ async fn one_token_cannot_pile_up_requests() {
     }
     assert_eq!(count(&site.sim.received(), b"reload in"), 0);
 }
+
+/// A client that keeps every progress notification it gets.
+#[derive(Clone)]
+struct Collector {
+    progress: tokio::sync::mpsc::UnboundedSender<rmcp::model::ProgressNotificationParam>,
+}
+
+impl rmcp::ClientHandler for Collector {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
+
+#[tokio::test]
+async fn the_wait_reports_progress_and_cancelling_it_withdraws_the_request() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+    use rmcp::service::PeerRequestOptions;
+
+    // The local operator over stdio, under the port's guarded.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("sw1");
+    let sim = sim::spawn(Profile::CiscoIos, Some(link.clone()))
+        .await
+        .expect("simulated device");
+    let stdio_config = dir.path().join("serialgate.toml");
+    std::fs::write(
+        &stdio_config,
+        format!(
+            "[server]\nconsole_socket = \"console.sock\"\n\n\
+             [ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\npolicy = \"guarded\"\n",
+            link.display()
+        ),
+    )
+    .expect("write config");
+    let mut cmd = tokio::process::Command::new(serialgate_testkit::rig::binary());
+    cmd.args(["serve", "--stdio", "--config"])
+        .arg(&stdio_config)
+        .env("SERIALGATE_LOG", "warn")
+        .kill_on_drop(true);
+    let (tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+    let client = Collector { progress: tx }
+        .serve(rmcp::transport::TokioChildProcess::new(cmd).expect("spawn"))
+        .await
+        .expect("MCP over stdio");
+    let call = |tool: &str, args: Value| {
+        let Value::Object(map) = args else {
+            unreachable!("arguments are objects")
+        };
+        ClientRequest::CallToolRequest(Request::new(
+            CallToolRequestParams::new(tool.to_owned()).with_arguments(map),
+        ))
+    };
+    let ClientRequest::CallToolRequest(connect) = call("connect", json!({"port": "sw1"})) else {
+        unreachable!()
+    };
+    client
+        .peer()
+        .call_tool(connect.params)
+        .await
+        .expect("connect");
+    let socket = dir.path().join("console.sock");
+    wait::eventually("the console socket", DEADLINE, async || {
+        if socket.exists() {
+            Ok(())
+        } else {
+            Err("not bound yet")
+        }
+    })
+    .await;
+    let (mut person, _) = ConsoleConn::attach(&socket, "sw1", "watch", json!({})).await;
+    let handle = client
+        .send_cancellable_request(
+            call("send_text", json!({"text": "reload in 9"})),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("send the call");
+    let note = tokio::time::timeout(DEADLINE, progress.recv())
+        .await
+        .expect("progress in time")
+        .expect("a progress notification");
+    let message = note.message.unwrap_or_default();
+    assert_eq!(note.progress_token, handle.progress_token);
+    assert!(
+        message.contains("waiting for a person's approval of \"reload in 9\" on sw1")
+            && message.contains("serialgate console sw1")
+            && message.contains("Ctrl-] y")
+            && message.contains("Ctrl-] n"),
+        "{message}"
+    );
+    let list = pending(&mut person, 1).await;
+    assert_eq!(list[0]["line"], "reload in 9");
+    handle
+        .cancel(Some("the agent changed its mind".into()))
+        .await
+        .expect("cancel");
+    // The request is gone from the console's list; nothing was sent.
+    pending(&mut person, 0).await;
+    let id = list[0]["id"].clone();
+    person
+        .send_json(&json!({"type": "decide", "id": id, "line": "reload in 9", "approve": true}))
+        .await;
+    let (_, message) = refusal(&mut person).await;
+    assert!(message.contains("no request"), "{message}");
+    assert_eq!(count(&sim.received(), b"reload in 9"), 0);
+    client.cancel().await.ok();
+}
