@@ -649,6 +649,35 @@ mod tests {
     }
 
     #[test]
+    fn approval_timeout_in_the_server_and_a_policy() {
+        use std::time::Duration;
+        let c = parse(
+            "[server]\napproval_timeout = \"90s\"\n[policies.quick]\napproval_timeout = \"2m\"\n",
+        );
+        assert_eq!(c.server.approval_timeout, Duration::from_secs(90));
+        assert_eq!(
+            c.policies["quick"].approval_timeout,
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(c.policies["guarded"].approval_timeout, None);
+        assert_eq!(
+            parse("").server.approval_timeout,
+            DEFAULT_APPROVAL_TIMEOUT,
+            "5 minutes unless set"
+        );
+        assert_error(
+            "[server]\napproval_timeout = \"0s\"\n",
+            "2:20",
+            &["server.approval_timeout: \"0s\" is not a duration from 1s to 24h"],
+        );
+        assert_error(
+            "[policies.p]\napproval_timeout = \"soon\"\n",
+            "2:20",
+            &["policies.p.approval_timeout: \"soon\""],
+        );
+    }
+
+    #[test]
     fn remote_devices_and_adhoc_remotes() {
         let c = parse(
             "[server]\nallow_adhoc = true\nadhoc_remotes = [\"10.0.0.0/24:2000-2099\", \"ts1.lab:*\", \"[2001:db8::5]:*\"]\n\n[ports.a]\ndevice = \"telnet://10.0.0.5:2001\"\n\n[ports.b]\ndevice = \"tcp://[2001:db8::5]:4001\"\n\n[ports.c]\ndevice = \"rfc2217://10.0.0.5:7001\"\nbaud = 115200\n",
