@@ -36,6 +36,11 @@ pub const SLOW_WATCHER: Duration = Duration::from_secs(10);
 pub const MAX_REPLAY_BYTES: usize = 256 * 1024;
 /// Frames that may wait in a connection's outgoing queue.
 pub const OUTGOING_FRAMES: usize = 64;
+/// The most requests for approval one console message lists (the oldest
+/// ones): with texts of at most
+/// [`crate::port::approvals::MAX_TEXT_BYTES`], the message stays within
+/// [`super::protocol::MAX_JSON_BYTES`].
+pub const MAX_LISTED_APPROVALS: usize = 16;
 /// BREAK length when the client does not say.
 const DEFAULT_BREAK: Duration = Duration::from_millis(250);
 
@@ -340,7 +345,7 @@ impl Attachment<'_> {
         head_rx.borrow_and_update();
         approvals_rx.borrow_and_update();
         self.send_output(log.head()).await?;
-        let pending = self.port.approvals().list();
+        let pending = self.listed_approvals();
         if !pending.is_empty() {
             self.out
                 .send_message(&ServerMessage::Approvals { pending })
@@ -379,7 +384,7 @@ impl Attachment<'_> {
                         return Err(Ended("the port closed".to_owned()));
                     }
                     approvals_rx.borrow_and_update();
-                    let pending = self.port.approvals().list();
+                    let pending = self.listed_approvals();
                     self.out.send_message(&ServerMessage::Approvals { pending }).await?;
                 }
                 frame = incoming.recv() => {
@@ -619,6 +624,14 @@ impl Attachment<'_> {
         self.port.send_break(duration).await?;
         self.port.audit_as(&self.actor, "break", b"");
         Ok(())
+    }
+
+    /// The oldest requests for approval on the port, as many as one
+    /// message lists.
+    fn listed_approvals(&self) -> Vec<crate::port::approvals::PendingApproval> {
+        let mut pending = self.port.approvals().list();
+        pending.truncate(MAX_LISTED_APPROVALS);
+        pending
     }
 
     /// Decides a request for approval as this person: they must be able

@@ -254,8 +254,8 @@ pub enum ServerMessage {
         ports: Vec<PortSummary>,
     },
     /// The requests waiting on this port for a person's approval, oldest
-    /// first: sent on attach when there are any, and whenever one comes or
-    /// goes.
+    /// first (at most 16; the next come as those are decided): sent on
+    /// attach when there are any, and whenever one comes or goes.
     Approvals {
         /// The requests.
         pending: Vec<PendingApproval>,

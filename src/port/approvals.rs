@@ -37,6 +37,11 @@ pub const MAX_PER_TOKEN: usize = 8;
 /// The most requests waiting on one port in all.
 pub const MAX_PENDING: usize = 64;
 
+/// The longest text a request may hold: what a person can read at the
+/// console before deciding, and what keeps the list of a port's requests
+/// within one console message.
+pub const MAX_TEXT_BYTES: usize = 2048;
+
 /// Numbers requests across every port of the daemon, so that an id names
 /// one request of one port.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -158,12 +163,23 @@ impl Approvals {
 
     /// Holds `asking` for a person's approval on behalf of `requester`.
     /// Refused (`denied`) when the requester's token, or the port, has
-    /// too many requests waiting.
+    /// too many requests waiting, or the text is over [`MAX_TEXT_BYTES`].
     pub fn request(
         self: &Arc<Self>,
         requester: &Actor,
         asking: Asking,
     ) -> Result<Ticket, GateError> {
+        if asking.line.len() > MAX_TEXT_BYTES {
+            crate::metrics::approval(&self.port, "refused");
+            return Err(GateError::new(
+                ErrorCode::Denied,
+                format!(
+                    "the text that needs approval is {} bytes long, more than the {MAX_TEXT_BYTES} a person is asked to review at the console; nothing was sent to {}: send it in smaller parts",
+                    asking.line.len(),
+                    self.port
+                ),
+            ));
+        }
         let (tx, rx) = oneshot::channel();
         let id = {
             let mut pending = self.lock();
@@ -467,8 +483,11 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.message.contains("the most it may"), "{e}");
-        // Another token still may.
+        // Another token still may, not with a text no person reads.
         store.request(&agent("ops"), asking("reload")).unwrap();
+        let long = "reload ".repeat(MAX_TEXT_BYTES);
+        let e = store.request(&agent("ops"), asking(&long)).err().unwrap();
+        assert!(e.message.contains("smaller parts"), "{e}");
     }
 
     #[tokio::test]
