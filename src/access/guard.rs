@@ -65,6 +65,9 @@ pub struct NeedsApproval {
     /// How long a person has, when the policy says
     /// (`approval_timeout`); else the server's.
     pub timeout: Option<std::time::Duration>,
+    /// The policy lets the requester's own token approve it at the
+    /// console (`self_approve`).
+    pub self_approve: bool,
 }
 
 /// Where a write goes: the port's config and the preset the connection
@@ -138,6 +141,7 @@ pub fn may_send(
         mode,
         reason,
         timeout: policy.approval_timeout,
+        self_approve: policy.self_approve,
     };
     match sending {
         Sending::Lines { text, mode, secret } => {

@@ -36,6 +36,7 @@ fn policy(
         allow: allow.map(|a| rules(a, Tier::Allow)),
         dangerous,
         approval_timeout: None,
+        self_approve: false,
     }
 }
 

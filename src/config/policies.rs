@@ -322,6 +322,9 @@ pub struct Policy {
     /// How long a line waits for a person's approval under it
     /// (`approval_timeout`); `None`: `[server] approval_timeout`.
     pub approval_timeout: Option<std::time::Duration>,
+    /// A person at the console with the requester's own token may approve
+    /// its requests (`self_approve`, default false: four eyes).
+    pub self_approve: bool,
 }
 
 impl Policy {
@@ -334,6 +337,7 @@ impl Policy {
             allow: None,
             dangerous,
             approval_timeout: None,
+            self_approve: false,
         }
     }
 
@@ -366,6 +370,7 @@ pub(super) struct RawPolicy {
     allow: Option<Vec<Spanned<String>>>,
     dangerous: Option<DangerousUse>,
     approval_timeout: Option<Spanned<String>>,
+    self_approve: Option<bool>,
 }
 
 /// The policies: the built-in ones and the file's, checked.
@@ -424,6 +429,7 @@ pub(super) fn resolve_policies(
                     )?),
                     None => None,
                 },
+                self_approve: raw.self_approve.unwrap_or(false),
             },
         );
     }

@@ -652,7 +652,7 @@ mod tests {
     fn approval_timeout_in_the_server_and_a_policy() {
         use std::time::Duration;
         let c = parse(
-            "[server]\napproval_timeout = \"90s\"\n[policies.quick]\napproval_timeout = \"2m\"\n",
+            "[server]\napproval_timeout = \"90s\"\n[policies.quick]\napproval_timeout = \"2m\"\nself_approve = true\n",
         );
         assert_eq!(c.server.approval_timeout, Duration::from_secs(90));
         assert_eq!(
@@ -660,6 +660,7 @@ mod tests {
             Some(Duration::from_secs(120))
         );
         assert_eq!(c.policies["guarded"].approval_timeout, None);
+        assert!(c.policies["quick"].self_approve && !c.policies["guarded"].self_approve);
         assert_eq!(
             parse("").server.approval_timeout,
             DEFAULT_APPROVAL_TIMEOUT,

@@ -54,11 +54,13 @@ pub async fn obtain(
                 mode: mode_name(needs.mode).to_owned(),
                 reason: needs.reason.clone(),
                 timeout,
+                self_approve: needs.self_approve,
             },
         )?;
         let id = ticket.id();
         let line = shown(&needs.text);
         let four_eyes = match actor.token.as_str() {
+            _ if needs.self_approve => String::new(),
             "local" | "anonymous" => String::new(),
             token => format!(", with another token than {}", shown(token)),
         };

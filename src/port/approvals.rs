@@ -102,6 +102,9 @@ pub struct Asking {
     pub reason: String,
     /// How long a person has to decide.
     pub timeout: Duration,
+    /// A person with the requester's own token may decide it (the
+    /// policy's `self_approve`); never an agent.
+    pub self_approve: bool,
 }
 
 /// One pending request and the way to tell its requester.
@@ -111,6 +114,8 @@ struct Entry {
     requester: Actor,
     /// When it expires.
     deadline: Instant,
+    /// See [`Asking::self_approve`].
+    self_approve: bool,
     decide: oneshot::Sender<Decision>,
 }
 
@@ -228,6 +233,7 @@ impl Approvals {
                     request,
                     requester: requester.clone(),
                     deadline: Instant::now() + asking.timeout,
+                    self_approve: asking.self_approve,
                     decide: tx,
                 },
             );
@@ -270,7 +276,7 @@ impl Approvals {
                     shown(line)
                 )));
             }
-            may_decide(&entry.requester, decider)?;
+            may_decide(&entry.requester, decider, entry.self_approve)?;
             match pending.remove(&id) {
                 Some(entry) => entry,
                 None => return Err(GateError::invalid("the request went away")),
@@ -325,7 +331,8 @@ impl Approvals {
 /// console with itself). The local operator's stdio agent may be approved
 /// from the local console socket, whose person the kernel names; a
 /// loopback caller without auth tells nobody apart, and is not checked.
-pub fn may_decide(requester: &Actor, decider: &Actor) -> Result<(), GateError> {
+/// `self_approve` (the policy's): a person with the requester's token may.
+pub fn may_decide(requester: &Actor, decider: &Actor, self_approve: bool) -> Result<(), GateError> {
     if decider.person.is_none() {
         return Err(GateError::new(
             ErrorCode::Forbidden,
@@ -334,6 +341,7 @@ pub fn may_decide(requester: &Actor, decider: &Actor) -> Result<(), GateError> {
     }
     if decider.session == requester.session
         || (decider.token == requester.token
+            && !self_approve
             && !NOT_CREDENTIALS.contains(&requester.token.as_str()))
     {
         return Err(GateError::new(
@@ -430,6 +438,7 @@ mod tests {
             mode: "exec".into(),
             reason: "rule".into(),
             timeout: Duration::from_secs(60),
+            self_approve: false,
         }
     }
 
@@ -469,6 +478,14 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("four eyes"), "{e}");
         assert!(store.decide(t.id(), "reload", &agent("ops"), true).is_err());
+        // Unless the policy lets a token approve its own (a person still).
+        let mut own = asking("reload");
+        own.self_approve = true;
+        let o = store.request(&agent("ops"), own).unwrap();
+        assert!(store.decide(o.id(), "reload", &agent("ops"), true).is_err());
+        store
+            .decide(o.id(), "reload", &person("ops", 9), true)
+            .unwrap();
         // The local operator's agent, a local console person: allowed.
         let l = store.request(&agent("local"), asking("reload")).unwrap();
         store

@@ -40,6 +40,11 @@ struct Site {
 
 impl Site {
     async fn start(approval_timeout: &str) -> Site {
+        Site::start_with(approval_timeout, "guarded", "").await
+    }
+
+    /// [`Site::start`] with the port under `policy`, `extra` TOML after.
+    async fn start_with(approval_timeout: &str, policy: &str, extra: &str) -> Site {
         let dir = tempfile::tempdir().expect("temp dir");
         let link = dir.path().join("sw1");
         let sim = sim::spawn(Profile::CiscoIos, Some(link.clone()))
@@ -58,7 +63,7 @@ impl Site {
             &config,
             format!(
                 "[server]\nconsole_socket = \"console.sock\"\nlog_dir = \"logs\"\napproval_timeout = \"{approval_timeout}\"\n\n\
-                 [ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\npolicy = \"guarded\"\n\n{tokens}",
+                 [ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\npolicy = \"{policy}\"\n\n{tokens}\n{extra}",
                 link.display()
             ),
         )
@@ -379,6 +384,33 @@ async fn the_requesting_token_cannot_approve_its_own_request() {
             .send_json(&json!({"type": "decide", "id": id, "line": "reload", "approve": true}))
             .await;
         other.until_json("decided").await;
+    };
+    let (sent, ()) = tokio::join!(
+        site.agent.call("send_text", json!({"text": "reload"})),
+        decide
+    );
+    sent.expect("MCP").ok();
+    assert!(site.sim.wait_received(b"reload\r", DEADLINE).await);
+    assert_eq!(site.received("reload"), 1);
+}
+
+#[tokio::test]
+async fn a_policy_may_let_a_token_approve_its_own_at_a_console() {
+    let site = Site::start_with("60s", "mine", "[policies.mine]\nself_approve = true\n").await;
+    let url = format!("{}/ports/sw1/console", site.ws);
+    let mut same = ConsoleConn::connect_ws(&url, Some(NOC))
+        .await
+        .expect("WebSocket");
+    same.send_json(&json!({"type": "hello", "port": "sw1", "mode": "watch"}))
+        .await;
+    same.until_json("attached").await;
+    let decide = async {
+        let list = pending(&mut same, 1).await;
+        same.send_json(
+            &json!({"type": "decide", "id": list[0]["id"], "line": "reload", "approve": true}),
+        )
+        .await;
+        same.until_json("decided").await;
     };
     let (sent, ()) = tokio::join!(
         site.agent.call("send_text", json!({"text": "reload"})),
