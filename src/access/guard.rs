@@ -387,6 +387,13 @@ mod tests {
                 .starts_with("send_keys' keys cannot be judged by policy \"guarded\""),
             "{e}"
         );
+        // A line needing approval after a password answer: refused, since
+        // a person would be shown the password to decide on it.
+        let e = may_send(&token(None), &c, target, secret("hunter2\nreload")).unwrap_err();
+        assert!(
+            e.message.contains("send it on its own") && !e.message.contains("hunter2"),
+            "{e}"
+        );
         // A policy a reload removed: everything refused until the caller
         // is resolved again.
         let e = send(&token(Some("gone")), &c, "sw1", "cisco-ios", "show clock").unwrap_err();
