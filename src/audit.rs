@@ -104,6 +104,13 @@ pub struct AuditRecord {
     pub data: String,
     /// Bytes written.
     pub bytes: usize,
+    /// The request for a person's approval the record is about
+    /// (`port/approvals.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<u64>,
+    /// Who asked for that approval, when someone else decided it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 impl AuditRecord {
@@ -126,6 +133,8 @@ impl AuditRecord {
                 bytes.escape_ascii().to_string()
             },
             bytes: bytes.len(),
+            approval: None,
+            requested_by: None,
         }
     }
 }

@@ -29,9 +29,10 @@ pub enum ErrorCode {
     CursorSplitsUtf8,
     /// A deadline passed before the operation could finish.
     Timeout,
-    /// The caller's command policy does not let this be sent: the message
-    /// names the line, the rule and the policy, and what the caller may do
-    /// (ask a person, who may run it at the console).
+    /// The caller's command policy does not let this be sent, or a person
+    /// denied it, or nobody approved it in time: the message names the
+    /// line, the rule and the policy (or who denied it), and what the
+    /// caller may do (ask a person, who may run it at the console).
     Denied,
 }
 

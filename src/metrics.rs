@@ -25,6 +25,7 @@ struct Counters {
     waits: Histogram,
     notifications: Family<Labels, Counter>,
     webhook: Family<Labels, Counter>,
+    approvals: Family<Labels, Counter>,
     sessions: AtomicI64,
 }
 
@@ -36,6 +37,7 @@ static COUNTERS: LazyLock<Counters> = LazyLock::new(|| Counters {
     waits: Histogram::new(exponential_buckets(0.01, 2.0, 15)),
     notifications: Family::default(),
     webhook: Family::default(),
+    approvals: Family::default(),
     sessions: AtomicI64::new(0),
 });
 
@@ -90,6 +92,19 @@ pub fn webhook(outcome: &'static str) {
         .inc();
 }
 
+/// A request for a person's approval on `port` was `requested`,
+/// `refused` (too many waiting), `approved`, `denied`, `expired` or
+/// `withdrawn` (its call went away).
+pub fn approval(port: &str, outcome: &'static str) {
+    COUNTERS
+        .approvals
+        .get_or_create(&vec![
+            ("port", port.to_owned()),
+            ("outcome", outcome.to_owned()),
+        ])
+        .inc();
+}
+
 /// An MCP session state began (`+1`) or ended (`-1`).
 pub fn session(delta: i64) {
     COUNTERS.sessions.fetch_add(delta, Ordering::Relaxed);
@@ -134,5 +149,10 @@ pub fn register(registry: &mut Registry) {
         "serialgate_webhook_deliveries",
         "Alert webhook deliveries: delivered, failed after its retries, dropped (queue full)",
         c.webhook.clone(),
+    );
+    registry.register(
+        "serialgate_approvals",
+        "Requests for a person's approval, by port and outcome (requested, refused, approved, denied, expired, withdrawn)",
+        c.approvals.clone(),
     );
 }

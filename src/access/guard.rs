@@ -11,8 +11,9 @@
 //! Under a policy only what can be judged is sent: whole lines. Keys,
 //! bytes, BREAKs, line signals, transfers and partial lines are refused,
 //! because the gateway cannot tell what the device will make of them. A
-//! line that needs approval is refused too, for now: approvals do not
-//! exist yet, and the message says so. A connection switched to another
+//! line that needs approval is not refused: [`may_send`] says so
+//! ([`NeedsApproval`]), and the door holds it for a person's decision
+//! (`port/approvals.rs`), or refuses it when it cannot wait. A connection switched to another
 //! preset is judged under both presets' guardrails, so that switching to
 //! `generic` escapes nothing.
 
@@ -51,6 +52,24 @@ pub enum Sending<'a> {
     },
 }
 
+/// What a door would send that its policy sends only once a person
+/// approves: the exact text, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeedsApproval {
+    /// The exact text (a change's lines, one a line).
+    pub text: String,
+    /// The mode its first line arrives in.
+    pub mode: CliMode,
+    /// Why: the line, the rule, where it comes from and the policy.
+    pub reason: String,
+    /// How long a person has, when the policy says
+    /// (`approval_timeout`); else the server's.
+    pub timeout: Option<std::time::Duration>,
+    /// The policy lets the requester's own token approve it at the
+    /// console (`self_approve`).
+    pub self_approve: bool,
+}
+
 /// Where a write goes: the port's config and the preset the connection
 /// uses (another than the port's when `connect` switched it).
 #[derive(Debug, Clone, Copy)]
@@ -70,16 +89,17 @@ pub fn policy_name<'a>(caller: &'a Caller, port: &'a PortConfig) -> Option<&'a s
 }
 
 /// Checks that `caller` may send `sending` to `target` under its policy
-/// (nothing to check without one). The error is `denied` and names the
-/// line, the rule and the policy, and what the caller may do instead.
+/// (nothing to check without one): `Ok(None)` it may, `Ok(Some)` only
+/// once a person approves what it says. The error is `denied` and names
+/// the line, the rule and the policy, and what the caller may do instead.
 pub fn may_send(
     caller: &Caller,
     config: &Config,
     target: Target<'_>,
     sending: Sending<'_>,
-) -> Result<(), GateError> {
+) -> Result<Option<NeedsApproval>, GateError> {
     let Some(name) = policy_name(caller, target.port) else {
-        return Ok(());
+        return Ok(None);
     };
     let port = &target.port.name;
     let Some(policy) = config.policies.get(name) else {
@@ -92,7 +112,7 @@ pub fn may_send(
         )));
     };
     if policy.judges_nothing() {
-        return Ok(());
+        return Ok(None);
     }
     let mut guardrails = vec![(target.port.preset.as_str(), &target.port.guardrails)];
     if target.preset != target.port.preset
@@ -116,23 +136,39 @@ pub fn may_send(
             })
             .fold(Verdict::Allow, Verdict::worse)
     };
+    let needs = |text: String, mode: CliMode, reason: String| NeedsApproval {
+        text,
+        mode,
+        reason,
+        timeout: policy.approval_timeout,
+        self_approve: policy.self_approve,
+    };
     match sending {
         Sending::Lines { text, mode, secret } => {
             if !secret {
-                return refusal(policy, port, None, verdict(mode, text));
+                let reason = refusal(policy, port, None, verdict(mode, text))?;
+                return Ok(reason.map(|r| needs(text.to_owned(), mode, r)));
             }
             // The first line answers the prompt: the device does not run
             // it. What follows it is judged, and not shown.
             let rest = text.find(['\r', '\n']).map_or("", |i| &text[i..]);
             let at = Some("a line after the answer to a password prompt");
-            refusal(policy, port, at, verdict(CliMode::Unknown, rest))
+            match refusal(policy, port, at, verdict(CliMode::Unknown, rest))? {
+                None => Ok(None),
+                // A person would be shown the password to decide on it.
+                Some(reason) => Err(denied(format!(
+                    "{reason}; it is sent with the answer to a password prompt, which a person would have to be shown to approve it, so nothing was sent to {port}: send it on its own"
+                ))),
+            }
         }
         Sending::Config { lines } => {
+            let mut first = None;
             for (i, line) in lines.iter().enumerate() {
                 let at = format!("line {} of {}", i + 1, lines.len());
-                refusal(policy, port, Some(&at), verdict(CliMode::Config, line))?;
+                let reason = refusal(policy, port, Some(&at), verdict(CliMode::Config, line))?;
+                first = first.or(reason);
             }
-            Ok(())
+            Ok(first.map(|r| needs(lines.join("\n"), CliMode::Config, r)))
         }
         Sending::Unjudged { what } => Err(denied(format!(
             "{what} cannot be judged by policy {}, which {} is under on {port}; under a policy only whole lines are sent (send_command, send_config, send_text ending in a line end). Nothing was sent; for anything else ask a person at the console ({})",
@@ -153,14 +189,15 @@ fn denied(message: String) -> GateError {
     GateError::new(ErrorCode::Denied, message)
 }
 
-/// The refusal a verdict calls for, if any; `at` names the line of a
-/// change (`line 2 of 5`), or stands for a secret line, which is not shown.
+/// The refusal a verdict calls for, if any, or why it needs approval;
+/// `at` names the line of a change (`line 2 of 5`), or stands for a
+/// secret line, which is not shown.
 fn refusal(
     policy: &Policy,
     port: &str,
     at: Option<&str>,
     verdict: Verdict,
-) -> Result<(), GateError> {
+) -> Result<Option<String>, GateError> {
     let secret = at.is_some_and(|a| !a.starts_with("line "));
     let which = |line: &str| match at {
         Some(at) if secret => at.to_owned(),
@@ -185,18 +222,17 @@ fn refusal(
         "nothing was sent"
     };
     match verdict {
-        Verdict::Allow => Ok(()),
+        Verdict::Allow => Ok(None),
         Verdict::Deny(f) => Err(denied(format!(
             "{}: policy {} never sends it, and {none_sent} to {port}. A person at the keyboard may run it at the console ({}), where the policy does not apply",
             matched(&f),
             shown(&f.policy),
             console_hint(port)
         ))),
-        Verdict::Approve(f) => Err(denied(format!(
-            "{}: it needs a person's approval under policy {}, and approvals are not yet available over this path, so {none_sent} to {port}. Ask a person to approve it by running it themselves at the console ({})",
+        Verdict::Approve(f) => Ok(Some(format!(
+            "{}: it needs a person's approval under policy {}",
             matched(&f),
-            shown(&f.policy),
-            console_hint(port)
+            shown(&f.policy)
         ))),
         Verdict::Unjudgeable { reason, line } => Err(denied(format!(
             "{} cannot be judged by policy {}: {reason}; {none_sent} to {port}. Send the command as plain words (send_command), or ask a person at the console ({})",
@@ -239,7 +275,7 @@ mod tests {
         port: &str,
         preset: &str,
         text: &str,
-    ) -> Result<(), GateError> {
+    ) -> Result<Option<NeedsApproval>, GateError> {
         let port = &config.ports[port];
         let target = Target { port, preset };
         may_send(
@@ -257,12 +293,14 @@ mod tests {
     #[test]
     fn the_token_s_policy_wins_over_the_port_s_default() {
         let c = config();
-        // The port's default: guarded.
-        let e = send(&token(None), &c, "sw1", "cisco-ios", "reload").unwrap_err();
-        assert_eq!(e.code, ErrorCode::Denied);
+        // The port's default: guarded, which holds reload for approval.
+        let held = send(&token(None), &c, "sw1", "cisco-ios", "reload")
+            .unwrap()
+            .unwrap();
+        assert_eq!(held.text, "reload");
         assert!(
-            e.message.contains("policy \"guarded\"") && e.message.contains("approval"),
-            "{e}"
+            held.reason.contains("policy \"guarded\"") && held.reason.contains("approval"),
+            "{held:?}"
         );
         // The token's own: none judges nothing, locked denies.
         send(&token(Some("none")), &c, "sw1", "cisco-ios", "reload").unwrap();
@@ -282,8 +320,10 @@ mod tests {
         // sw1 is cisco-ios; a connection switched to generic (no dangerous
         // commands) or to linux (whole words) is still judged as IOS.
         for preset in ["generic", "linux"] {
-            let e = send(&token(None), &c, "sw1", preset, "rel").unwrap_err();
-            assert!(e.message.contains("preset \"cisco-ios\""), "{e}");
+            let held = send(&token(None), &c, "sw1", preset, "rel")
+                .unwrap()
+                .unwrap();
+            assert!(held.reason.contains("preset \"cisco-ios\""), "{held:?}");
         }
         // And the other way: a generic port switched to linux takes
         // linux's dangerous commands too.
@@ -345,6 +385,13 @@ mod tests {
         assert!(
             e.message
                 .starts_with("send_keys' keys cannot be judged by policy \"guarded\""),
+            "{e}"
+        );
+        // A line needing approval after a password answer: refused, since
+        // a person would be shown the password to decide on it.
+        let e = may_send(&token(None), &c, target, secret("hunter2\nreload")).unwrap_err();
+        assert!(
+            e.message.contains("send it on its own") && !e.message.contains("hunter2"),
             "{e}"
         );
         // A policy a reload removed: everything refused until the caller

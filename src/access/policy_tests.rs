@@ -35,6 +35,8 @@ fn policy(
         approve: rules(approve, Tier::Approve),
         allow: allow.map(|a| rules(a, Tier::Allow)),
         dangerous,
+        approval_timeout: None,
+        self_approve: false,
     }
 }
 

@@ -50,3 +50,25 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+/// Reads an `approval_timeout` (at `key` for messages): a duration from
+/// 1 second to 24 hours, e.g. `"5m"`.
+pub(super) fn check_approval_timeout(
+    value: &Spanned<String>,
+    key: &str,
+    src: &Source,
+) -> Result<std::time::Duration, ConfigError> {
+    use std::time::Duration;
+    humantime::parse_duration(value.get_ref())
+        .ok()
+        .filter(|d| (Duration::from_secs(1)..=Duration::from_secs(24 * 3600)).contains(d))
+        .ok_or_else(|| {
+            src.error(
+                value.span(),
+                format!(
+                    "{key}: {:?} is not a duration from 1s to 24h, e.g. \"5m\"",
+                    value.get_ref()
+                ),
+            )
+        })
+}

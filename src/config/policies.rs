@@ -319,6 +319,12 @@ pub struct Policy {
     pub allow: Option<Vec<Rule>>,
     /// What the port's preset's dangerous commands do under it.
     pub dangerous: DangerousUse,
+    /// How long a line waits for a person's approval under it
+    /// (`approval_timeout`); `None`: `[server] approval_timeout`.
+    pub approval_timeout: Option<std::time::Duration>,
+    /// A person at the console with the requester's own token may approve
+    /// its requests (`self_approve`, default false: four eyes).
+    pub self_approve: bool,
 }
 
 impl Policy {
@@ -330,6 +336,8 @@ impl Policy {
             approve: Vec::new(),
             allow: None,
             dangerous,
+            approval_timeout: None,
+            self_approve: false,
         }
     }
 
@@ -361,6 +369,8 @@ pub(super) struct RawPolicy {
     approve: Option<Vec<Spanned<String>>>,
     allow: Option<Vec<Spanned<String>>>,
     dangerous: Option<DangerousUse>,
+    approval_timeout: Option<Spanned<String>>,
+    self_approve: Option<bool>,
 }
 
 /// The policies: the built-in ones and the file's, checked.
@@ -411,6 +421,15 @@ pub(super) fn resolve_policies(
                 approve,
                 allow,
                 dangerous: raw.dangerous.unwrap_or(DangerousUse::Approve),
+                approval_timeout: match &raw.approval_timeout {
+                    Some(t) => Some(super::checks::check_approval_timeout(
+                        t,
+                        &format!("{path}.approval_timeout"),
+                        src,
+                    )?),
+                    None => None,
+                },
+                self_approve: raw.self_approve.unwrap_or(false),
             },
         );
     }

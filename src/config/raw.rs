@@ -183,6 +183,8 @@ pub(super) struct RawServer {
     pub(super) down_after: Option<Spanned<i64>>,
     /// The policy of callers without a token (stdio, loopback without auth).
     pub(super) policy: Option<Spanned<String>>,
+    /// How long a line waits for a person's approval.
+    pub(super) approval_timeout: Option<Spanned<String>>,
 }
 
 /// `alert_webhook` as written.

@@ -29,6 +29,10 @@ pub const MAX_DOWN_AFTER: u32 = 1000;
 pub const DEFAULT_ADHOC_DEVICES: [&str; 3] =
     ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*"];
 
+/// How long a line waits for a person's approval when the config does
+/// not say: 5 minutes.
+pub const DEFAULT_APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The `[server]` table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerConfig {
@@ -88,6 +92,10 @@ pub struct ServerConfig {
     /// over stdio and a loopback HTTP caller without auth (`policy`; the
     /// config checked that it names one). None: the port's default.
     pub policy: Option<String>,
+    /// How long a line its policy sends only once a person approves waits
+    /// for one before it is denied (`approval_timeout`, default
+    /// [`DEFAULT_APPROVAL_TIMEOUT`]); a policy may say otherwise.
+    pub approval_timeout: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -114,6 +122,7 @@ impl Default for ServerConfig {
             adhoc_remotes: Vec::new(),
             down_after: DEFAULT_DOWN_AFTER,
             policy: None,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
         }
     }
 }
@@ -252,6 +261,10 @@ impl RawServer {
         }
         // Its name is checked against the policies by the file's resolve.
         s.policy = self.policy.map(Spanned::into_inner);
+        if let Some(t) = &self.approval_timeout {
+            s.approval_timeout =
+                super::checks::check_approval_timeout(t, "server.approval_timeout", src)?;
+        }
         Ok(s)
     }
 }
@@ -632,6 +645,36 @@ mod tests {
             "[ports.a]\ndevice = \"/dev/ttyUSB0\"\ndown_after = 5000\n",
             "3:14",
             &["ports.a.down_after: 5000 is out of range"],
+        );
+    }
+
+    #[test]
+    fn approval_timeout_in_the_server_and_a_policy() {
+        use std::time::Duration;
+        let c = parse(
+            "[server]\napproval_timeout = \"90s\"\n[policies.quick]\napproval_timeout = \"2m\"\nself_approve = true\n",
+        );
+        assert_eq!(c.server.approval_timeout, Duration::from_secs(90));
+        assert_eq!(
+            c.policies["quick"].approval_timeout,
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(c.policies["guarded"].approval_timeout, None);
+        assert!(c.policies["quick"].self_approve && !c.policies["guarded"].self_approve);
+        assert_eq!(
+            parse("").server.approval_timeout,
+            DEFAULT_APPROVAL_TIMEOUT,
+            "5 minutes unless set"
+        );
+        assert_error(
+            "[server]\napproval_timeout = \"0s\"\n",
+            "2:20",
+            &["server.approval_timeout: \"0s\" is not a duration from 1s to 24h"],
+        );
+        assert_error(
+            "[policies.p]\napproval_timeout = \"soon\"\n",
+            "2:20",
+            &["policies.p.approval_timeout: \"soon\""],
         );
     }
 

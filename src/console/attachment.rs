@@ -36,6 +36,11 @@ pub const SLOW_WATCHER: Duration = Duration::from_secs(10);
 pub const MAX_REPLAY_BYTES: usize = 256 * 1024;
 /// Frames that may wait in a connection's outgoing queue.
 pub const OUTGOING_FRAMES: usize = 64;
+/// The most requests for approval one console message lists (the oldest
+/// ones): with texts of at most
+/// [`crate::port::approvals::MAX_TEXT_BYTES`], the message stays within
+/// [`super::protocol::MAX_JSON_BYTES`].
+pub const MAX_LISTED_APPROVALS: usize = 16;
 /// BREAK length when the client does not say.
 const DEFAULT_BREAK: Duration = Duration::from_millis(250);
 
@@ -334,10 +339,18 @@ impl Attachment<'_> {
         let mut head_rx = log.subscribe();
         let mut state_rx = self.port.watch_state();
         let mut presence_rx = self.port.watch_presence();
+        let mut approvals_rx = self.port.approvals().watch();
         state_rx.borrow_and_update();
         presence_rx.borrow_and_update();
         head_rx.borrow_and_update();
+        approvals_rx.borrow_and_update();
         self.send_output(log.head()).await?;
+        let pending = self.listed_approvals();
+        if !pending.is_empty() {
+            self.out
+                .send_message(&ServerMessage::Approvals { pending })
+                .await?;
+        }
         loop {
             tokio::select! {
                 changed = head_rx.changed() => {
@@ -365,6 +378,14 @@ impl Attachment<'_> {
                     }
                     presence_rx.borrow_and_update();
                     self.tell_presence().await?;
+                }
+                changed = approvals_rx.changed() => {
+                    if changed.is_err() {
+                        return Err(Ended("the port closed".to_owned()));
+                    }
+                    approvals_rx.borrow_and_update();
+                    let pending = self.listed_approvals();
+                    self.out.send_message(&ServerMessage::Approvals { pending }).await?;
                 }
                 frame = incoming.recv() => {
                     match frame {
@@ -527,6 +548,20 @@ impl Attachment<'_> {
                 self.port.release_writer(self.actor.session);
                 Ok(())
             }
+            ClientMessage::Decide { id, line, approve } => {
+                return match self.decide(id, &line, approve) {
+                    Ok(()) => {
+                        self.out
+                            .send_message(&ServerMessage::Decided {
+                                id,
+                                line,
+                                approved: approve,
+                            })
+                            .await
+                    }
+                    Err(e) => self.refuse(e).await,
+                };
+            }
             ClientMessage::Hello(_) | ClientMessage::List => Err(GateError::invalid(
                 "already attached: hello and list come first on a new connection",
             )),
@@ -589,6 +624,43 @@ impl Attachment<'_> {
         let slot = self.port.reserve_audit().await?;
         self.port.send_break(duration).await?;
         self.port.audit_as(slot, &self.actor, "break", b"");
+        Ok(())
+    }
+
+    /// The oldest requests for approval on the port, as many as one
+    /// message lists.
+    fn listed_approvals(&self) -> Vec<crate::port::approvals::PendingApproval> {
+        let mut pending = self.port.approvals().list();
+        pending.truncate(MAX_LISTED_APPROVALS);
+        pending
+    }
+
+    /// Decides a request for approval as this person: they must be able
+    /// to type at this port (write access), and the store checks the
+    /// rest (the request, its text, four eyes).
+    fn decide(&self, id: u64, line: &str, approve: bool) -> Result<(), GateError> {
+        may_type(&self.caller, self.gateway, self.port.name()).map_err(|e| {
+            GateError::new(
+                e.code,
+                format!(
+                    "deciding a request for approval needs what typing does: {}",
+                    e.message
+                ),
+            )
+        })?;
+        let request = self
+            .port
+            .approvals()
+            .decide(id, line, &self.actor, approve)?;
+        tracing::info!(
+            port = %self.port.name(),
+            request = id,
+            "{} {} request {id} of {}: {}",
+            self.actor.describe(),
+            if approve { "approved" } else { "denied" },
+            request.who,
+            crate::error::shown(&request.line)
+        );
         Ok(())
     }
 

@@ -23,8 +23,9 @@
 //! server answers [`ServerMessage::Attached`], then replays (the last
 //! `replay_lines` lines, or from `from`), then streams live. Events (who
 //! attached or left, who holds the write, state changes, bytes that
-//! retention dropped before the client saw them) are JSON frames, never
-//! mixed into the bytes.
+//! retention dropped before the client saw them, lines waiting for a
+//! person's approval) are JSON frames, never mixed into the bytes; a
+//! person decides a waiting line with [`ClientMessage::Decide`].
 //!
 //! Sans I/O: this module encodes and decodes, the transports read and
 //! write.
@@ -32,6 +33,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::port::Participant;
+pub use crate::port::approvals::PendingApproval;
 use crate::port::{Holder, PortState};
 
 /// Frame kind byte on the Unix socket: a JSON message.
@@ -133,6 +135,18 @@ pub enum ClientMessage {
     Force,
     /// Give up the write hold and watch.
     Release,
+    /// Approve or deny a request for approval the server listed in
+    /// [`ServerMessage::Approvals`] (needs write access; not the
+    /// requester's own token).
+    Decide {
+        /// The request's id.
+        id: u64,
+        /// The exact text the person was shown: a decision is for that
+        /// text only.
+        line: String,
+        /// Approve (`true`) or deny.
+        approve: bool,
+    },
 }
 
 /// One port in [`ServerMessage::Ports`].
@@ -238,6 +252,22 @@ pub enum ServerMessage {
     Ports {
         /// The ports the caller may see.
         ports: Vec<PortSummary>,
+    },
+    /// The requests waiting on this port for a person's approval, oldest
+    /// first (at most 16; the next come as those are decided): sent on
+    /// attach when there are any, and whenever one comes or goes.
+    Approvals {
+        /// The requests.
+        pending: Vec<PendingApproval>,
+    },
+    /// The answer to a [`ClientMessage::Decide`] that was taken.
+    Decided {
+        /// The request's id.
+        id: u64,
+        /// Its text.
+        line: String,
+        /// Approved (`true`) or denied.
+        approved: bool,
     },
     /// The server ends the session (the client is too slow, the port was
     /// removed, the daemon shuts down); it closes after this.

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::session::Session;
 use crate::access::Caller;
+use crate::access::guard::NeedsApproval;
 use crate::access::rules::{self, Allowed, Replies, ToolCall};
 use crate::error::GateError;
 use crate::gateway::Gateway;
@@ -48,17 +49,37 @@ fn asks_take_over(request: &CallToolRequestParams) -> bool {
     }
 }
 
+/// A line the call may send only once a person approves, and the port
+/// it would go to.
+pub struct Held {
+    /// The port.
+    pub port: crate::port::Port,
+    /// The line and why.
+    pub needs: NeedsApproval,
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("port", &self.port.name())
+            .field("needs", &self.needs)
+            .finish()
+    }
+}
+
 /// Checks that `caller` may make this call in `session`, before the tool
 /// runs ([`rules::authorize`]); may adjust the arguments (a read caller's
 /// `read_until_prompt` gets `auto_reply: {}`). The error is `forbidden`
 /// (or, for what the caller's command policy does not let it send,
-/// `denied`) and says what the caller may do instead.
+/// `denied`) and says what the caller may do instead. What its policy
+/// sends only once a person approves comes back: the call waits for that
+/// (`mcp/approval_wait.rs`) before the tool runs.
 pub fn authorize(
     caller: &Caller,
     gateway: &Gateway,
     session: &Session,
     request: &mut CallToolRequestParams,
-) -> Result<(), GateError> {
+) -> Result<Vec<Held>, GateError> {
     let connection = match str_arg(request, "connection") {
         Some(c) => Some(c.to_owned()),
         // The current connection; none yet: the tool says so.
@@ -76,10 +97,15 @@ pub fn authorize(
     let allowed = rules::authorize(caller, gateway, &call)?;
     // The command policy, on the connection the call acts on (none yet:
     // the tool reports it; `connect` sends nothing of the caller's).
+    let mut held = Vec::new();
     if let Some(name) = &call.connection
         && let Ok(conn) = session.get(Some(name))
     {
-        super::sends::check(caller, gateway, &conn, request, call.replies)?;
+        let needed = super::sends::check(caller, gateway, &conn, request, call.replies)?;
+        held.extend(needed.into_iter().map(|needs| Held {
+            port: conn.gateway_port.port.clone(),
+            needs,
+        }));
     }
     if allowed == Allowed::WithoutReplies {
         request
@@ -87,7 +113,7 @@ pub fn authorize(
             .get_or_insert_with(Default::default)
             .insert("auto_reply".to_owned(), Value::Object(Default::default()));
     }
-    Ok(())
+    Ok(held)
 }
 
 #[cfg(test)]

@@ -129,7 +129,18 @@ impl ServerHandler for GateServer {
         let client = info.as_ref().map(|info| info.client_info.name.as_str());
         target.session.identify(client, &caller.name);
         let mut request = request;
-        if let Err(e) = authorize(&caller, &target.gateway, &target.session, &mut request) {
+        let held = authorize(&caller, &target.gateway, &target.session, &mut request);
+        let approved = match held {
+            Ok(held) if held.is_empty() => Ok(()),
+            Ok(held) => {
+                let timeout = target.gateway.config().server.approval_timeout;
+                let actor = target.session.actor();
+                super::approval_wait::obtain(held, &actor, timeout, &context, &target.client_gone)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = approved {
             tracing::info!("refused {:?} to token {:?}: {e}", request.name, caller.name);
             let (refused, code) = error_result(e);
             count_call(&self.tool_router, &request.name, code.as_str());

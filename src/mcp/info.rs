@@ -132,6 +132,8 @@ pub struct StatusResult {
     pub mode: Option<DeviceMode>,
     /// A change committed with an automatic rollback, not confirmed yet.
     pub pending_confirm: Option<PendingConfirm>,
+    /// Lines waiting for a person's approval on this port (who asks, the line, expires_in_s).
+    pub pending_approvals: Vec<crate::port::approvals::PendingApproval>,
     /// A file transfer under way (send_file, receive_file): its file,
     /// protocol, who runs it and its progress; null when none.
     pub transfer: Option<crate::port::transfer::TransferStatus>,
@@ -341,6 +343,7 @@ impl GateServer {
             mode: crate::last_prompt::last_prompt(&conn.profile.prompt, &tail)
                 .and_then(|prompt| conn.profile.mode_prompts.mode_of(&prompt)),
             pending_confirm: port.pending_confirm(),
+            pending_approvals: port.approvals().list(),
             transfer: port.transfer(),
             reconnects: port.reconnects(),
             last_loss: port.last_loss(),

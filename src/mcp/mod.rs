@@ -11,6 +11,7 @@
 //! `isError` and a stable code ([`crate::error`]).
 
 mod alerts;
+mod approval_wait;
 mod args;
 mod authorize;
 mod configure;

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::session::Connection;
 use crate::access::Caller;
-use crate::access::guard::{self, Sending, Target};
+use crate::access::guard::{self, NeedsApproval, Sending, Target};
 use crate::access::policy::CliMode;
 use crate::access::rules::{self, Replies};
 use crate::config::{DeviceMode, TokenAccess};
@@ -50,23 +50,41 @@ fn whole_lines(text: &str, ending: LineEnding) -> bool {
 
 /// Checks that `caller` may make `request` on `conn` under its command
 /// policy: every line it would send is judged, and what cannot be judged
-/// is refused. `replies` is what its `auto_reply` asks for.
+/// is refused. `replies` is what its `auto_reply` asks for. What it may
+/// send only once a person approves comes back, in the order it would be
+/// sent.
 pub fn check(
     caller: &Caller,
     gateway: &Gateway,
     conn: &Connection,
     request: &CallToolRequestParams,
     replies: Replies,
-) -> Result<(), GateError> {
+) -> Result<Vec<NeedsApproval>, GateError> {
     if guard::policy_name(caller, &conn.gateway_port.config).is_none() {
-        return Ok(());
+        return Ok(Vec::new());
     }
+    let needed = std::cell::RefCell::new(Vec::new());
+    judge_all(caller, gateway, conn, request, replies, &needed)?;
+    Ok(needed.into_inner())
+}
+
+/// [`check`]'s judging: what needs approval goes to `needed`.
+fn judge_all(
+    caller: &Caller,
+    gateway: &Gateway,
+    conn: &Connection,
+    request: &CallToolRequestParams,
+    replies: Replies,
+    needed: &std::cell::RefCell<Vec<NeedsApproval>>,
+) -> Result<(), GateError> {
     let config = gateway.config();
     let target = Target {
         port: &conn.gateway_port.config,
         preset: &conn.profile.preset,
     };
-    let send = |sending: Sending<'_>| guard::may_send(caller, &config, target, sending);
+    let send = |sending: Sending<'_>| {
+        guard::may_send(caller, &config, target, sending).map(|n| needed.borrow_mut().extend(n))
+    };
     let args = request.arguments.as_ref();
     let arg = |key: &str| args.and_then(|a| a.get(key));
     let text = |key: &str| arg(key).and_then(Value::as_str).unwrap_or("");

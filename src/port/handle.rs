@@ -120,6 +120,8 @@ struct Shared {
     /// Whether anyone typed at the command line: then a login prompt may
     /// be a program's, and the stored credentials are not typed.
     login_trust: super::login_trust::LoginTrust,
+    /// Lines waiting for a person's approval.
+    approvals: Arc<super::approvals::Approvals>,
     /// Cancelled when the port closes; stops the reader task.
     closing: CancellationToken,
 }
@@ -151,6 +153,7 @@ impl Port {
                 sharing: Sharing::new(),
                 transfers: Transfers::default(),
                 confirm: ConfirmWatch::default(),
+                approvals: super::approvals::Approvals::new(&spec.name, services.audit.clone()),
                 spec,
                 transcript,
                 audit: services.audit,
@@ -158,6 +161,11 @@ impl Port {
                 closing,
             }),
         }
+    }
+
+    /// The lines waiting on this port for a person's approval.
+    pub fn approvals(&self) -> &Arc<super::approvals::Approvals> {
+        &self.shared.approvals
     }
 
     /// The standing watches and the alerts they raised.

@@ -6,7 +6,8 @@
 //! control (`connection.rs`), the log and its waiters (`wait.rs`), the
 //! hold and the people present (`sharing.rs`), the transfer under way
 //! (`transfer.rs`), the watches and alerts (`alerts.rs`), the confirm
-//! watch (`confirm_watch.rs`), the event history (`state.rs`), whether
+//! watch (`confirm_watch.rs`), the lines waiting for a person's approval
+//! (`approvals.rs`), the event history (`state.rs`), whether
 //! its login prompts may be trusted with stored credentials
 //! (`login_trust.rs`). The files
 //! depend on each other without a circle: the parts below the handle, the
@@ -16,6 +17,7 @@
 
 pub mod alerts;
 mod appear;
+pub mod approvals;
 pub mod baud_detect;
 mod comport;
 mod comport_link;

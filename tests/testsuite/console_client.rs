@@ -34,7 +34,7 @@ fn binary() -> &'static str {
 
 /// The person's terminal: a pseudo-terminal whose slave the client runs
 /// on; the test types into the master and reads the screen from it.
-struct Terminal {
+pub(super) struct Terminal {
     master: AsyncFd<OwnedFd>,
     /// Kept open for the whole test: its termios are read before and after
     /// the client, and the master keeps working after the client exits.
@@ -46,7 +46,7 @@ struct Terminal {
 }
 
 impl Terminal {
-    fn open() -> Terminal {
+    pub(super) fn open() -> Terminal {
         let pty = nix::pty::openpty(None, None).expect("openpty");
         for fd in [&pty.master, &pty.slave] {
             fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).expect("FD_CLOEXEC");
@@ -73,7 +73,7 @@ impl Terminal {
     }
 
     /// Types `keys` as a person would.
-    fn type_keys(&self, keys: &[u8]) {
+    pub(super) fn type_keys(&self, keys: &[u8]) {
         let mut rest = keys;
         while !rest.is_empty() {
             match nix::unistd::write(self.master.get_ref(), rest) {
@@ -85,7 +85,7 @@ impl Terminal {
 
     /// Reads the screen until `needle` appears after what earlier calls
     /// found, within [`DEADLINE`]; returns the screen so far.
-    async fn read_until(&mut self, needle: &str) -> String {
+    pub(super) async fn read_until(&mut self, needle: &str) -> String {
         match timeout(DEADLINE, self.read_until_now(needle.as_bytes())).await {
             Ok(Ok(())) => self.text(),
             Ok(Err(e)) => panic!("reading the screen for {needle:?}: {e}\n{}", self.text()),
@@ -243,7 +243,7 @@ impl Gateway {
 }
 
 /// `serialgate console ARGS --socket PATH` on the terminal.
-fn spawn_on(terminal: &Terminal, socket: &Path, args: &[&str]) -> Child {
+pub(super) fn spawn_on(terminal: &Terminal, socket: &Path, args: &[&str]) -> Child {
     Command::new(binary())
         .arg("console")
         .args(args)

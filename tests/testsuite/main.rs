@@ -22,6 +22,7 @@
 //! target of its own.
 
 mod alerts;
+mod approvals;
 mod bigout;
 mod commands;
 mod configure;

@@ -2,7 +2,9 @@
 //! switch under a command policy. What is denied never reaches the
 //! device (the test reads every byte the switch received, and its
 //! running configuration), what is allowed runs as before, and a change
-//! holding one denied line sends none of its lines.
+//! holding one denied line sends none of its lines. A line held for a
+//! person's approval that nobody approves expires and is never sent
+//! (approvals themselves: `approvals.rs`).
 
 use serde_json::json;
 use serialgate_sim::{self as sim, Profile};
@@ -24,7 +26,8 @@ async fn under(port_keys: &str) -> Rig {
 
 #[tokio::test]
 async fn reload_in_any_spelling_is_denied_and_never_reaches_the_switch() {
-    let rig = under("policy = \"guarded\"\n").await;
+    // Nobody is at the console to approve: each line expires, quickly.
+    let rig = under("policy = \"guarded\"\n\n[server]\napproval_timeout = \"1s\"\n").await;
     for spelling in [
         "reload",
         "RELOAD",
@@ -39,7 +42,7 @@ async fn reload_in_any_spelling_is_denied_and_never_reaches_the_switch() {
             e.contains("rule \"reload\"")
                 && e.contains("policy \"guarded\"")
                 && e.contains("needs a person's approval")
-                && e.contains("approvals are not yet available")
+                && e.contains("nobody approved it within 1 s")
                 && e.contains("serialgate console sw1"),
             "{spelling:?}: {e}"
         );

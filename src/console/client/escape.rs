@@ -1,5 +1,6 @@
 //! The escape key of the console client: `Ctrl-]` then one key is a
-//! command to the client (detach, replay, BREAK, take the write...), every
+//! command to the client (detach, replay, BREAK, take the write, approve
+//! or deny a line waiting for a person...), every
 //! other byte is typed to the device. Sans I/O: bytes in, actions out, so
 //! that an escape split across reads, or typed bytes around it, are
 //! handled the same as in one read (and tested without a terminal).
@@ -29,6 +30,10 @@ pub(crate) enum Action {
     Release,
     /// `Ctrl-] a`: take the write hold if it is free.
     Acquire,
+    /// `Ctrl-] y`: approve the oldest line waiting for a person's approval.
+    Approve,
+    /// `Ctrl-] n`: deny the oldest line waiting for a person's approval.
+    Deny,
     /// `Ctrl-] ?`: show the escape commands.
     Help,
     /// `Ctrl-]` then a key that is no command: the key, not sent.
@@ -44,6 +49,8 @@ pub(crate) const HELP: &[&str] = &[
     "Ctrl-] a        take the write hold if it is free",
     "Ctrl-] f        take the write hold from whoever has it",
     "Ctrl-] s        give up the write hold and watch",
+    "Ctrl-] y        approve the oldest line waiting for approval",
+    "Ctrl-] n        deny the oldest line waiting for approval",
     "Ctrl-] Ctrl-]   type one Ctrl-] to the device",
     "Ctrl-] ?        this help",
 ];
@@ -88,6 +95,8 @@ impl EscapeMachine {
                     b'f' => Action::Force,
                     b's' => Action::Release,
                     b'a' => Action::Acquire,
+                    b'y' => Action::Approve,
+                    b'n' => Action::Deny,
                     b'?' => Action::Help,
                     other => Action::Unknown(other),
                 };
@@ -155,6 +164,8 @@ mod tests {
             (b'f', Action::Force),
             (b's', Action::Release),
             (b'a', Action::Acquire),
+            (b'y', Action::Approve),
+            (b'n', Action::Deny),
             (b'?', Action::Help),
             (b'x', Action::Unknown(b'x')),
             (0x1b, Action::Unknown(0x1b)),

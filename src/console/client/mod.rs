@@ -27,7 +27,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::console::protocol::{
-    ClientMessage, DataChunk, Frame, Hello, MAX_REPLAY_LINES, Mode, ServerMessage,
+    ClientMessage, DataChunk, Frame, Hello, MAX_REPLAY_LINES, Mode, PendingApproval, ServerMessage,
 };
 use crate::port::PortState;
 use escape::{Action, EscapeMachine, key_name};
@@ -228,6 +228,9 @@ struct Session {
     screen: VecDeque<Vec<u8>>,
     /// Frames for the gateway, in order.
     outbox: VecDeque<Frame>,
+    /// The lines waiting on the port for a person's approval, oldest
+    /// first, as the gateway last listed them.
+    pending: Vec<PendingApproval>,
 }
 
 impl Session {
@@ -244,6 +247,7 @@ impl Session {
             escape: EscapeMachine::new(),
             screen: VecDeque::new(),
             outbox: VecDeque::new(),
+            pending: Vec::new(),
         }
     }
 
@@ -443,12 +447,56 @@ impl Session {
             ServerMessage::Error { code, message } => {
                 self.say_quietly(&format!("{}: {}", shown(&code), shown(&message)));
             }
+            ServerMessage::Approvals { pending } => self.approvals(pending),
+            ServerMessage::Decided { id, line, approved } => self.say(&format!(
+                "you {} request {id}: {}",
+                if approved { "approved" } else { "denied" },
+                shown(&format!("{line:?}"))
+            )),
             ServerMessage::Bye { reason } => return Some(End::Bye(shown(&reason))),
             ServerMessage::Attached { .. } | ServerMessage::Ports { .. } => {
                 self.say_quietly("ignored an unexpected message from the gateway");
             }
         }
         None
+    }
+
+    /// The gateway's list of lines waiting for approval: the new ones are
+    /// shown, each on its own line, with the keys that decide them.
+    fn approvals(&mut self, pending: Vec<PendingApproval>) {
+        let old: Vec<u64> = self.pending.iter().map(|p| p.id).collect();
+        for p in pending.iter().filter(|p| !old.contains(&p.id)) {
+            self.say(&format!(
+                "approval wanted: {} asks to send {} ({} mode) on {}: {}; Ctrl-] y approves, Ctrl-] n denies (request {}, expires in {} s)",
+                shown(&p.who),
+                shown(&format!("{:?}", p.line)),
+                shown(&p.mode),
+                shown(&p.port),
+                shown(&p.reason),
+                p.id,
+                p.expires_in_s
+            ));
+        }
+        let now: Vec<u64> = pending.iter().map(|p| p.id).collect();
+        for id in old.iter().filter(|id| !now.contains(id)) {
+            self.say(&format!("request {id} no longer waits for approval"));
+        }
+        self.pending = pending;
+    }
+
+    /// `Ctrl-] y` or `n`: decides the oldest waiting line, naming the
+    /// text the person was shown.
+    fn decide(&mut self, approve: bool) {
+        let Some(p) = self.pending.first() else {
+            self.say("no line waits for approval on this port");
+            return;
+        };
+        let message = ClientMessage::Decide {
+            id: p.id,
+            line: p.line.clone(),
+            approve,
+        };
+        self.send(&message);
     }
 
     /// Keys the person typed.
@@ -478,6 +526,8 @@ impl Session {
                 Action::Force => self.send(&ClientMessage::Force),
                 Action::Acquire => self.send(&ClientMessage::Acquire),
                 Action::Release => self.send(&ClientMessage::Release),
+                Action::Approve => self.decide(true),
+                Action::Deny => self.decide(false),
                 Action::Help => {
                     let mut lines = vec!["escape keys:".to_owned()];
                     lines.extend(escape::HELP.iter().map(|l| format!("  {l}")));

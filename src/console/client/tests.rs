@@ -247,3 +247,55 @@ fn unknown_messages_are_ignored_once() {
         Some(End::Failed(_))
     ));
 }
+
+#[test]
+fn a_line_waiting_for_approval_is_shown_and_decided_by_its_keys() {
+    let mut s = session(Mode::Attach, true);
+    let _ = screen(&mut s);
+    // Nothing waits: the keys say so and send nothing.
+    assert_eq!(s.on_keys(b"\x1dy"), None);
+    assert!(screen(&mut s).contains("no line waits for approval"));
+    assert!(sent(&mut s).is_empty());
+    let pending = |id: u64, line: &str| crate::console::protocol::PendingApproval {
+        id,
+        port: "sw1".into(),
+        who: "session 3 (client agent, token noc)".into(),
+        token: "noc".into(),
+        line: line.into(),
+        mode: "exec".into(),
+        reason: "\"reload\" matches rule \"reload\"".into(),
+        since: "2026-01-01T00:00:00Z".into(),
+        expires_in_s: 300,
+    };
+    let list = vec![pending(7, "reload\x1b[2J"), pending(8, "write erase")];
+    let message = ServerMessage::Approvals { pending: list };
+    assert_eq!(s.on_frame(json_frame(&message)), None);
+    let shown = screen(&mut s);
+    // Each on its own line, who asks, the line escaped, the keys.
+    assert!(
+        shown.contains("[serialgate: approval wanted: session 3 (client agent, token noc) asks to send \"reload\\u{1b}[2J\" (exec mode) on sw1")
+            && shown.contains("Ctrl-] y approves, Ctrl-] n denies (request 7"),
+        "{shown:?}"
+    );
+    assert!(!shown.contains('\x1b'), "{shown:?}");
+    // The oldest is decided, naming the exact text it was shown.
+    assert_eq!(s.on_keys(b"\x1dn"), None);
+    assert_eq!(
+        sent(&mut s),
+        vec![Frame::Json(
+            r#"{"type":"decide","id":7,"line":"reload\u001b[2J","approve":false}"#.to_owned()
+        )]
+    );
+    let message = ServerMessage::Approvals {
+        pending: vec![pending(8, "write erase")],
+    };
+    s.on_frame(json_frame(&message));
+    assert!(screen(&mut s).contains("request 7 no longer waits for approval"));
+    s.on_keys(b"\x1dy");
+    assert_eq!(
+        sent(&mut s),
+        vec![Frame::Json(
+            r#"{"type":"decide","id":8,"line":"write erase","approve":true}"#.to_owned()
+        )]
+    );
+}
