@@ -311,8 +311,9 @@ impl Audit {
         }
     }
 
-    /// Records a session's attach, detach or take-over without waiting
-    /// (a session's end cannot wait): `attach` and `detach` in
+    /// Records a session's attach, detach or take-over, or an approval's
+    /// request or decision, without waiting (a session's end, or a
+    /// decision taken under a lock, cannot wait): `attach` and `detach` in
     /// `sessions.log`, the others (a take-over, a console's attach) in
     /// `audit.log`. A full queue drops the line (the log still has the
     /// record), counts it and warns.

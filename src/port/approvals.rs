@@ -321,7 +321,10 @@ impl Approvals {
         let mut record = AuditRecord::now(&self.port, actor, kind, request.line.as_bytes(), false);
         record.approval = Some(request.id);
         record.requested_by = requester.map(Actor::describe);
-        self.audit.record(record);
+        // Decided under the store's lock, so it cannot wait for a place:
+        // like a session's lines, a full queue drops it (counted, warned
+        // of, and in the daemon's log).
+        self.audit.record_session(record);
     }
 }
 
