@@ -333,13 +333,16 @@ impl Alerts {
         let Some(newest) = raised.last().map(|(a, _)| a.id) else {
             return;
         };
+        // Counted before it is logged: whoever reads the log line finds
+        // the alert in the metrics already.
         for (alert, logged) in &raised {
-            log(alert, logged);
             if alert.session_watch {
                 crate::metrics::session_alert(&alert.port);
+                log(alert, logged);
                 continue;
             }
             crate::metrics::alert(&alert.port, alert.severity.as_str());
+            log(alert, logged);
             if let Some(hook) = &self.hook {
                 hook(alert);
             }
