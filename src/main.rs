@@ -3,13 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use serialgate::config::Config;
 
 /// Serial consoles of routers, switches and other equipment, in reach of AI
 /// agents over MCP.
 #[derive(Parser)]
-#[command(name = "serialgate", version, about)]
+#[command(name = "serialgate", version = env!("SERIALGATE_VERSION"), about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -98,6 +98,19 @@ enum Command {
     /// it (Ctrl-] then a key for the client's commands, Ctrl-] ? lists
     /// them); or list the ports with --list.
     Console(serialgate::console::client::Options),
+    /// Write the man pages, serialgate(1) and one per subcommand, into DIR:
+    /// the package build's, so they say what --help says.
+    #[command(hide = true)]
+    GenerateMan {
+        /// Directory to write serialgate.1, serialgate-serve.1 … into.
+        dir: PathBuf,
+    },
+    /// Print the completion script for SHELL on stdout.
+    #[command(hide = true)]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// How long exiting waits for the runtime's leftover tasks.
@@ -105,6 +118,25 @@ const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(2
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Generated from the command definition, before any runtime or logging.
+    let generated = match &cli.command {
+        Command::GenerateMan { dir } => Some(generate_man(dir)),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(*shell, &mut cmd, "serialgate", &mut std::io::stdout());
+            Some(Ok(()))
+        }
+        _ => None,
+    };
+    if let Some(done) = generated {
+        return match done {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("serialgate: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     serialgate::daemon::allocator::return_large_frees();
     serialgate::daemon::logging::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -184,6 +216,8 @@ fn main() -> ExitCode {
             // The one command with an exit status of its own (detached,
             // ended by the gateway, or by a signal).
             Command::Console(options) => return serialgate::console::client::run(options).await,
+            // Answered above, before the runtime started.
+            Command::GenerateMan { .. } | Command::Completions { .. } => Ok(()),
         };
         done.map(|()| ExitCode::SUCCESS)
     });
@@ -199,6 +233,15 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes serialgate.1 and a page per visible subcommand into `dir`
+/// (created if missing).
+fn generate_man(dir: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    clap_mangen::generate_to(Cli::command(), dir)
+        .with_context(|| format!("cannot write the man pages into {}", dir.display()))
 }
 
 fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
