@@ -94,11 +94,11 @@ else
 fi
 
 step "config, as user serialgate"
-runuser -u serialgate -- serialgate check-config /etc/serialgate/config.toml >/tmp/check-deb.out
+$sudo runuser -u serialgate -- serialgate check-config /etc/serialgate/config.toml >/tmp/check-deb.out
 cat /tmp/check-deb.out
 # A fresh install serves nothing: no ports, no listener.
 grep -qx '  (none)' /tmp/check-deb.out || fail "the installed config has ports"
-! grep -Eq '^[[:space:]]*(listen|metrics_listen)[[:space:]]*=' /etc/serialgate/config.toml ||
+! $sudo grep -Eq '^[[:space:]]*(listen|metrics_listen)[[:space:]]*=' /etc/serialgate/config.toml ||
     fail "the installed config listens on the network"
 
 step "man pages"
@@ -128,8 +128,8 @@ step "dpkg -r: config and logs stay"
 $sudo sh -c 'echo kept >/var/log/serialgate/audit.log'
 $sudo dpkg -r serialgate
 [ ! -e /usr/bin/serialgate ] || fail "the binary outlived dpkg -r"
-[ -f /etc/serialgate/config.toml ] || fail "dpkg -r removed the config"
-[ -f /var/log/serialgate/audit.log ] || fail "dpkg -r removed the logs"
+$sudo test -f /etc/serialgate/config.toml || fail "dpkg -r removed the config"
+$sudo test -f /var/log/serialgate/audit.log || fail "dpkg -r removed the logs"
 getent passwd serialgate >/dev/null || fail "dpkg -r removed the user"
 
 step "dpkg -P: config, logs and state go"
