@@ -122,7 +122,7 @@ fn main() -> ExitCode {
     let generated = match &cli.command {
         Command::GenerateMan { dir } => Some(generate_man(dir)),
         Command::Completions { shell } => {
-            let mut cmd = Cli::command();
+            let mut cmd = completed_command();
             clap_complete::generate(*shell, &mut cmd, "serialgate", &mut std::io::stdout());
             Some(Ok(()))
         }
@@ -242,6 +242,23 @@ fn generate_man(dir: &std::path::Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     clap_mangen::generate_to(Cli::command(), dir)
         .with_context(|| format!("cannot write the man pages into {}", dir.display()))
+}
+
+/// The command definition as the completions offer it: the visible
+/// subcommands only (clap_complete would offer the hidden ones too). The
+/// top level has no arguments of its own beyond --help and --version.
+fn completed_command() -> clap::Command {
+    let full = Cli::command();
+    let visible: Vec<clap::Command> = full
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .cloned()
+        .collect();
+    clap::Command::new("serialgate")
+        .about(full.get_about().cloned().unwrap_or_default())
+        .version(env!("SERIALGATE_VERSION"))
+        .subcommand_required(true)
+        .subcommands(visible)
 }
 
 fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
