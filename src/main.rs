@@ -301,3 +301,54 @@ async fn simulate(
     serialgate::daemon::lifecycle::terminated().await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn visible_subcommands(cmd: &clap::Command) -> Vec<String> {
+        cmd.get_subcommands()
+            .filter(|sub| !sub.is_hide_set())
+            .map(|sub| sub.get_name().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+        completed_command().debug_assert();
+    }
+
+    #[test]
+    fn completions_offer_the_visible_subcommands_only() {
+        let full = Cli::command();
+        let completed = completed_command();
+        assert_eq!(visible_subcommands(&completed), visible_subcommands(&full));
+        assert!(completed.get_subcommands().all(|sub| !sub.is_hide_set()));
+        assert!(
+            full.get_subcommands()
+                .any(|sub| sub.get_name() == "generate-man")
+        );
+        assert_eq!(completed.get_version(), full.get_version());
+    }
+
+    #[test]
+    fn one_man_page_per_visible_subcommand() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("man1");
+        generate_man(&out).unwrap();
+        let mut got: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        got.sort();
+        let mut want: Vec<String> = visible_subcommands(&Cli::command())
+            .into_iter()
+            .filter(|name| name != "help")
+            .map(|name| format!("serialgate-{name}.1"))
+            .chain(["serialgate.1".to_owned()])
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
+}
