@@ -87,6 +87,7 @@ if command -v systemd-analyze >/dev/null; then
     # environment; only lines naming this unit count (as in
     # tests/testsuite/service.rs).
     verify=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify: $verify"
+    [ -z "$verify" ] || sed 's/^/  (verifier) /' <<<"$verify"
     problems=$(grep -i 'serialgate' <<<"$verify" || true)
     [ -z "$problems" ] || fail "systemd-analyze verify: $verify"
 else

@@ -121,11 +121,7 @@ fn main() -> ExitCode {
     // Generated from the command definition, before any runtime or logging.
     let generated = match &cli.command {
         Command::GenerateMan { dir } => Some(generate_man(dir)),
-        Command::Completions { shell } => {
-            let mut cmd = completed_command();
-            clap_complete::generate(*shell, &mut cmd, "serialgate", &mut std::io::stdout());
-            Some(Ok(()))
-        }
+        Command::Completions { shell } => Some(completions(*shell)),
         _ => None,
     };
     if let Some(done) = generated {
@@ -242,6 +238,18 @@ fn generate_man(dir: &std::path::Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     clap_mangen::generate_to(Cli::command(), dir)
         .with_context(|| format!("cannot write the man pages into {}", dir.display()))
+}
+
+/// Prints the completion script for `shell`. Written from a buffer:
+/// clap_complete panics on a failed write, such as a closed pipe.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut completed_command(), "serialgate", &mut script);
+    let mut out = std::io::stdout().lock();
+    out.write_all(&script)
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write the completion script: {e}"))
 }
 
 /// The command definition as the completions offer it: the visible
