@@ -3,13 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use serialgate::config::Config;
 
 /// Serial consoles of routers, switches and other equipment, in reach of AI
 /// agents over MCP.
 #[derive(Parser)]
-#[command(name = "serialgate", version, about)]
+#[command(name = "serialgate", version = env!("SERIALGATE_VERSION"), about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -98,6 +98,19 @@ enum Command {
     /// it (Ctrl-] then a key for the client's commands, Ctrl-] ? lists
     /// them); or list the ports with --list.
     Console(serialgate::console::client::Options),
+    /// Write the man pages, serialgate(1) and one per subcommand, into DIR:
+    /// the package build's, so they say what --help says.
+    #[command(hide = true)]
+    GenerateMan {
+        /// Directory to write serialgate.1, serialgate-serve.1 … into.
+        dir: PathBuf,
+    },
+    /// Print the completion script for SHELL on stdout.
+    #[command(hide = true)]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// How long exiting waits for the runtime's leftover tasks.
@@ -105,6 +118,21 @@ const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(2
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Generated from the command definition, before any runtime or logging.
+    let generated = match &cli.command {
+        Command::GenerateMan { dir } => Some(generate_man(dir)),
+        Command::Completions { shell } => Some(completions(*shell)),
+        _ => None,
+    };
+    if let Some(done) = generated {
+        return match done {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("serialgate: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     serialgate::daemon::allocator::return_large_frees();
     serialgate::daemon::logging::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -184,6 +212,8 @@ fn main() -> ExitCode {
             // The one command with an exit status of its own (detached,
             // ended by the gateway, or by a signal).
             Command::Console(options) => return serialgate::console::client::run(options).await,
+            // Answered above, before the runtime started.
+            Command::GenerateMan { .. } | Command::Completions { .. } => Ok(()),
         };
         done.map(|()| ExitCode::SUCCESS)
     });
@@ -199,6 +229,44 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes serialgate.1 and a page per visible subcommand into `dir`
+/// (created if missing).
+fn generate_man(dir: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    clap_mangen::generate_to(Cli::command(), dir)
+        .with_context(|| format!("cannot write the man pages into {}", dir.display()))
+}
+
+/// Prints the completion script for `shell`. Written from a buffer:
+/// clap_complete panics on a failed write, such as a closed pipe.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut completed_command(), "serialgate", &mut script);
+    let mut out = std::io::stdout().lock();
+    out.write_all(&script)
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write the completion script: {e}"))
+}
+
+/// The command definition as the completions offer it: the visible
+/// subcommands only (clap_complete would offer the hidden ones too). The
+/// top level has no arguments of its own beyond --help and --version.
+fn completed_command() -> clap::Command {
+    let full = Cli::command();
+    let visible: Vec<clap::Command> = full
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .cloned()
+        .collect();
+    clap::Command::new("serialgate")
+        .about(full.get_about().cloned().unwrap_or_default())
+        .version(env!("SERIALGATE_VERSION"))
+        .subcommand_required(true)
+        .subcommands(visible)
 }
 
 fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
@@ -240,4 +308,55 @@ async fn simulate(
     );
     serialgate::daemon::lifecycle::terminated().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn visible_subcommands(cmd: &clap::Command) -> Vec<String> {
+        cmd.get_subcommands()
+            .filter(|sub| !sub.is_hide_set())
+            .map(|sub| sub.get_name().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+        completed_command().debug_assert();
+    }
+
+    #[test]
+    fn completions_offer_the_visible_subcommands_only() {
+        let full = Cli::command();
+        let completed = completed_command();
+        assert_eq!(visible_subcommands(&completed), visible_subcommands(&full));
+        assert!(completed.get_subcommands().all(|sub| !sub.is_hide_set()));
+        assert!(
+            full.get_subcommands()
+                .any(|sub| sub.get_name() == "generate-man")
+        );
+        assert_eq!(completed.get_version(), full.get_version());
+    }
+
+    #[test]
+    fn one_man_page_per_visible_subcommand() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("man1");
+        generate_man(&out).unwrap();
+        let mut got: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        got.sort();
+        let mut want: Vec<String> = visible_subcommands(&Cli::command())
+            .into_iter()
+            .filter(|name| name != "help")
+            .map(|name| format!("serialgate-{name}.1"))
+            .chain(["serialgate.1".to_owned()])
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
 }
