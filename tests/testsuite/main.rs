@@ -54,6 +54,7 @@ mod pagers;
 mod policy;
 mod progress;
 mod prompts;
+mod python_sdk;
 mod reads;
 mod real_programs;
 mod reload;

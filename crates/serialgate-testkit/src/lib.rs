@@ -21,6 +21,8 @@
 //!   machine and from each other, and its shell vtysh for a program line.
 //! - [`program`]: a real program (vtysh, login, a pager) as the device
 //!   behind a serial line, on a terminal of its own, respawned like a getty.
+//! - [`python`]: the tests' Python environment, where the real Python
+//!   clients (the MCP SDK, Netmiko) live.
 //! - [`skip`]: a test that cannot run here says why, and fails under CI.
 //! - [`wait`]: the one poll, for state nothing announces: a check run
 //!   with backoff until it holds or its deadline passes.
@@ -35,6 +37,7 @@ pub mod daemon;
 pub mod frr;
 pub mod load;
 pub mod program;
+pub mod python;
 pub mod rig;
 pub mod skip;
 pub mod updates;
