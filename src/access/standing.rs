@@ -2,10 +2,12 @@
 //! ports-page feed resolves its caller again whenever the config is
 //! reloaded or a browser login ends, so a removed token, a token given a
 //! new secret or an ended sign-in closes what it had open, and a lowered
-//! access applies from then on. Nothing polls: the gateway's config generation and the
-//! browser logins' end count are `watch` channels.
+//! access applies from then on. A browser login also ends at its absolute
+//! expiry, open or not. Nothing polls: the gateway's config generation and
+//! the browser logins' end count are `watch` channels, the expiry a timer.
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::caller::Caller;
 use crate::config::TokenAccess;
@@ -25,10 +27,11 @@ enum Source {
     /// (the digest as the config held it when the connection opened).
     Token { secret: Option<[u8; 32]> },
     /// A browser login: asked of the login store, and re-checked when a
-    /// login ends.
+    /// login ends and once its absolute expiry has passed.
     Login {
         resolve: LoginResolver,
         ended: watch::Receiver<u64>,
+        expires: Option<Instant>,
     },
 }
 
@@ -74,16 +77,27 @@ impl Standing {
         Standing::new(caller, gateway, Source::Token { secret })
     }
 
-    /// A browser login's caller: `resolve` finds it again at every reload
-    /// and whenever `ended` says a login ended.
+    /// A browser login's caller: `resolve` finds it again at every reload,
+    /// whenever `ended` says a login ended, and at `expires` (the moment
+    /// the login's absolute lifetime has passed), when nothing else would
+    /// tell an open connection that its login is over.
     pub fn login(
         caller: Caller,
         gateway: &Gateway,
         mut ended: watch::Receiver<u64>,
         resolve: LoginResolver,
+        expires: Option<Instant>,
     ) -> Standing {
         ended.borrow_and_update();
-        Standing::new(caller, gateway, Source::Login { resolve, ended })
+        Standing::new(
+            caller,
+            gateway,
+            Source::Login {
+                resolve,
+                ended,
+                expires,
+            },
+        )
     }
 
     /// The caller as last resolved.
@@ -104,7 +118,13 @@ impl Standing {
                     return std::future::pending().await;
                 }
             }
-            Source::Login { ended, .. } => {
+            Source::Login { ended, expires, .. } => {
+                let expiry = async {
+                    match *expires {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     changed = self.config.changed() => {
                         if changed.is_err() {
@@ -115,6 +135,11 @@ impl Standing {
                         if changed.is_err() {
                             return std::future::pending().await;
                         }
+                    }
+                    () = expiry => {
+                        // Once: a login the store still finds valid then
+                        // (its clock set back) is not asked again each turn.
+                        *expires = None;
                     }
                 }
             }
@@ -141,7 +166,7 @@ impl Standing {
                 }
                 Some(Caller::from_token(token))
             }
-            Source::Login { resolve, ended } => {
+            Source::Login { resolve, ended, .. } => {
                 ended.borrow_and_update();
                 Some(resolve(&self.gateway).ok_or_else(|| {
                     format!(
@@ -174,4 +199,68 @@ fn token_digest(gateway: &Gateway, name: &str) -> Option<[u8; 32]> {
         .iter()
         .find(|t| t.name == name)
         .map(|t| *t.secret.digest())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::config::Config;
+
+    #[tokio::test(start_paused = true)]
+    async fn an_open_login_ends_at_its_expiry_with_nothing_else_happening() {
+        let gateway = Gateway::start(Config::default_with_builtins(), CancellationToken::new());
+        let (_tell, ended) = watch::channel(0);
+        let expired = Arc::new(AtomicBool::new(false));
+        let store_says = expired.clone();
+        let resolve: LoginResolver =
+            Box::new(move |_| (!store_says.load(Ordering::SeqCst)).then(Caller::operator));
+        let lifetime = Duration::from_secs(24 * 3600);
+        let start = Instant::now();
+        let mut standing = Standing::login(
+            Caller::operator(),
+            &gateway,
+            ended,
+            resolve,
+            Some(start + lifetime),
+        );
+        // The store finds the login expired from its deadline on.
+        expired.store(true, Ordering::SeqCst);
+        let why = tokio::time::timeout(lifetime * 2, standing.changed())
+            .await
+            .expect("woken at the expiry")
+            .expect_err("the login ended");
+        assert!(why.contains("ended"), "{why}");
+        assert!(start.elapsed() >= lifetime);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_login_still_valid_at_its_expiry_is_not_asked_again_and_again() {
+        let gateway = Gateway::start(Config::default_with_builtins(), CancellationToken::new());
+        let (_tell, ended) = watch::channel(0);
+        let asked = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let count = asked.clone();
+        let resolve: LoginResolver = Box::new(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+            Some(Caller::operator())
+        });
+        let mut standing = Standing::login(
+            Caller::operator(),
+            &gateway,
+            ended,
+            resolve,
+            Some(Instant::now() + Duration::from_secs(60)),
+        );
+        assert_eq!(standing.changed().await, Ok(Recheck::Same));
+        // The next wait has no deadline left: only a reload or a login's
+        // end wakes it.
+        let again = tokio::time::timeout(Duration::from_secs(3600), standing.changed()).await;
+        assert!(again.is_err(), "woke without cause: {again:?}");
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+    }
 }

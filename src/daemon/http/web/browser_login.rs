@@ -220,6 +220,18 @@ impl BrowserLogins {
         token.map(Caller::from_token)
     }
 
+    /// When the login a request's cookie names passes its absolute
+    /// lifetime ([`ABSOLUTE_EXPIRY`] after sign-in), as a monotonic
+    /// instant (a second past it, so that the store finds it expired
+    /// then); `None` for no live login.
+    pub fn expires_at(&self, headers: &HeaderMap) -> Option<tokio::time::Instant> {
+        let id = login_id(headers)?;
+        let store = crate::sync::lock(&self.store);
+        let entry = store.entries.get(&digest(id))?;
+        let left = ABSOLUTE_EXPIRY.saturating_sub(age(entry.signed_in, SystemTime::now()));
+        Some(tokio::time::Instant::now() + left + Duration::from_secs(1))
+    }
+
     /// Ends the login a request's cookie names (sign-out).
     pub fn end(&self, headers: &HeaderMap) {
         if let Some(id) = login_id(headers) {

@@ -29,7 +29,8 @@ pub struct WebState {
 }
 
 /// The standing of a caller who came with a browser login's cookie in
-/// `headers`: re-checked at every reload and whenever a login ends, by
+/// `headers`: re-checked at every reload, whenever a login ends and at
+/// the login's absolute expiry, by
 /// asking `logins` for the same login again. `None` when `headers` name
 /// no login.
 pub fn login_standing(
@@ -43,10 +44,12 @@ pub fn login_standing(
     let again = logins.clone();
     let mut only_cookie = HeaderMap::new();
     only_cookie.insert(header::COOKIE, cookie);
+    let expires = logins.expires_at(&only_cookie);
     Some(Standing::login(
         caller,
         gateway,
         logins.watch_ended(),
         Box::new(move |gateway| again.caller(&only_cookie, gateway)),
+        expires,
     ))
 }
