@@ -273,6 +273,9 @@ fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
     let config = Config::load(file).map_err(|e| anyhow::anyhow!("{e}"))?;
     println!("{}: ok", file.display());
     print!("{}", config.summary());
+    for note in config.absent_device_notes() {
+        println!("{note}");
+    }
     Ok(())
 }
 

@@ -23,9 +23,13 @@ impl Config {
         }
         let preset = preset.unwrap_or(DEFAULT_PRESET);
         let p = self.presets.get(preset).ok_or_else(|| {
+            let known = self.preset_names();
+            let meant = super::first_mistakes::did_you_mean(preset, &known)
+                .map(|k| format!(" (did you mean {k:?}?)"))
+                .unwrap_or_default();
             format!(
-                "unknown preset {preset:?}; presets: {}",
-                self.preset_names().join(", ")
+                "unknown preset {preset:?}{meant}; presets: {}",
+                known.join(", ")
             )
         })?;
         PortConfig::from_preset(name, device, p.clone(), self.server.down_after)

@@ -91,7 +91,13 @@ impl Config {
         };
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             let mut error = src.toml_error(&e);
-            error.message.push_str(syntax_hint(text, &error.message));
+            match super::first_mistakes::hint(text, &error.message) {
+                Some(fix) => {
+                    error.message.push_str("; ");
+                    error.message.push_str(&fix);
+                }
+                None => error.message.push_str(syntax_hint(text, &error.message)),
+            }
             error
         })?;
         raw.resolve(&src)

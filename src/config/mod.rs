@@ -14,7 +14,9 @@
 //! - `resolve`: user presets (`extends` chains) and configured ports, into
 //!   [`PortConfig`]s;
 //! - `diagnostics`: every error a [`ConfigError`] at `file:line:col` of the
-//!   offending key or value, naming its key;
+//!   offending key or value, naming its key; `first_mistakes`: the fix for
+//!   a newcomer's usual slips (a list of ports, a key outside its table, a
+//!   misspelt preset);
 //! - `summary`: what `check-config` shows of a config ([`Config::summary`]);
 //! - [`presets`]: the built-in presets that user presets extend;
 //! - [`policies`]: command policies (`[policies.NAME]`), the built-in
@@ -27,6 +29,7 @@ pub mod breaks;
 mod checks;
 mod credentials;
 mod diagnostics;
+mod first_mistakes;
 mod load;
 pub mod modes;
 pub mod policies;

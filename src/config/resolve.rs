@@ -335,9 +335,10 @@ fn resolve_preset(
         if !pending.contains_key(&base) {
             return Err(src.error(
                 base_span,
-                format!(
-                    "{path}.extends: unknown preset {base:?}; presets: {}",
-                    known.join(", ")
+                unknown_preset(
+                    &format!("{path}.extends"),
+                    &base,
+                    &known.iter().map(String::as_str).collect::<Vec<_>>(),
                 ),
             ));
         }
@@ -411,10 +412,10 @@ pub(super) fn resolve_ports(
             Some(p) => presets.get(p.get_ref()).ok_or_else(|| {
                 src.error(
                     p.span(),
-                    format!(
-                        "{path}.preset: unknown preset {:?}; presets: {}",
+                    unknown_preset(
+                        &format!("{path}.preset"),
                         p.get_ref(),
-                        presets.keys().cloned().collect::<Vec<_>>().join(", ")
+                        &presets.keys().map(String::as_str).collect::<Vec<_>>(),
                     ),
                 )
             })?,
@@ -427,6 +428,18 @@ pub(super) fn resolve_ports(
         ports.insert(name, Arc::new(port));
     }
     Ok(ports)
+}
+
+/// `key` names a preset that does not exist: the error, with the name it
+/// most likely meant and every name there is.
+fn unknown_preset(key: &str, given: &str, known: &[&str]) -> String {
+    let meant = super::first_mistakes::did_you_mean(given, known)
+        .map(|k| format!(" (did you mean {k:?}?)"))
+        .unwrap_or_default();
+    format!(
+        "{key}: unknown preset {given:?}{meant}; presets: {}",
+        known.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -481,7 +494,7 @@ mod tests {
             "[ports.a]\ndevice = \"/dev/ttyUSB0\"\npreset = \"cisco-iso\"\n",
             "3:10",
             &[
-                "ports.a.preset: unknown preset \"cisco-iso\"; presets: ",
+                "ports.a.preset: unknown preset \"cisco-iso\" (did you mean \"cisco-ios\"?); presets: ",
                 "cisco-ios",
             ],
         );

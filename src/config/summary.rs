@@ -16,6 +16,24 @@ impl Config {
     pub fn summary(&self) -> Summary<'_> {
         Summary(self)
     }
+
+    /// A note for each configured local device path that does not exist
+    /// now (a typo, or an adapter not plugged in yet: the port opens when
+    /// it appears), saying how to find the right one.
+    pub fn absent_device_notes(&self) -> Vec<String> {
+        self.ports
+            .iter()
+            .filter(|(_, p)| p.device.starts_with('/') && !std::path::Path::new(&p.device).exists())
+            .map(|(name, p)| {
+                format!(
+                    "note: ports.{name}.device {:?} does not exist now; the port opens when it appears, \
+                     so an adapter not plugged in yet is fine. `serialgate list-ports` lists this \
+                     machine's serial devices and their stable /dev/serial/by-id paths",
+                    p.device
+                )
+            })
+            .collect()
+    }
 }
 
 /// The [`Config::summary`] of a config, to display.

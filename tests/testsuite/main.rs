@@ -30,6 +30,7 @@ mod console;
 mod console_client;
 mod errors;
 mod expect;
+mod first_config;
 mod frr;
 mod hostile;
 mod hostile_doors;
