@@ -236,10 +236,17 @@ async fn attach(
         .port(&hello.port)
         .filter(|_| caller.may_use_port(&hello.port))
     else {
-        return Err(Ended(format!(
-            "no port {} that this caller may use; `serialgate console --list` shows them",
-            crate::error::shown(&hello.port)
-        )));
+        // Refused like a port the caller may not watch: an error the
+        // client shows as a refused attach, then the end.
+        let refusal = GateError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "no port {} that this caller may use; `serialgate console --list` shows them",
+                crate::error::shown(&hello.port)
+            ),
+        );
+        out.error(&refusal).await?;
+        return Err(Ended(refusal.message));
     };
     if let Err(e) = may_watch(&caller, gateway, &hello.port) {
         out.error(&e).await?;

@@ -63,7 +63,7 @@ impl Terminal {
         }
     }
 
-    fn termios(&self) -> Termios {
+    pub(super) fn termios(&self) -> Termios {
         tcgetattr(&self.slave).expect("tcgetattr on the slave")
     }
 

@@ -28,6 +28,7 @@ mod commands;
 mod configure;
 mod console;
 mod console_client;
+mod console_real;
 mod errors;
 mod expect;
 mod first_config;

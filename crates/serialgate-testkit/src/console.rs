@@ -313,6 +313,13 @@ impl ConsoleSite {
     }
 }
 
+impl ConsoleSite {
+    /// The daemon's config file, to rewrite before a reload (SIGHUP).
+    pub fn config(&self) -> std::path::PathBuf {
+        self._dir.path().join("serialgate.toml")
+    }
+}
+
 /// This process's user as the daemon names a person on its console
 /// socket (their uid's user name, else `uid N`).
 pub fn user_name() -> String {
