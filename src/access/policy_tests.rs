@@ -276,6 +276,76 @@ fn the_other_families() {
 }
 
 #[test]
+fn what_runs_commands_later_is_judged_when_it_is_defined() {
+    let locked = builtin("locked");
+    for (preset, defined, allowed) in [
+        ("cisco-ios", "alias exec r reload", "show aliases"),
+        (
+            "cisco-ios",
+            "ALIAS exec sh show running-config",
+            "show alias",
+        ),
+        (
+            "cisco-ios",
+            "event manager applet boom",
+            "show event manager policy registered",
+        ),
+        (
+            "cisco-ios",
+            "kron policy-list nightly",
+            "show kron schedule",
+        ),
+        ("cisco-ios", "macro name edge", "show parser macro"),
+        (
+            "cisco-ios",
+            "macr name edge",
+            "mac address-table static 0000.1111.2222 vlan 1 interface Gi1/0/1",
+        ),
+        ("cisco-nxos", "cli alias name r reload", "show cli alias"),
+        (
+            "cisco-nxos",
+            "scheduler job name nightly",
+            "show scheduler job",
+        ),
+        ("arista-eos", "alias r reload now", "show aliases"),
+        ("arista-eos", "event-handler boom", "show event-handler"),
+        (
+            "arista-eos",
+            "schedule nightly interval 60 command reload",
+            "show schedule",
+        ),
+        (
+            "juniper-junos",
+            "set system scripts commit file evil.slax",
+            "show system scripts",
+        ),
+        (
+            "juniper-junos",
+            "set event-options policy boom events ui_commit",
+            "show event-options",
+        ),
+        ("huawei-vrp", "command-alias", "display command-alias"),
+        ("huawei-vrp", "ops", "display ops"),
+        ("hp-procurve", "alias r \"reload\"", "show alias"),
+        ("hp-procurve", "job nightly at 01:00 \"reload\"", "show job"),
+    ] {
+        check(
+            &locked,
+            preset,
+            CliMode::Config,
+            &[(defined, "deny"), (allowed, "allow")],
+        );
+    }
+    // In configuration mode only: `alias` is no exec command.
+    check(
+        &locked,
+        "cisco-ios",
+        CliMode::Exec,
+        &[("show alias", "allow")],
+    );
+}
+
+#[test]
 fn a_linux_shell_is_read_as_a_shell() {
     let locked = builtin("locked");
     check(

@@ -534,6 +534,13 @@ pub(super) fn cisco_ios() -> Guardrails {
             "config: no interface",
             "config: shutdown",
             "config: no ip routing",
+            // What runs commands later, out of the judge's sight: an
+            // alias, an EEM applet, a kron policy, a macro.
+            "config: alias",
+            "config: event manager",
+            "config: kron",
+            // `mac` is a keyword of its own (mac address-table).
+            "config: macr[o]",
         ],
     )
 }
@@ -598,6 +605,9 @@ pub(super) fn cisco_nxos() -> Guardrails {
             "config: no feature",
             "config: no router <any>",
             "config: shutdown",
+            "config: cli alias",
+            "config: event manager",
+            "config: scheduler",
         ],
     )
 }
@@ -632,6 +642,9 @@ pub(super) fn juniper_junos() -> Guardrails {
             "config: delete",
             "config: deactivate protocols",
             "config: set system root-authentication",
+            // Commit, op and event scripts run what the judge never sees.
+            "config: set system scripts",
+            "config: set event-options",
         ],
     )
 }
@@ -658,6 +671,9 @@ pub(super) fn arista_eos() -> Guardrails {
             "zerotouch",
             "config: no router <any>",
             "config: shutdown",
+            "config: alias",
+            "config: event-handler",
+            "config: schedule",
         ],
     )
 }
@@ -689,6 +705,8 @@ pub(super) fn huawei_vrp() -> Guardrails {
             "config: undo isis",
             "config: shutdown",
             "config: clear configuration",
+            "config: command-alias",
+            "config: ops",
         ],
     )
 }
@@ -767,6 +785,8 @@ pub(super) fn hp_procurve() -> Guardrails {
             "config: no ip routing",
             "config: no vlan",
             "config: interface <any> disable",
+            "config: alias",
+            "config: job",
         ],
     )
 }
@@ -831,13 +851,13 @@ mod tests {
     #[test]
     fn every_family_ships_dangerous_commands_that_parse() {
         for (family, list, n) in [
-            ("cisco-ios", cisco_ios(), 29),
-            ("cisco-nxos", cisco_nxos(), 23),
-            ("juniper-junos", juniper_junos(), 25),
-            ("arista-eos", arista_eos(), 17),
-            ("huawei-vrp", huawei_vrp(), 22),
+            ("cisco-ios", cisco_ios(), 33),
+            ("cisco-nxos", cisco_nxos(), 26),
+            ("juniper-junos", juniper_junos(), 27),
+            ("arista-eos", arista_eos(), 20),
+            ("huawei-vrp", huawei_vrp(), 24),
             ("linux", linux(), 45),
-            ("hp-procurve", hp_procurve(), 15),
+            ("hp-procurve", hp_procurve(), 17),
             ("frr", frr(), 21),
         ] {
             // None was dropped for not parsing.
