@@ -54,6 +54,7 @@ mod metrics;
 mod notify;
 mod pagers;
 mod policy;
+mod policy_corpus;
 mod progress;
 mod prompts;
 mod python_sdk;
