@@ -39,6 +39,12 @@ impl WebSite {
     /// Starts the devices and the daemon; returns once it listens and
     /// its ports had their first open attempt.
     pub async fn start() -> WebSite {
+        WebSite::start_with("", "").await
+    }
+
+    /// [`WebSite::start`] with `server` added to `[server]` and `sw1_extra`
+    /// added to `[ports.sw1]` (TOML lines, e.g. `policy = "guarded"`).
+    pub async fn start_with(server: &str, sw1_extra: &str) -> WebSite {
         let dir = tempfile::tempdir().expect("temp dir");
         let sw1 = serialgate_sim::spawn(Profile::CiscoIos, Some(dir.path().join("sw1")))
             .await
@@ -59,7 +65,7 @@ impl WebSite {
         std::fs::write(
             &config,
             format!(
-                "[server]\nlog_dir = \"logs\"\nstate_dir = \"state\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n[ports.sw2]\ndevice = {:?}\npreset = \"juniper-junos\"\n\n{tokens}",
+                "[server]\nlog_dir = \"logs\"\nstate_dir = \"state\"\n{server}\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n{sw1_extra}\n\n[ports.sw2]\ndevice = {:?}\npreset = \"juniper-junos\"\n\n{tokens}",
                 dir.path().join("sw1").display(),
                 dir.path().join("sw2").display(),
             ),
