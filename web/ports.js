@@ -72,7 +72,9 @@
     return tr;
   };
 
+  let last = null; // the last snapshot
   const render = (snapshot) => {
+    last = snapshot;
     body.replaceChildren(...snapshot.ports.map(row));
     const cards = [];
     for (const port of snapshot.ports) {
@@ -87,7 +89,6 @@
     document.getElementById("bytes-note").textContent =
       `Bytes in (from the device) and out (to it) since ${snapshot.bytes_since}; `
       + "counts and last lines refresh at most once a second while output flows.";
-    document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
   };
 
   serialgate.live("/web/ports/live", {
@@ -95,11 +96,18 @@
     message(event) {
       const message = JSON.parse(event.data);
       switch (message.type) {
-        case "ports": render(message); return true;
+        case "ports":
+          render(message);
+          document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
+          return true;
         case "decided":
           note(`you ${message.approved ? "approved" : "denied"} request ${message.id} on ${message.port}`);
           return false;
-        case "error": note(`${message.code}: ${message.message}`, "error"); return false;
+        case "error":
+          note(`${message.code}: ${message.message}`, "error");
+          // The buttons pressed come back: nothing was decided.
+          if (last) render(last);
+          return false;
         default: return false;
       }
     },

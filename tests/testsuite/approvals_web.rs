@@ -17,6 +17,10 @@ use serialgate_testkit::web::{AGENT, AUDIT, NOC, WebSite};
 /// page that rendered it as HTML would run the script or show an image.
 const HOSTILE: &str = "reload <img src=x onerror=\"document.body.dataset.pwned='img'\"><script>document.body.dataset.pwned='script'</script>";
 
+/// What the site's config adds: a minute to decide, `sw1` under `guarded`.
+const SERVER: &str = "approval_timeout = \"60s\"";
+const SW1: &str = "policy = \"guarded\"";
+
 /// Whether the browser tests can run here; says why not when they cannot.
 fn browser_here() -> bool {
     let here = browser::available();
@@ -31,7 +35,7 @@ fn browser_here() -> bool {
 /// The site with `sw1` under `guarded` and the agent in privileged mode
 /// on it.
 async fn guarded_site() -> (WebSite, Arc<GateClient>) {
-    let site = WebSite::start_with("approval_timeout = \"60s\"", "policy = \"guarded\"").await;
+    let site = WebSite::start_with(SERVER, SW1).await;
     let agent = site.agent().await;
     agent
         .call("connect", json!({"port": "sw1"}))
@@ -198,6 +202,39 @@ async fn the_requesters_own_token_and_a_read_token_cannot_decide_in_the_web_view
             .expect("MCP")
             .ok();
         assert_eq!(status["pending_approvals"][0]["line"], "reload in 5", "{status}");
+        assert_eq!(received(&site, "reload in 5"), 0);
+        assert!(!asked.is_finished(), "the call ended: {:?}", asked.await);
+        asked.abort();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_page_open_before_its_token_lost_write_access_decides_nothing() {
+    if !browser_here() {
+        return;
+    }
+    let (site, agent) = guarded_site().await;
+    browser::session(move |browser| async move {
+        browser.sign_in(&site.base, NOC).await;
+        browser.until(&row("sw1"), "open").await;
+        let asked = ask(&agent, "reload in 5");
+        browser.until(&row("sw1"), "1 waiting").await;
+        browser.until_text("#who", "noc (write)").await;
+
+        // A reload leaves `noc` read access; the open page's feed follows.
+        site.reload(SERVER, SW1, "read").await;
+        browser.until_text("#who", "noc (read)").await;
+        let disabled = browser
+            .eval("return [...document.querySelectorAll('.approval button')].map(b => b.disabled);")
+            .await;
+        assert_eq!(disabled, json!([true, true]), "buttons after the reload");
+        // Pressed all the same, on the feed opened while it could write.
+        browser
+            .eval("const b = document.querySelector('.approval .approve'); b.disabled = false; b.click(); return true;")
+            .await;
+        let note = browser.until_text("#approval-note", "forbidden").await;
+        assert!(note.contains("needs what typing does"), "{note}");
         assert_eq!(received(&site, "reload in 5"), 0);
         assert!(!asked.is_finished(), "the call ended: {:?}", asked.await);
         asked.abort();
