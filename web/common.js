@@ -58,6 +58,55 @@ const serialgate = {
     connect();
   },
 
+  // One request waiting for a person's approval, as a card: who asks,
+  // the exact line, its mode, why, how long is left, `screen` (the port's
+  // last lines, or nothing) and Approve and Deny buttons, which call
+  // `decide(request, approve)`. Every string is set as text: a line is
+  // whatever the agent sent. `disabled`: the buttons are (read access).
+  approvalCard(request, screen, decide, disabled) {
+    const { el } = serialgate;
+    const card = el("div", null, "approval");
+    card.dataset.id = String(request.id);
+    card.dataset.port = request.port;
+    const head = el("div", null, "approval-head");
+    const expires = el("span", null, "expires");
+    expires.dataset.deadline = String(performance.now() + request.expires_in_s * 1000);
+    head.append(el("span", `request ${request.id} on ${request.port}`), expires);
+    card.append(head, el("div", `${request.who} asks to send`, "asker"));
+    card.append(el("code", request.line, "line"));
+    card.append(el("div", `${request.mode} mode · ${request.reason}`, "why"));
+    if (screen && screen.length > 0) card.append(el("pre", screen.join("\n"), "screen-lines"));
+    const buttons = el("div", null, "decide");
+    const approve = el("button", "Approve", "approve");
+    const deny = el("button", "Deny", "deny");
+    for (const [button, yes] of [[approve, true], [deny, false]]) {
+      button.type = "button";
+      button.disabled = Boolean(disabled);
+      button.onclick = () => {
+        approve.disabled = true;
+        deny.disabled = true;
+        decide(request, yes);
+      };
+    }
+    buttons.append(approve, deny);
+    card.append(buttons);
+    serialgate.countdown();
+    return card;
+  },
+
+  // Shows the seconds left on every card's `.expires`, now and each
+  // second (one timer for the page).
+  countdown() {
+    const tick = () => {
+      for (const node of document.querySelectorAll(".approval .expires")) {
+        const left = Math.max(0, Math.round((Number(node.dataset.deadline) - performance.now()) / 1000));
+        node.textContent = left > 0 ? `expires in ${left} s` : "expired";
+      }
+    };
+    tick();
+    if (!serialgate.ticking) serialgate.ticking = setInterval(tick, 1000);
+  },
+
   // An element with text (never HTML) and a class.
   el(tag, text, className) {
     const node = document.createElement(tag);

@@ -44,6 +44,20 @@
   const send = (message) => {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
   };
+  // The lines waiting on this port for a person's approval: a badge in
+  // the header and a card each, whose buttons decide on this console's
+  // own connection (the daemon checks who may decide).
+  let readOnly = false;
+  const decide = (request, approve) =>
+    send({ type: "decide", id: request.id, line: request.line, approve });
+  const showApprovals = (pending) => {
+    const badge = document.getElementById("approvals-badge");
+    badge.textContent = `${pending.length} waiting for approval`;
+    badge.hidden = pending.length === 0;
+    document.getElementById("approval-list").replaceChildren(
+      ...pending.map((request) => serialgate.approvalCard(request, null, decide, readOnly)));
+    document.getElementById("approvals").hidden = pending.length === 0;
+  };
   for (const id of ["acquire", "force", "release"]) {
     document.getElementById(id).onclick = () => send({ type: id });
   }
@@ -103,6 +117,8 @@
       case "joined": event(`${m.participant.who} attached${m.participant.spy ? " (spy)" : ""}`); break;
       case "left": event(`${m.participant.who} left`); break;
       case "truncated": event(`output ${m.from}–${m.to} was dropped by retention`, "error"); break;
+      case "approvals": showApprovals(m.pending); break;
+      case "decided": event(`you ${m.approved ? "approved" : "denied"} request ${m.id}: ${m.line}`); break;
       case "error": event(`${m.code}: ${m.message}`, "error"); break;
       case "bye": event(`the gateway ended this console: ${m.reason}`, "error"); break;
       default: break;
@@ -135,11 +151,13 @@
     closed() {
       ws = null;
       showState("disconnected");
+      showApprovals([]);
     },
   });
 
   serialgate.whoami().then((me) => {
     if (me && me.access === "read") {
+      readOnly = true;
       for (const id of ["acquire", "force", "release", "break"]) {
         document.getElementById(id).disabled = true;
       }

@@ -1,10 +1,28 @@
 // The ports page: one row per port the token sees, replaced whenever the
-// daemon pushes a snapshot over /web/ports/live.
+// daemon pushes a snapshot over /web/ports/live, with a badge on each port
+// where lines wait for a person's approval, and those requests listed
+// above the table with the port's last lines; Approve and Deny send a
+// decision on the same feed, naming the request and the exact line shown.
 "use strict";
 
 (() => {
   const { el } = serialgate;
   const body = document.querySelector("#ports tbody");
+  let ws = null;
+
+  const note = (text, className) => {
+    const node = document.getElementById("approval-note");
+    node.textContent = text;
+    node.className = `note ${className || ""}`;
+    node.hidden = !text;
+  };
+  const decide = (request, approve) => {
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      note("not connected to the gateway: nothing was decided", "error");
+      return;
+    }
+    ws.send(JSON.stringify({ type: "decide", port: request.port, id: request.id, line: request.line, approve }));
+  };
 
   const since = (rfc3339) => {
     const at = new Date(rfc3339);
@@ -21,6 +39,9 @@
     const link = el("a", port.name);
     link.href = `/web/console/${encodeURIComponent(port.name)}`;
     name.append(link);
+    if (port.approvals_waiting > 0) {
+      name.append(el("span", `${port.approvals_waiting} waiting`, "badge"));
+    }
 
     const state = el("td");
     state.append(el("span", port.state, `state state-${port.state}`));
@@ -51,22 +72,45 @@
     return tr;
   };
 
+  let last = null; // the last snapshot
   const render = (snapshot) => {
+    last = snapshot;
     body.replaceChildren(...snapshot.ports.map(row));
+    const cards = [];
+    for (const port of snapshot.ports) {
+      for (const request of port.approvals) {
+        cards.push(serialgate.approvalCard(request, port.screen, decide, snapshot.access === "read"));
+      }
+    }
+    document.getElementById("approval-list").replaceChildren(...cards);
+    document.getElementById("approvals").hidden = cards.length === 0;
     document.getElementById("empty").hidden = snapshot.ports.length > 0;
     document.getElementById("who").textContent = `${snapshot.token} (${snapshot.access})`;
     document.getElementById("bytes-note").textContent =
       `Bytes in (from the device) and out (to it) since ${snapshot.bytes_since}; `
       + "counts and last lines refresh at most once a second while output flows.";
-    document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
   };
 
   serialgate.live("/web/ports/live", {
+    open(socket) { ws = socket; },
     message(event) {
-      const snapshot = JSON.parse(event.data);
-      if (snapshot.type !== "ports") return false;
-      render(snapshot);
-      return true;
+      const message = JSON.parse(event.data);
+      switch (message.type) {
+        case "ports":
+          render(message);
+          document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
+          return true;
+        case "decided":
+          note(`you ${message.approved ? "approved" : "denied"} request ${message.id} on ${message.port}`);
+          return false;
+        case "error":
+          note(`${message.code}: ${message.message}`, "error");
+          // The buttons pressed come back: nothing was decided.
+          if (last) render(last);
+          return false;
+        default: return false;
+      }
     },
+    closed() { ws = null; },
   });
 })();

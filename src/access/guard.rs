@@ -68,6 +68,9 @@ pub struct NeedsApproval {
     /// The policy lets the requester's own token approve it at the
     /// console (`self_approve`).
     pub self_approve: bool,
+    /// The user of the agent's own MCP client may decide it too
+    /// (`approvers` names `"client_user"`).
+    pub client_user: bool,
 }
 
 /// Where a write goes: the port's config and the preset the connection
@@ -142,6 +145,7 @@ pub fn may_send(
         reason,
         timeout: policy.approval_timeout,
         self_approve: policy.self_approve,
+        client_user: policy.client_user_approves,
     };
     match sending {
         Sending::Lines { text, mode, secret } => {

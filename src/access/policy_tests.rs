@@ -37,6 +37,7 @@ fn policy(
         dangerous,
         approval_timeout: None,
         self_approve: false,
+        client_user_approves: false,
     }
 }
 

@@ -235,6 +235,27 @@ pub fn may_type(caller: &Caller, gateway: &Gateway, port: &str) -> Result<(), Ga
     )
 }
 
+/// Checks that `caller`, a person at a console or in the web view, may
+/// decide a request for approval on `port`: what typing there needs
+/// ([`may_type`]), so that every door a person decides through keeps the
+/// same rule. Which request, its text and four eyes are the store's
+/// (`port/approvals.rs`).
+pub fn may_decide_approval(
+    caller: &Caller,
+    gateway: &Gateway,
+    port: &str,
+) -> Result<(), GateError> {
+    may_type(caller, gateway, port).map_err(|e| {
+        GateError::new(
+            e.code,
+            format!(
+                "deciding a request for approval needs what typing does: {}",
+                e.message
+            ),
+        )
+    })
+}
+
 /// Checks that `caller` may send BREAK on `port`, at a console or over
 /// MCP: the access of `send_break` in [`TOOLS`] (admin), on a port it
 /// may watch.

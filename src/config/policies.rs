@@ -325,6 +325,11 @@ pub struct Policy {
     /// A person at the console with the requester's own token may approve
     /// its requests (`self_approve`, default false: four eyes).
     pub self_approve: bool,
+    /// The user of the requesting agent's own MCP client may decide its
+    /// requests too, asked through MCP elicitation when the client
+    /// declared it (`approvers` names `"client_user"`; default: people
+    /// at a console or in the web view only).
+    pub client_user_approves: bool,
 }
 
 impl Policy {
@@ -338,6 +343,7 @@ impl Policy {
             dangerous,
             approval_timeout: None,
             self_approve: false,
+            client_user_approves: false,
         }
     }
 
@@ -371,6 +377,46 @@ pub(super) struct RawPolicy {
     dangerous: Option<DangerousUse>,
     approval_timeout: Option<Spanned<String>>,
     self_approve: Option<bool>,
+    approvers: Option<Vec<Spanned<String>>>,
+}
+
+/// Who a policy's `approvers` may name.
+const APPROVERS: &str = "\"people\" (a person at a console or in the web view) and \"client_user\" (the user of the agent's own MCP client, asked through elicitation)";
+
+/// Whether `approvers` (at `path`) lets the agent's client's user decide;
+/// an entry that names nobody, or a list without `"people"`, is an error
+/// at it (a person may always decide first).
+fn client_user_approves(
+    approvers: Option<&[Spanned<String>]>,
+    path: &str,
+    src: &Source,
+) -> Result<bool, ConfigError> {
+    let Some(approvers) = approvers else {
+        return Ok(false);
+    };
+    let mut people = false;
+    let mut client_user = false;
+    for entry in approvers {
+        match entry.get_ref().as_str() {
+            "people" => people = true,
+            "client_user" => client_user = true,
+            other => {
+                return Err(src.error(
+                    entry.span(),
+                    format!("{path}.approvers: {other:?} is not an approver; name {APPROVERS}"),
+                ));
+            }
+        }
+    }
+    if !people {
+        return Err(src.error(
+            approvers.first().map_or(0..0, |e| e.span()),
+            format!(
+                "{path}.approvers: \"people\" must be one of them: a person at a console or in the web view can always decide; add \"client_user\" beside it to ask the agent's own user too"
+            ),
+        ));
+    }
+    Ok(client_user)
 }
 
 /// The policies: the built-in ones and the file's, checked.
@@ -430,6 +476,7 @@ pub(super) fn resolve_policies(
                     None => None,
                 },
                 self_approve: raw.self_approve.unwrap_or(false),
+                client_user_approves: client_user_approves(raw.approvers.as_deref(), &path, src)?,
             },
         );
     }

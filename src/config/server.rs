@@ -649,6 +649,32 @@ mod tests {
     }
 
     #[test]
+    fn approvers_of_a_policy() {
+        let c = parse(
+            "[policies.asks-user]\napprovers = [\"people\", \"client_user\"]\n[policies.people]\napprovers = [\"people\"]\n",
+        );
+        assert!(c.policies["asks-user"].client_user_approves);
+        assert!(!c.policies["people"].client_user_approves);
+        assert!(
+            !c.policies["guarded"].client_user_approves,
+            "people only unless said"
+        );
+        assert_error(
+            "[policies.p]\napprovers = [\"people\", \"boss\"]\n",
+            "2:24",
+            &[
+                "policies.p.approvers: \"boss\" is not an approver",
+                "\"client_user\"",
+            ],
+        );
+        assert_error(
+            "[policies.p]\napprovers = [\"client_user\"]\n",
+            "2:14",
+            &["policies.p.approvers: \"people\" must be one of them"],
+        );
+    }
+
+    #[test]
     fn approval_timeout_in_the_server_and_a_policy() {
         use std::time::Duration;
         let c = parse(

@@ -17,7 +17,9 @@ use super::protocol::{
     MAX_REPLAY_LINES, MAX_SERVER_DATA_BYTES, Mode, PortSummary, ServerMessage,
 };
 use crate::access::Caller;
-use crate::access::rules::{may_send_break, may_take_hold, may_type, may_watch};
+use crate::access::rules::{
+    may_decide_approval, may_send_break, may_take_hold, may_type, may_watch,
+};
 use crate::access::standing::{Recheck, Standing};
 use crate::audit::Actor;
 use crate::config::TokenAccess;
@@ -646,15 +648,7 @@ impl Attachment<'_> {
     /// to type at this port (write access), and the store checks the
     /// rest (the request, its text, four eyes).
     fn decide(&self, id: u64, line: &str, approve: bool) -> Result<(), GateError> {
-        may_type(&self.caller, self.gateway, self.port.name()).map_err(|e| {
-            GateError::new(
-                e.code,
-                format!(
-                    "deciding a request for approval needs what typing does: {}",
-                    e.message
-                ),
-            )
-        })?;
+        may_decide_approval(&self.caller, self.gateway, self.port.name())?;
         let request = self
             .port
             .approvals()

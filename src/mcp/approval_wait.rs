@@ -4,7 +4,10 @@
 //! notifications say what it waits for and who may give it, and the call
 //! goes on once a person approves, or ends `denied` when one denies or
 //! nobody decides before `approval_timeout`. Cancelling the call (or the
-//! client going away) withdraws the request.
+//! client going away) withdraws the request. Where the policy names the
+//! client's user among its approvers and the client declared elicitation,
+//! its user is asked too (`mcp/client_user.rs`); the first decision, a
+//! person's or the user's, is taken, and the other question is withdrawn.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +17,7 @@ use rmcp::service::RequestContext;
 use tokio_util::sync::CancellationToken;
 
 use super::authorize::Held;
+use super::client_user::{self, Question};
 use super::dialogue::cancelled;
 use crate::access::policy::CliMode;
 use crate::audit::Actor;
@@ -55,6 +59,7 @@ pub async fn obtain(
                 reason: needs.reason.clone(),
                 timeout,
                 self_approve: needs.self_approve,
+                client_user: needs.client_user,
             },
         )?;
         let id = ticket.id();
@@ -64,8 +69,14 @@ pub async fn obtain(
             "local" | "anonymous" => String::new(),
             token => format!(", with another token than {}", shown(token)),
         };
+        let ask_user = needs.client_user && client_user::may_ask(&context.peer);
+        let also_user = if ask_user {
+            "; your client's user is asked too"
+        } else {
+            ""
+        };
         let waiting = format!(
-            "waiting for a person's approval of {line} on {name} (request {id}; {}): a person attached with `serialgate console {name}` (write access{four_eyes}) approves it with Ctrl-] y or denies it with Ctrl-] n",
+            "waiting for a person's approval of {line} on {name} (request {id}; {}): a person attached with `serialgate console {name}` or in the web view (write access{four_eyes}) approves it with Ctrl-] y or denies it with Ctrl-] n, or with the page's buttons{also_user}",
             needs.reason
         );
         tracing::info!(port = %name, request = id, "{waiting}");
@@ -88,9 +99,37 @@ pub async fn obtain(
             }
         };
         tick(timeout.as_secs());
-        // Ending the wait drops the ticket, which withdraws the request.
+        // The client's user, asked where the policy and the client allow
+        // it: their answer decides in the store, as a person's does, and
+        // the ticket hears it; a question the client cannot take leaves
+        // the request to people. Never ends by itself, so the ticket's
+        // wait ends the select.
+        let store = port.approvals().clone();
+        let mode = mode_name(needs.mode);
+        let user = async {
+            if ask_user {
+                let question = Question {
+                    id,
+                    port: &name,
+                    line: &line,
+                    mode,
+                    reason: &needs.reason,
+                    expires_in_s: timeout.as_secs(),
+                };
+                if let Some(approve) = client_user::ask(&context.peer, &question).await
+                    && let Err(e) = store.decide_as_client_user(id, &needs.text, actor, approve)
+                {
+                    // Decided or expired meanwhile: the ticket says how.
+                    tracing::info!(port = %name, request = id, "the client's user's answer came late: {}", e.message);
+                }
+            }
+            std::future::pending::<()>().await;
+        };
+        // Ending the wait drops the ticket, which withdraws the request,
+        // and the question, which withdraws it from the client.
         let decision = tokio::select! {
             decision = ticket.wait(cancel, PROGRESS_EVERY, tick) => decision,
+            () = user => None,
             () = gone.cancelled() => None,
         };
         match decision {
@@ -111,7 +150,7 @@ pub async fn obtain(
                 return Err(GateError::new(
                     ErrorCode::Denied,
                     format!(
-                        "{line} expired: nobody approved it within {} s (request {id} on {name}; {}); nothing was sent. Ask a person to attach with `serialgate console {name}` and try again",
+                        "{line} expired: nobody approved it within {} s (request {id} on {name}; {}); nothing was sent. Ask a person to attach with `serialgate console {name}` or to open the web view, and try again",
                         timeout.as_secs(),
                         needs.reason
                     ),

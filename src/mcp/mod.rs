@@ -14,6 +14,7 @@ mod alerts;
 mod approval_wait;
 mod args;
 mod authorize;
+mod client_user;
 mod configure;
 mod connect;
 mod control;

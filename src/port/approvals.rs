@@ -12,8 +12,11 @@
 //! the one stored, which nobody changes after the request is made. The
 //! person who decides must be a person (their actor has `person`) and, by
 //! default, another credential than the requester's token (four eyes; see
-//! [`may_decide`]). Requests are capped per token and in all, so that a
-//! caller cannot fill the store.
+//! [`may_decide`]). Where the policy names the client's user among its
+//! approvers, the user of the requester's own MCP client may decide too
+//! ([`Approvals::decide_as_client_user`], asked by the requester's own
+//! door; whichever decision comes first is the one taken). Requests are
+//! capped per token and in all, so that a caller cannot fill the store.
 //!
 //! Every request and its end (approved, denied, expired, withdrawn) goes
 //! to the audit trail with who asked, who decided and the text, and is
@@ -45,6 +48,10 @@ pub const MAX_TEXT_BYTES: usize = 2048;
 /// Numbers requests across every port of the daemon, so that an id names
 /// one request of one port.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How the audit trail and the requester's answer name the user of the
+/// requester's own MCP client when they decide.
+pub const CLIENT_USER: &str = "client_user";
 
 /// Token names that are no `[[tokens]]` credential: the local operator
 /// (stdio, and the console socket, where the kernel names the person) and
@@ -105,6 +112,9 @@ pub struct Asking {
     /// A person with the requester's own token may decide it (the
     /// policy's `self_approve`); never an agent.
     pub self_approve: bool,
+    /// The user of the requester's own MCP client may decide it (the
+    /// policy's `approvers`).
+    pub client_user: bool,
 }
 
 /// One pending request and the way to tell its requester.
@@ -116,6 +126,8 @@ struct Entry {
     deadline: Instant,
     /// See [`Asking::self_approve`].
     self_approve: bool,
+    /// See [`Asking::client_user`].
+    client_user: bool,
     decide: oneshot::Sender<Decision>,
 }
 
@@ -234,6 +246,7 @@ impl Approvals {
                     requester: requester.clone(),
                     deadline: Instant::now() + asking.timeout,
                     self_approve: asking.self_approve,
+                    client_user: asking.client_user,
                     decide: tx,
                 },
             );
@@ -260,6 +273,56 @@ impl Approvals {
         decider: &Actor,
         approve: bool,
     ) -> Result<PendingApproval, GateError> {
+        self.settle(id, line, decider, decider.describe(), approve, |entry| {
+            may_decide(&entry.requester, decider, entry.self_approve)
+        })
+    }
+
+    /// Decides request `id` as the user of the requester's own MCP client
+    /// (`requester` is the session that asked, its door asked its user):
+    /// only for a request of that session, under a policy that names the
+    /// client's user among its approvers, and for the text it showed. The
+    /// audit trail names the decider `client_user` of that session.
+    pub fn decide_as_client_user(
+        &self,
+        id: u64,
+        line: &str,
+        requester: &Actor,
+        approve: bool,
+    ) -> Result<PendingApproval, GateError> {
+        let user = Actor {
+            person: Some(CLIENT_USER.to_owned()),
+            ..requester.clone()
+        };
+        let by = format!("{CLIENT_USER} of {}", requester.describe());
+        self.settle(id, line, &user, by, approve, |entry| {
+            if entry.requester.session != requester.session {
+                return Err(GateError::new(
+                    ErrorCode::Forbidden,
+                    "only the user of the requesting session's own client decides it there",
+                ));
+            }
+            if !entry.client_user {
+                return Err(GateError::new(
+                    ErrorCode::Forbidden,
+                    "the policy does not name the client's user among its approvers: a person at the console decides it",
+                ));
+            }
+            Ok(())
+        })
+    }
+
+    /// Takes request `id` out as decided by `decider` (named `by` in the
+    /// requester's answer) once `check` allows it, for `line` only.
+    fn settle(
+        &self,
+        id: u64,
+        line: &str,
+        decider: &Actor,
+        by: String,
+        approve: bool,
+        check: impl FnOnce(&Entry) -> Result<(), GateError>,
+    ) -> Result<PendingApproval, GateError> {
         let entry = {
             let mut pending = self.lock();
             let Some(entry) = pending.get(&id) else {
@@ -276,13 +339,12 @@ impl Approvals {
                     shown(line)
                 )));
             }
-            may_decide(&entry.requester, decider, entry.self_approve)?;
+            check(entry)?;
             match pending.remove(&id) {
                 Some(entry) => entry,
                 None => return Err(GateError::invalid("the request went away")),
             }
         };
-        let by = decider.describe();
         let (decision, kind, outcome) = if approve {
             (Decision::Approved { by }, "approval approved", "approved")
         } else {
@@ -442,6 +504,7 @@ mod tests {
             reason: "rule".into(),
             timeout: Duration::from_secs(60),
             self_approve: false,
+            client_user: false,
         }
     }
 
@@ -508,6 +571,55 @@ mod tests {
         let long = "reload ".repeat(MAX_TEXT_BYTES);
         let e = store.request(&agent("ops"), asking(&long)).err().unwrap();
         assert!(e.message.contains("smaller parts"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn the_client_user_decides_only_its_own_sessions_requests_where_the_policy_says() {
+        let store = Approvals::new("sw1", Audit::log_only());
+        let mut asked = asking("reload");
+        asked.client_user = true;
+        let mine = store.request(&agent("noc"), asked.clone()).unwrap();
+        let plain = store.request(&agent("noc"), asking("reload")).unwrap();
+        let mut other = agent("noc");
+        other.session = 2;
+        // Another session of the same token, another line, a policy
+        // without the client's user: refused, nothing decided.
+        assert!(
+            store
+                .decide_as_client_user(mine.id(), "reload", &other, true)
+                .is_err()
+        );
+        assert!(
+            store
+                .decide_as_client_user(mine.id(), "reload in 5", &agent("noc"), true)
+                .is_err()
+        );
+        let e = store
+            .decide_as_client_user(plain.id(), "reload", &agent("noc"), true)
+            .unwrap_err();
+        assert!(e.message.contains("approvers"), "{e}");
+        store
+            .decide_as_client_user(mine.id(), "reload", &agent("noc"), false)
+            .unwrap();
+        let d = mine
+            .wait(&CancellationToken::new(), Duration::from_secs(60), |_| {})
+            .await;
+        assert_eq!(
+            d,
+            Some(Decision::Denied {
+                by: "client_user of session 1 (client agent, token noc)".into()
+            })
+        );
+        // Whoever comes first: a person decided, the client's user is late.
+        let first = store.request(&agent("noc"), asked).unwrap();
+        store
+            .decide(first.id(), "reload", &person("ops", 7), true)
+            .unwrap();
+        assert!(
+            store
+                .decide_as_client_user(first.id(), "reload", &agent("noc"), false)
+                .is_err()
+        );
     }
 
     #[tokio::test]

@@ -23,6 +23,8 @@
 
 mod alerts;
 mod approvals;
+mod approvals_mcp_user;
+mod approvals_web;
 mod bigout;
 mod commands;
 mod configure;

@@ -3,7 +3,7 @@
 //! HTTP with a transcript directory, a state directory and four tokens,
 //! and an agent's MCP session over HTTP when a test wants one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serialgate_sim::{Profile, SimHandle};
 
@@ -39,6 +39,12 @@ impl WebSite {
     /// Starts the devices and the daemon; returns once it listens and
     /// its ports had their first open attempt.
     pub async fn start() -> WebSite {
+        WebSite::start_with("", "").await
+    }
+
+    /// [`WebSite::start`] with `server` added to `[server]` and `sw1_extra`
+    /// added to `[ports.sw1]` (TOML lines, e.g. `policy = "guarded"`).
+    pub async fn start_with(server: &str, sw1_extra: &str) -> WebSite {
         let dir = tempfile::tempdir().expect("temp dir");
         let sw1 = serialgate_sim::spawn(Profile::CiscoIos, Some(dir.path().join("sw1")))
             .await
@@ -46,25 +52,7 @@ impl WebSite {
         let sw2 = serialgate_sim::spawn(Profile::JuniperJunos, Some(dir.path().join("sw2")))
             .await
             .expect("simulated router");
-        let tokens = tokens_toml(
-            dir.path(),
-            &[
-                ("noc", NOC, r#"["sw*"]"#, "write"),
-                ("audit", AUDIT, r#"["sw*"]"#, "read"),
-                ("lab", LAB, r#"["lab-*"]"#, "admin"),
-                ("agent", AGENT, r#"["sw*"]"#, "write"),
-            ],
-        );
-        let config = dir.path().join("serialgate.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[server]\nlog_dir = \"logs\"\nstate_dir = \"state\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n[ports.sw2]\ndevice = {:?}\npreset = \"juniper-junos\"\n\n{tokens}",
-                dir.path().join("sw1").display(),
-                dir.path().join("sw2").display(),
-            ),
-        )
-        .expect("write config");
+        let config = write_config(dir.path(), server, sw1_extra, "write");
         let notify = NotifySocket::bind(dir.path());
         let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
         let url = daemon.http_url().await;
@@ -95,6 +83,16 @@ impl WebSite {
         while !self.notify.next().await.starts_with("READY=1") {}
     }
 
+    /// Rewrites the config as [`WebSite::start_with`] wrote it, with
+    /// token `noc`'s access `noc_access` now, sends SIGHUP and waits for
+    /// the reload to be over.
+    pub async fn reload(&self, server: &str, sw1_extra: &str, noc_access: &str) {
+        write_config(self.dir.path(), server, sw1_extra, noc_access);
+        self.daemon.signal(libc::SIGHUP);
+        self.notify.expect("RELOADING=1").await;
+        self.notify.expect("READY=1").await;
+    }
+
     /// `base` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
@@ -111,4 +109,29 @@ impl WebSite {
     pub fn sw1_link(&self) -> PathBuf {
         self.dir.path().join("sw1")
     }
+}
+
+/// Writes the site's config and its tokens' secret files into `dir`; its
+/// path.
+fn write_config(dir: &Path, server: &str, sw1_extra: &str, noc_access: &str) -> PathBuf {
+    let tokens = tokens_toml(
+        dir,
+        &[
+            ("noc", NOC, r#"["sw*"]"#, noc_access),
+            ("audit", AUDIT, r#"["sw*"]"#, "read"),
+            ("lab", LAB, r#"["lab-*"]"#, "admin"),
+            ("agent", AGENT, r#"["sw*"]"#, "write"),
+        ],
+    );
+    let config = dir.join("serialgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlog_dir = \"logs\"\nstate_dir = \"state\"\n{server}\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n{sw1_extra}\n\n[ports.sw2]\ndevice = {:?}\npreset = \"juniper-junos\"\n\n{tokens}",
+            dir.join("sw1").display(),
+            dir.join("sw2").display(),
+        ),
+    )
+    .expect("write config");
+    config
 }

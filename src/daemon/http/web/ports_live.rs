@@ -2,8 +2,16 @@
 //! snapshot of every port the token may see, then a new one whenever a
 //! port's state, its people or its write holder change (at once), or its
 //! output grows (at most once per [`OUTPUT_REFRESH`], for the byte counts
-//! and the last line). Nothing polls: each port's state, presence and log
-//! head are watched, and the gateway says when ports come and go.
+//! and the last line). Nothing polls: each port's state, presence, log
+//! head and requests for approval are watched, and the gateway says when
+//! ports come and go.
+//!
+//! The requests waiting for a person's approval come with each port (the
+//! oldest ones, as many as a console lists, with the port's last lines),
+//! and the page decides them on this feed: a `decide` naming the port, the
+//! request's id and the exact text shown, judged by the same rule as a
+//! console's (`access::rules::may_decide_approval`) and decided by the
+//! port's store, which checks the request, its text and four eyes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,20 +21,23 @@ use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::state::{WebState, login_standing};
 use crate::access::Caller;
-use crate::access::rules::{access_name, may_read_port};
+use crate::access::rules::{access_name, may_decide_approval, may_read_port};
 use crate::access::standing::{Recheck, Standing};
+use crate::audit::Actor;
 use crate::clean::{CleanOptions, clean_output};
 use crate::config::{DeviceMode, ModePrompts};
-use crate::console::attachment::SLOW_WATCHER;
+use crate::console::attachment::{MAX_LISTED_APPROVALS, SLOW_WATCHER};
+use crate::error::{GateError, label, shown};
 use crate::gateway::GatewayPort;
 use crate::matcher::Prompt;
+use crate::port::approvals::{MAX_TEXT_BYTES, PendingApproval};
 use crate::port::{Participant, Port, PortEvent, PortState};
 
 /// The shortest time between two snapshots sent because output arrived.
@@ -35,6 +46,17 @@ pub const OUTPUT_REFRESH: Duration = Duration::from_secs(1);
 const TAIL_BYTES: u64 = 512;
 /// Characters of the last line shown.
 const LAST_LINE_CHARS: usize = 160;
+/// Bytes of a port's newest output searched for the lines shown beside
+/// its requests for approval.
+const SCREEN_TAIL_BYTES: u64 = 4096;
+/// Lines of the port's output shown beside its requests for approval:
+/// what the device said before the line a person is asked about.
+const SCREEN_LINES: usize = 12;
+/// The largest message the page may send: a decision with a text of
+/// [`MAX_TEXT_BYTES`], every byte of it escaped in JSON.
+const MAX_PAGE_MESSAGE_BYTES: usize = 2 * MAX_TEXT_BYTES + 1024;
+/// The client name of the web view's decisions, in the audit trail.
+const WEB_VIEW_CLIENT: &str = "web view";
 
 /// One snapshot, as the page receives it.
 #[derive(Serialize)]
@@ -69,6 +91,31 @@ struct PortView {
     bytes_read: u64,
     bytes_written: u64,
     last_loss: Option<PortEvent>,
+    /// The oldest requests waiting for a person's approval (at most
+    /// [`MAX_LISTED_APPROVALS`]).
+    approvals: Vec<PendingApproval>,
+    /// How many wait in all (the badge).
+    approvals_waiting: usize,
+    /// The port's last lines of output while requests wait (what the
+    /// device said before them); empty otherwise.
+    screen: Vec<String>,
+}
+
+/// What the page sends on the feed.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum PageMessage {
+    /// Approve or deny a request the page was shown.
+    Decide {
+        /// The request's port.
+        port: String,
+        /// The request's id.
+        id: u64,
+        /// The exact text the person was shown.
+        line: String,
+        /// Approve (`true`) or deny.
+        approve: bool,
+    },
 }
 
 /// The write holder, and whether it is a person or an agent.
@@ -98,7 +145,7 @@ pub async fn live(
         }
     };
     upgrade
-        .max_message_size(4096)
+        .max_message_size(MAX_PAGE_MESSAGE_BYTES)
         .on_upgrade(move |socket| feed(socket, state, standing))
 }
 
@@ -115,6 +162,13 @@ struct Wakes {
 async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
     let (mut sink, mut stream) = socket.split();
     let mut ports_rx = state.gateway.watch_ports();
+    // The person behind this page, as their decisions are audited.
+    let actor = Actor {
+        session: crate::audit::next_session(),
+        client: WEB_VIEW_CLIENT.to_owned(),
+        token: standing.caller().name.clone(),
+        person: Some(label(&standing.caller().name)),
+    };
     loop {
         ports_rx.borrow_and_update();
         let caller = standing.caller().clone();
@@ -154,7 +208,14 @@ async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
                 () = tokio::time::sleep_until(due), if pending.is_some() => {}
                 message = stream.next() => match message {
                     Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
-                    // The page sends nothing; anything it does is ignored.
+                    Some(Ok(Message::Text(text))) => {
+                        let answer = page_message(&state, standing.caller(), &actor, &visible, &text);
+                        if !send_json(&mut sink, &answer).await {
+                            return;
+                        }
+                        // The store's change wakes the next snapshot.
+                        continue;
+                    }
                     Some(Ok(_)) => continue,
                 },
                 () = state.cancel.cancelled() => {
@@ -191,13 +252,72 @@ async fn bye(sink: &mut futures_util::stream::SplitSink<WebSocket, Message>, rea
     .await;
 }
 
+/// Handles one message of the page: a decision on a request for
+/// approval, as `actor` with the rights of `caller` now; the answer to
+/// send back (`decided`, or an `error` saying what to do).
+fn page_message(
+    state: &WebState,
+    caller: &Caller,
+    actor: &Actor,
+    visible: &[Shown],
+    text: &str,
+) -> serde_json::Value {
+    let decided = serde_json::from_str::<PageMessage>(text)
+        .map_err(|e| {
+            GateError::invalid(format!(
+                "not a message of the ports page ({}): send {{\"type\":\"decide\",\"port\":...,\"id\":...,\"line\":...,\"approve\":true}}; nothing was done",
+                label(&e.to_string())
+            ))
+        })
+        .and_then(|PageMessage::Decide { port, id, line, approve }| {
+            let found = visible
+                .iter()
+                .find(|s| s.gp.port.name() == port)
+                .ok_or_else(|| {
+                    GateError::invalid(format!(
+                        "no port {} on this page; nothing was decided",
+                        shown(&port)
+                    ))
+                })?;
+            may_decide_approval(caller, &state.gateway, &port)?;
+            let request = found.gp.port.approvals().decide(id, &line, actor, approve)?;
+            tracing::info!(
+                port = %port,
+                request = id,
+                "{} {} request {id} of {}: {}",
+                actor.describe(),
+                if approve { "approved" } else { "denied" },
+                request.who,
+                shown(&request.line)
+            );
+            Ok(serde_json::json!({
+                "type": "decided", "port": port, "id": id, "line": request.line, "approved": approve,
+            }))
+        });
+    decided.unwrap_or_else(
+        |e| serde_json::json!({"type": "error", "code": e.code.as_str(), "message": e.message}),
+    )
+}
+
 /// Sends one snapshot; false when the browser is gone or took longer than
 /// [`SLOW_WATCHER`] to take it.
 async fn send(
     sink: &mut futures_util::stream::SplitSink<WebSocket, Message>,
     snapshot: &Snapshot,
 ) -> bool {
-    let Ok(text) = serde_json::to_string(snapshot) else {
+    let Ok(value) = serde_json::to_value(snapshot) else {
+        return false;
+    };
+    send_json(sink, &value).await
+}
+
+/// Sends one JSON message; false when the browser is gone or took longer
+/// than [`SLOW_WATCHER`] to take it.
+async fn send_json(
+    sink: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    message: &serde_json::Value,
+) -> bool {
+    let Ok(text) = serde_json::to_string(message) else {
         return false;
     };
     matches!(
@@ -211,8 +331,15 @@ async fn watch_port(port: Port, wakes: Arc<Wakes>) {
     let mut state = port.watch_state();
     let mut presence = port.watch_presence();
     let mut head = port.log().subscribe();
+    let mut approvals = port.approvals().watch();
     loop {
         tokio::select! {
+            changed = approvals.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                wakes.now.notify_one();
+            }
             changed = state.changed() => {
                 if changed.is_err() {
                     return;
@@ -282,6 +409,17 @@ fn view(shown: &Shown) -> PortView {
         since: h.since,
     });
     let last_loss = port.last_loss();
+    let mut approvals = port.approvals().list();
+    let approvals_waiting = approvals.len();
+    approvals.truncate(MAX_LISTED_APPROVALS);
+    let screen = if approvals.is_empty() {
+        Vec::new()
+    } else {
+        last_lines(
+            &log.copy_range(head.saturating_sub(SCREEN_TAIL_BYTES), head),
+            SCREEN_LINES,
+        )
+    };
     let reason = match state {
         PortState::Open => None,
         PortState::Down => port.down_reason(),
@@ -304,7 +442,26 @@ fn view(shown: &Shown) -> PortView {
         bytes_read: head,
         bytes_written: port.bytes_written(),
         last_loss,
+        approvals,
+        approvals_waiting,
+        screen,
     }
+}
+
+/// The last `n` lines of `tail` as a terminal would leave them (see
+/// [`last_line`]), blank ones at the end left out, each cut to
+/// [`LAST_LINE_CHARS`].
+fn last_lines(tail: &[u8], n: usize) -> Vec<String> {
+    let text = clean_output(tail, &CleanOptions::default());
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .map_or(0, |at| at + 1);
+    lines[end.saturating_sub(n)..end]
+        .iter()
+        .map(|l| l.trim_end().chars().take(LAST_LINE_CHARS).collect())
+        .collect()
 }
 
 /// The last non-blank line of `tail` as a terminal would leave it: the
@@ -323,6 +480,15 @@ fn last_line(tail: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lines_beside_a_request_are_the_last_a_terminal_shows() {
+        let tail = b"\x1b[1mone\x1b[0m\r\ntwo\r\n--More--\r        \rthree\r\nSW1#\r\n\r\n";
+        assert_eq!(last_lines(tail, 3), ["two", "three", "SW1#"]);
+        assert_eq!(last_lines(tail, 10), ["one", "two", "three", "SW1#"]);
+        assert!(last_lines(b"", 3).is_empty());
+        assert!(last_lines(b"\r\n\r\n", 3).is_empty());
+    }
 
     #[test]
     fn the_last_line_is_what_a_terminal_shows() {

@@ -1,0 +1,146 @@
+//! Asking the user of the agent's own MCP client to approve a held line,
+//! through MCP elicitation (`elicitation/create`), where the line's policy
+//! names the client's user among its approvers and the client declared
+//! the `elicitation` capability when it initialized. The question shows
+//! the exact line, the port, the mode and why; the user's answer decides
+//! the request in the port's store (`port/approvals.rs`) as `client_user`
+//! of the session, beside the people at a console, whoever comes first.
+//! A client that did not declare the capability is never asked.
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, EnumSchema, RequestId, ServerRequest,
+};
+use rmcp::service::{Peer, PeerRequestOptions};
+
+/// The form's one field: the user's decision.
+const FIELD: &str = "decision";
+/// The answer that approves; every other answer (deny, decline, cancel,
+/// a form without it) denies.
+const APPROVE: &str = "approve";
+const DENY: &str = "deny";
+
+/// Whether `peer`'s client declared that it shows forms to its user.
+pub fn may_ask(peer: &Peer<RoleServer>) -> bool {
+    peer.supported_elicitation_modes()
+        .contains(&rmcp::service::ElicitationMode::Form)
+}
+
+/// What the client's user is asked about a request.
+pub struct Question<'a> {
+    /// The request's id.
+    pub id: u64,
+    /// The port.
+    pub port: &'a str,
+    /// The exact text, as messages show it (bounded, escaped).
+    pub line: &'a str,
+    /// The mode it arrives in.
+    pub mode: &'a str,
+    /// Why it needs approval.
+    pub reason: &'a str,
+    /// Seconds before it expires.
+    pub expires_in_s: u64,
+}
+
+/// Asks the client's user and returns their decision: `Some(true)` when
+/// they accepted the form with `approve`, `Some(false)` when they denied,
+/// declined or cancelled; `None` when the client could not be asked (it
+/// answered with an error, or the connection failed), when the request
+/// then waits for a person only. Dropping the future withdraws the
+/// question (`notifications/cancelled`).
+pub async fn ask(peer: &Peer<RoleServer>, question: &Question<'_>) -> Option<bool> {
+    let schema = ElicitationSchema::builder()
+        .required_enum_schema(
+            FIELD,
+            EnumSchema::builder(vec![APPROVE.to_owned(), DENY.to_owned()])
+                .description("approve sends the line to the device once; deny sends nothing")
+                .build(),
+        )
+        .build()
+        .ok()?;
+    let message = format!(
+        "serialgate: your agent asks to send {} ({} mode) on {}: {}. Approve sending it? (request {}, expires in {} s)",
+        question.line,
+        question.mode,
+        question.port,
+        question.reason,
+        question.id,
+        question.expires_in_s
+    );
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: schema,
+    };
+    let handle = match peer
+        .send_cancellable_request(
+            ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+    {
+        Ok(handle) => handle,
+        Err(e) => {
+            tracing::info!(port = %question.port, request = question.id, "the client's user cannot be asked: {e}");
+            return None;
+        }
+    };
+    let withdraw = Withdraw {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let answer = handle.await_response().await;
+    withdraw.answered();
+    match answer {
+        Ok(ClientResult::ElicitResult(result)) => Some(
+            result.action == ElicitationAction::Accept
+                && result
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get(FIELD))
+                    .and_then(|v| v.as_str())
+                    == Some(APPROVE),
+        ),
+        Ok(_) => {
+            tracing::info!(port = %question.port, request = question.id, "the client answered the question for its user with something else");
+            None
+        }
+        Err(e) => {
+            tracing::info!(port = %question.port, request = question.id, "the client's user was not asked: {e}");
+            None
+        }
+    }
+}
+
+/// Cancels the question when the wait ends before the user answers (a
+/// person decided first, the request expired, the call was cancelled).
+struct Withdraw {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Withdraw {
+    /// The user answered: nothing to withdraw.
+    fn answered(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        // Never wait for the client: the notification goes on its own.
+        tokio::spawn(async move {
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("decided elsewhere, expired or withdrawn".to_owned()),
+                ))
+                .await;
+        });
+    }
+}
