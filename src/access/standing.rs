@@ -24,6 +24,9 @@ enum Source {
     /// and only while its secret is still the one the connection showed
     /// (the digest as the config held it when the connection opened).
     Token { secret: Option<[u8; 32]> },
+    /// A person of `[[people]]` at the SSH door: found again by name, and
+    /// only while the key they signed in with is still one of theirs.
+    Person { key: Box<russh::keys::PublicKey> },
     /// A browser login: asked of the login store, and re-checked when a
     /// login ends.
     Login {
@@ -74,6 +77,13 @@ impl Standing {
         Standing::new(caller, gateway, Source::Token { secret })
     }
 
+    /// A person's caller at the SSH door, signed in with `key`: found
+    /// again by name at every reload; a removed key or person closes the
+    /// connection, narrowed ports or access apply at once.
+    pub fn person(caller: Caller, gateway: &Gateway, key: russh::keys::PublicKey) -> Standing {
+        Standing::new(caller, gateway, Source::Person { key: Box::new(key) })
+    }
+
     /// A browser login's caller: `resolve` finds it again at every reload
     /// and whenever `ended` says a login ended.
     pub fn login(
@@ -99,7 +109,7 @@ impl Standing {
     pub async fn changed(&mut self) -> Result<Recheck, String> {
         match &mut self.source {
             Source::Fixed => std::future::pending::<()>().await,
-            Source::Token { .. } => {
+            Source::Token { .. } | Source::Person { .. } => {
                 if self.config.changed().await.is_err() {
                     return std::future::pending().await;
                 }
@@ -140,6 +150,24 @@ impl Standing {
                     ));
                 }
                 Some(Caller::from_token(token))
+            }
+            Source::Person { key } => {
+                let config = self.gateway.config();
+                let person = config
+                    .people
+                    .iter()
+                    .find(|p| p.name == name)
+                    .ok_or_else(|| {
+                        format!(
+                            "person {name:?} was removed from the config; this connection is closed"
+                        )
+                    })?;
+                if !person.has_key(key) {
+                    return Err(format!(
+                        "the key person {name:?} signed in with was removed from their authorized_keys; this connection is closed"
+                    ));
+                }
+                Some(Caller::from_person(person))
             }
             Source::Login { resolve, ended } => {
                 ended.borrow_and_update();
