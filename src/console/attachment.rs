@@ -206,6 +206,8 @@ struct Attachment<'a> {
 
 /// The web view's name for itself in its hello.
 const WEB_VIEW_CLIENT: &str = "web view";
+/// The SSH door's name for its people's attachments.
+pub const SSH_CLIENT: &str = "ssh";
 
 /// What a person does about a port someone else holds, in the client
 /// they attached with: the web view's Force button, the console client's
@@ -215,6 +217,9 @@ fn hold_hint(client: Option<&str>) -> &'static str {
     match client {
         Some(WEB_VIEW_CLIENT) => {
             "To write, press Force (the holder becomes read-only; taking the hold from another token's session needs admin access)"
+        }
+        Some(SSH_CLIENT) => {
+            "To write, force the hold with Ctrl-] f (the holder becomes read-only; taking the hold from another's session needs admin access)"
         }
         _ => {
             "To write, force the hold with Ctrl-] f, or attach again with serialgate console --force (the holder becomes read-only; taking the hold from another token's session needs admin access)"
@@ -648,6 +653,15 @@ impl Attachment<'_> {
                 ),
             )
         })?;
+        if !self.caller.may_approve {
+            return Err(GateError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{} may not decide requests for approval (their [[people]] entry says approve = false); ask a person who may",
+                    self.caller.who()
+                ),
+            ));
+        }
         let request = self
             .port
             .approvals()
@@ -676,8 +690,8 @@ impl Attachment<'_> {
             GateError::new(
                 ErrorCode::Forbidden,
                 format!(
-                    "token {:?} has read access: it can watch {} but not write to it",
-                    self.caller.name,
+                    "{} has read access: it can watch {} but not write to it",
+                    self.caller.who(),
                     self.port.name()
                 ),
             )

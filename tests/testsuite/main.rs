@@ -62,6 +62,7 @@ mod remote;
 mod restart;
 mod ser2net;
 mod service;
+mod ssh;
 mod terminal;
 mod transfer;
 mod vendors;
