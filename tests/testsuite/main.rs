@@ -38,6 +38,7 @@ mod hostile_http;
 mod hostile_remotes;
 mod hostile_scope;
 mod hostile_secrets;
+mod hostile_ssh;
 mod hostile_throttle;
 mod hostile_watches;
 mod hostile_web;

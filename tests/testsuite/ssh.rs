@@ -166,12 +166,30 @@ impl Door {
         key: &str,
         args: &[&str],
     ) -> Child {
+        self.ssh_with(terminal, user, key, args, &[])
+    }
+
+    /// [`Door::ssh`] with `env` set for ssh (an agent's socket, a display).
+    pub(super) fn ssh_with(
+        &self,
+        terminal: Option<&Terminal>,
+        user: &str,
+        key: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Child {
         let mut cmd = Command::new("ssh");
         cmd.arg("-F")
             .arg("/dev/null")
             .arg("-i")
             .arg(self.dir.path().join(key))
-            .args(["-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none"])
+            .args(["-o", "IdentitiesOnly=yes"])
+            // No agent's keys, unless a test forwards one (`-A`).
+            .args(if env.iter().any(|(name, _)| *name == "SSH_AUTH_SOCK") {
+                &[][..]
+            } else {
+                &["-o", "IdentityAgent=none"][..]
+            })
             .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"])
             .arg("-o")
             .arg(format!(
@@ -191,6 +209,7 @@ impl Door {
             .args(args)
             .env_remove("SSH_AUTH_SOCK")
             .env_remove("DISPLAY")
+            .envs(env.iter().copied())
             .kill_on_drop(true);
         match terminal {
             Some(t) => cmd.stdin(t.stdio()).stdout(t.stdio()).stderr(t.stdio()),
