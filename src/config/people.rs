@@ -172,3 +172,84 @@ fn read_authorized_keys(file: &Path, src: &Source) -> Result<Vec<PublicKey>, Str
     }
     Ok(keys)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use crate::access::Caller;
+
+    const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop";
+
+    fn person(keys_file: &str, extra: &str) -> String {
+        format!(
+            "[[people]]\nname = \"alice\"\nauthorized_keys = \"{keys_file}\"\nports = [\"core-*\"]\naccess = \"write\"\n{extra}"
+        )
+    }
+
+    #[test]
+    fn a_person_is_read_with_her_keys_and_becomes_a_caller() {
+        let (dir, file) = secrets();
+        write_private(
+            &dir.path().join("alice.keys"),
+            &format!("# laptop\n{KEY}\n\n"),
+        );
+        let c = parse_in(&file, &person("alice.keys", "approve = true\n")).unwrap();
+        let alice = &c.people[0];
+        assert_eq!(alice.keys.len(), 1);
+        assert!(alice.approve);
+        assert!(alice.fingerprints()[0].starts_with("SHA256:"));
+        let caller = Caller::from_person(alice);
+        assert!(caller.may_use_port("core-sw1") && !caller.may_use_port("lab-r1"));
+        assert_eq!(caller.who(), "person \"alice\"");
+        assert!(caller.may_approve && !caller.use_credentials);
+        let summary = c.summary().to_string();
+        assert!(
+            summary.contains(
+                "alice: write access, ports core-*, 1 key(s) from alice.keys, may approve"
+            ),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn keys_others_may_change_options_and_empty_files_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, file) = secrets();
+        let keys = dir.path().join("alice.keys");
+        write_private(&keys, &format!("{KEY}\n"));
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = parse_in(&file, &person("alice.keys", "")).unwrap_err();
+        assert!(e.message.contains("(mode 644): chmod 600"), "{e}");
+        write_private(&keys, &format!("command=\"/bin/sh\" {KEY}\n"));
+        let e = parse_in(&file, &person("alice.keys", "")).unwrap_err();
+        assert!(e.message.contains("options before the key"), "{e}");
+        write_private(&keys, "# nothing\n");
+        let e = parse_in(&file, &person("alice.keys", "")).unwrap_err();
+        assert!(e.message.contains("holds no public key"), "{e}");
+        write_private(&keys, "not a key\n");
+        let e = parse_in(&file, &person("alice.keys", "")).unwrap_err();
+        assert!(e.message.contains("line 1: not a public key"), "{e}");
+        write_private(&keys, &format!("{KEY}\n"));
+        let e = parse_in(
+            &file,
+            &person("alice.keys", "access = \"metrics\"\n").replace("access = \"write\"\n", ""),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("metrics opens no console"), "{e}");
+        let e = parse_in(
+            &file,
+            &person("alice.keys", "").replace("\"alice\"", "\"al ice\""),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("people[0].name"), "{e}");
+    }
+
+    #[test]
+    fn ssh_listen_needs_a_state_dir() {
+        let e = error("[server]\nssh_listen = \"127.0.0.1:2222\"\n");
+        assert!(
+            e.contains("server.ssh_listen") && e.contains("state_dir"),
+            "{e}"
+        );
+    }
+}

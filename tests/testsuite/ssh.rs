@@ -33,6 +33,8 @@ pub(super) struct Door {
     pub(super) port: u16,
     /// The MCP URL.
     pub(super) url: String,
+    /// The host key's fingerprint, as the daemon printed it at start.
+    pub(super) fingerprint: String,
     _notify: NotifySocket,
 }
 
@@ -124,8 +126,14 @@ impl Door {
             .and_then(|rest| rest.split(' ').next())
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no port in {line:?}"));
+        let fingerprint = line
+            .split("host key ")
+            .nth(1)
+            .map(|rest| rest.trim_end_matches(')').to_owned())
+            .unwrap_or_else(|| panic!("no fingerprint in {line:?}"));
         let url = daemon.http_url().await;
         let door = Door {
+            fingerprint,
             sim,
             daemon,
             config,
@@ -313,6 +321,24 @@ async fn a_port_in_the_user_name_or_the_command_attaches_at_once_and_spy_only_wa
         return;
     }
     let door = Door::start().await;
+
+    // check-config shows the host key the daemon made and serves.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_serialgate"))
+        .arg("check-config")
+        .arg(&door.config)
+        .output()
+        .expect("check-config");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(&format!("ssh host key: {} (", door.fingerprint))
+            && shown.contains("ssh: 127.0.0.1:0, public keys of [[people]] only"),
+        "{shown}"
+    );
+    assert!(
+        door.fingerprint.starts_with("SHA256:"),
+        "{}",
+        door.fingerprint
+    );
 
     // The console-server convention: alice:sw1.
     let mut terminal = Terminal::open();
