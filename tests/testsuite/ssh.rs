@@ -57,20 +57,22 @@ pub(super) fn have_openssh() -> bool {
     true
 }
 
-/// The `[[people]]` of every door: alice (admin, every port), bob (read,
-/// sw1 only), each with a key of their own in the test's directory.
+/// The `[[people]]` of every door: alice (admin, every port, not an
+/// approver), bob (read, sw1 only), carol (write, every port, approves),
+/// each with a key of their own in the test's directory.
 pub(super) fn people_toml(dir: &Path) -> String {
     let mut toml = String::new();
-    for (name, ports, access) in [
-        ("alice", r#"["*"]"#, "admin"),
-        ("bob", r#"["sw1"]"#, "read"),
+    for (name, ports, access, approve) in [
+        ("alice", r#"["*"]"#, "admin", false),
+        ("bob", r#"["sw1"]"#, "read", false),
+        ("carol", r#"["*"]"#, "write", true),
     ] {
         keygen(dir, name);
         let keys = dir.join(format!("{name}.keys"));
         std::fs::copy(dir.join(format!("{name}.pub")), &keys).expect("copy the public key");
         private(&keys);
         toml.push_str(&format!(
-            "[[people]]\nname = \"{name}\"\nauthorized_keys = \"{name}.keys\"\nports = {ports}\naccess = \"{access}\"\n"
+            "[[people]]\nname = \"{name}\"\nauthorized_keys = \"{name}.keys\"\nports = {ports}\naccess = \"{access}\"\napprove = {approve}\n"
         ));
     }
     toml
@@ -94,6 +96,11 @@ fn private(path: &Path) {
 impl Door {
     /// Starts the switch and the daemon (HTTP for the agent, the SSH door).
     pub(super) async fn start() -> Door {
+        Door::start_with("").await
+    }
+
+    /// [`Door::start`] with `sw1` TOML keys added to port sw1.
+    pub(super) async fn start_with(sw1: &str) -> Door {
         let dir = tempfile::tempdir().expect("temp dir");
         let link = dir.path().join("sw1");
         let sim = sim::spawn(Profile::CiscoIos, Some(link.clone()))
@@ -110,7 +117,7 @@ impl Door {
         let tokens = daemon::tokens_toml(dir.path(), &[("noc", NOC, r#"["*"]"#, "write")]);
         let text = format!(
             "[server]\nssh_listen = \"127.0.0.1:0\"\nstate_dir = \"state\"\n\n{tokens}{people}\n\
-             [ports.sw1]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n\
+             [ports.sw1]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n{sw1}\n\
              [ports.sw2]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n",
             link.display(),
             dir.path().join("no-such-device").display()
@@ -437,7 +444,7 @@ async fn a_reload_that_removes_the_person_closes_their_session() {
 
     let text = std::fs::read_to_string(&door.config).expect("read the config");
     let without = text.replace(
-        "[[people]]\nname = \"alice\"\nauthorized_keys = \"alice.keys\"\nports = [\"*\"]\naccess = \"admin\"\n",
+        "[[people]]\nname = \"alice\"\nauthorized_keys = \"alice.keys\"\nports = [\"*\"]\naccess = \"admin\"\napprove = false\n",
         "",
     );
     assert_ne!(text, without, "alice's entry was in the config");
@@ -452,4 +459,60 @@ async fn a_reload_that_removes_the_person_closes_their_session() {
     door.daemon.stderr.wait_for("reloaded").await;
     let mut ssh = door.ssh(None, "alice", "alice", &["-T", "127.0.0.1", "sw1"]);
     assert_eq!(exit_code(&mut ssh).await, Some(255));
+}
+
+#[tokio::test]
+async fn only_a_person_whose_entry_says_approve_decides_a_guarded_line() {
+    if !have_openssh() {
+        return;
+    }
+    let door = Door::start_with("policy = \"guarded\"").await;
+    let agent = door.agent().await;
+    agent
+        .call("connect", json!({"port": "sw1"}))
+        .await
+        .expect("MCP")
+        .ok();
+    serialgate_testkit::rig::enable(&agent).await;
+
+    let mut alice_screen = Terminal::open();
+    let mut alice = door.ssh(Some(&alice_screen), "alice:sw1", "alice", &["-tt"]);
+    alice_screen
+        .read_until("attached to sw1 as alice on ssh")
+        .await;
+    let mut carol_screen = Terminal::open();
+    let mut carol = door.ssh(Some(&carol_screen), "carol:sw1", "carol", &["-tt"]);
+    carol_screen
+        .read_until("attached to sw1 as carol on ssh")
+        .await;
+
+    let people = async {
+        alice_screen.read_until("Ctrl-] y approves").await;
+        alice_screen.type_keys(b"\x1dy");
+        alice_screen
+            .read_until("person \"alice\" may not decide requests for approval")
+            .await;
+        let screen = carol_screen.read_until("Ctrl-] y approves").await;
+        assert!(screen.contains("asks to send \"reload in 5\""), "{screen}");
+        carol_screen.type_keys(b"\x1dy");
+        carol_screen.read_until("you approved request").await;
+    };
+    let (sent, ()) = tokio::join!(
+        agent.call("send_text", json!({"text": "reload in 5"})),
+        people
+    );
+    sent.expect("MCP").ok();
+    carol_screen
+        .read_until("Reload scheduled in 5 minutes")
+        .await;
+    assert!(
+        door.sim
+            .wait_received(b"reload in 5\r", Duration::from_secs(5))
+            .await,
+        "the approved line did not reach the switch"
+    );
+    alice_screen.type_keys(b"\x1d.");
+    assert_eq!(exit_code(&mut alice).await, Some(0));
+    carol_screen.type_keys(b"\x1d.");
+    assert_eq!(exit_code(&mut carol).await, Some(0));
 }
