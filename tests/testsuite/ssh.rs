@@ -516,3 +516,72 @@ async fn only_a_person_whose_entry_says_approve_decides_a_guarded_line() {
     carol_screen.type_keys(b"\x1d.");
     assert_eq!(exit_code(&mut carol).await, Some(0));
 }
+
+#[tokio::test]
+async fn netmiko_reaches_the_switch_through_the_door_and_reads_exactly_what_it_printed() {
+    if !have_openssh() {
+        return;
+    }
+    let Some(python) = serialgate_testkit::python::python_with(&["netmiko"]) else {
+        return;
+    };
+    let door = Door::start().await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/netmiko_ssh.py");
+    let run = Command::new(&python)
+        .arg(script)
+        .arg("127.0.0.1")
+        .arg(door.port.to_string())
+        .arg("carol:sw1")
+        .arg(door.dir.path().join("carol"))
+        .arg(door.dir.path().join("known_hosts"))
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the script ends in time")
+        .expect("run the script");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(result["prompt"], "SW1>", "{result}");
+    let netmiko = result["show_version"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+
+    // What the switch printed, as the port's log holds it, raw: the
+    // lines between the command's echo and the next prompt.
+    let agent = door.agent().await;
+    agent
+        .call("connect", json!({"port": "sw1"}))
+        .await
+        .expect("MCP")
+        .ok();
+    let log = agent
+        .call("read_output", json!({"cursor": 0, "max_bytes": 65536}))
+        .await
+        .expect("MCP")
+        .ok();
+    let raw = log["output"].as_str().unwrap_or_default();
+    let after_echo = raw
+        .split_once("show version\r\n")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no show version in the log: {raw:?}"));
+    let printed = after_echo
+        .split_once("\r\nSW1>")
+        .map(|(printed, _)| printed)
+        .unwrap_or(after_echo);
+    let agents = printed.replace('\r', "");
+    let lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.trim_end().to_owned())
+            .filter(|l| !l.starts_with("SW1 uptime is "))
+            .collect()
+    };
+    assert!(netmiko.contains("SW1 uptime is "), "{netmiko}");
+    assert!(
+        netmiko.starts_with("Cisco IOS Software, C2960X Software"),
+        "{netmiko}"
+    );
+    assert_eq!(lines(&netmiko), lines(&agents));
+}
