@@ -433,7 +433,7 @@ async fn a_port_out_of_scope_or_a_key_not_authorised_gets_nothing() {
 }
 
 #[tokio::test]
-async fn a_reload_that_removes_the_person_closes_their_session() {
+async fn a_reload_that_removes_the_person_or_her_key_closes_their_session() {
     if !have_openssh() {
         return;
     }
@@ -441,6 +441,27 @@ async fn a_reload_that_removes_the_person_closes_their_session() {
     let mut terminal = Terminal::open();
     let mut ssh = door.ssh(Some(&terminal), "alice:sw1", "alice", &["-tt"]);
     terminal.read_until("you hold the write").await;
+    let mut carol_screen = Terminal::open();
+    let mut carol = door.ssh(Some(&carol_screen), "carol:sw1", "carol", &["-tt"]);
+    carol_screen
+        .read_until("attached to sw1 as carol on ssh")
+        .await;
+
+    // carol's key is replaced in her authorized_keys: her open session
+    // ends at the reload, as a removed token's console does.
+    keygen(door.dir.path(), "carol-new");
+    std::fs::copy(
+        door.dir.path().join("carol-new.pub"),
+        door.dir.path().join("carol.keys"),
+    )
+    .expect("replace carol's key");
+    private(&door.dir.path().join("carol.keys"));
+    door.daemon.signal(libc::SIGHUP);
+    carol_screen
+        .read_until("the key person \"carol\" signed in with was removed")
+        .await;
+    assert_eq!(exit_code(&mut carol).await, Some(1));
+    door.daemon.stderr.wait_for("reloaded").await;
 
     let text = std::fs::read_to_string(&door.config).expect("read the config");
     let without = text.replace(
