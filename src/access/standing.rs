@@ -77,11 +77,27 @@ impl Standing {
         Standing::new(caller, gateway, Source::Token { secret })
     }
 
-    /// A person's caller at the SSH door, signed in with `key`: found
-    /// again by name at every reload; a removed key or person closes the
-    /// connection, narrowed ports or access apply at once.
-    pub fn person(caller: Caller, gateway: &Gateway, key: russh::keys::PublicKey) -> Standing {
-        Standing::new(caller, gateway, Source::Person { key: Box::new(key) })
+    /// A person's caller at the SSH door, signed in with `key`, resolved
+    /// now by `name` from the config in force (a person removed, or their
+    /// key, since they signed in gets `Err`, saying so) and again at every
+    /// reload: a removed key or person closes the connection, narrowed
+    /// ports or access apply at once.
+    pub fn person(
+        name: &str,
+        gateway: &Gateway,
+        key: russh::keys::PublicKey,
+    ) -> Result<Standing, String> {
+        // The generation first, then the caller: a reload in between is
+        // seen by the next `changed`, never missed.
+        let mut config = gateway.watch_config();
+        config.borrow_and_update();
+        let caller = person_caller(gateway, name, &key)?;
+        Ok(Standing {
+            caller,
+            gateway: gateway.clone(),
+            config,
+            source: Source::Person { key: Box::new(key) },
+        })
     }
 
     /// A browser login's caller: `resolve` finds it again at every reload
@@ -151,24 +167,7 @@ impl Standing {
                 }
                 Some(Caller::from_token(token))
             }
-            Source::Person { key } => {
-                let config = self.gateway.config();
-                let person = config
-                    .people
-                    .iter()
-                    .find(|p| p.name == name)
-                    .ok_or_else(|| {
-                        format!(
-                            "person {name:?} was removed from the config; this connection is closed"
-                        )
-                    })?;
-                if !person.has_key(key) {
-                    return Err(format!(
-                        "the key person {name:?} signed in with was removed from their authorized_keys; this connection is closed"
-                    ));
-                }
-                Some(Caller::from_person(person))
-            }
+            Source::Person { key } => Some(person_caller(&self.gateway, &name, key)?),
             Source::Login { resolve, ended } => {
                 ended.borrow_and_update();
                 Some(resolve(&self.gateway).ok_or_else(|| {
@@ -192,6 +191,29 @@ impl Standing {
         self.caller = found;
         Ok(Recheck::Changed)
     }
+}
+
+/// The caller of person `name` signed in with `key`, as the config in
+/// force has them; `Err` says why they no longer get in.
+fn person_caller(
+    gateway: &Gateway,
+    name: &str,
+    key: &russh::keys::PublicKey,
+) -> Result<Caller, String> {
+    let config = gateway.config();
+    let person = config
+        .people
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| {
+            format!("person {name:?} was removed from the config; this connection is closed")
+        })?;
+    if !person.has_key(key) {
+        return Err(format!(
+            "the key person {name:?} signed in with was removed from their authorized_keys; this connection is closed"
+        ));
+    }
+    Ok(Caller::from_person(person))
 }
 
 /// The digest of the secret the config in force gives token `name`.

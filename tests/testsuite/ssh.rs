@@ -463,6 +463,11 @@ async fn a_reload_that_removes_the_person_or_her_key_closes_their_session() {
     assert_eq!(exit_code(&mut carol).await, Some(1));
     door.daemon.stderr.wait_for("reloaded").await;
 
+    // alice also waits at the menu in a second session.
+    let mut menu_screen = Terminal::open();
+    let mut at_menu = door.ssh(Some(&menu_screen), "alice", "alice", &["-tt"]);
+    menu_screen.read_until("empty line to leave): ").await;
+
     let text = std::fs::read_to_string(&door.config).expect("read the config");
     let without = text.replace(
         "[[people]]\nname = \"alice\"\nauthorized_keys = \"alice.keys\"\nports = [\"*\"]\naccess = \"admin\"\napprove = false\n",
@@ -476,8 +481,16 @@ async fn a_reload_that_removes_the_person_or_her_key_closes_their_session() {
         .await;
     assert_eq!(exit_code(&mut ssh).await, Some(1));
 
-    // And she cannot come back.
+    // The menu she was at attaches her nowhere now.
     door.daemon.stderr.wait_for("reloaded").await;
+    menu_screen.type_keys(b"sw1\r");
+    menu_screen
+        .read_until("person \"alice\" was removed from the config")
+        .await;
+    menu_screen.type_keys(b"\r");
+    assert_eq!(exit_code(&mut at_menu).await, Some(0));
+
+    // And she cannot come back.
     let mut ssh = door.ssh(None, "alice", "alice", &["-T", "127.0.0.1", "sw1"]);
     assert_eq!(exit_code(&mut ssh).await, Some(255));
 }

@@ -144,11 +144,13 @@ impl Door {
         }
     }
 
-    fn person(&self) -> Person {
-        Person {
-            standing: Standing::person(self.caller.clone(), &self.gateway, self.key.clone()),
+    /// The person as the config in force has them, at every attach and
+    /// list: one removed (or their key) since they signed in gets nothing.
+    fn person(&self) -> Result<Person, String> {
+        Ok(Person {
+            standing: Standing::person(&self.caller.name, &self.gateway, self.key.clone())?,
             name: self.caller.name.clone(),
-        }
+        })
     }
 
     /// Asks the gateway one thing on a new attachment: the first answer.
@@ -158,9 +160,10 @@ impl Door {
     ) -> Result<(mpsc::Sender<Frame>, mpsc::Receiver<Frame>, ServerMessage), String> {
         let (in_tx, in_rx) = mpsc::channel(OUTGOING_FRAMES);
         let (out_tx, mut out_rx) = mpsc::channel::<Frame>(OUTGOING_FRAMES);
+        let person = self.person()?;
         tokio::spawn(attachment::serve(
             self.gateway.clone(),
-            self.person(),
+            person,
             None,
             in_rx,
             out_tx,
