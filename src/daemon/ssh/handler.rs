@@ -108,6 +108,15 @@ impl Connection {
         session.channel_failure(channel)
     }
 
+    /// A rejection, or the end of the connection once its address or
+    /// user is held for failures.
+    fn unless_held(&self, user: &str) -> Result<Auth, russh::Error> {
+        if self.gate.held(self.peer, user).is_some() {
+            return Err(russh::Error::Disconnect);
+        }
+        Ok(Connection::reject())
+    }
+
     /// Whether `channel` is the session channel of this connection.
     fn ours(&self, channel: ChannelId) -> bool {
         self.channel == Some(channel)
@@ -141,7 +150,7 @@ impl russh::server::Handler for Connection {
     async fn auth_password(&mut self, user: &str, _password: &str) -> Result<Auth, Self::Error> {
         self.refused(&format!("password authentication (as {})", shown(user)));
         self.gate.failed(self.peer, user);
-        Ok(Connection::reject())
+        self.unless_held(user)
     }
 
     async fn auth_keyboard_interactive<'a>(
@@ -155,7 +164,7 @@ impl russh::server::Handler for Connection {
             shown(user)
         ));
         self.gate.failed(self.peer, user);
-        Ok(Connection::reject())
+        self.unless_held(user)
     }
 
     async fn auth_publickey_offered(
@@ -171,9 +180,12 @@ impl russh::server::Handler for Connection {
             tracing::warn!(
                 peer = %self.peer,
                 user = %shown(user),
-                "ssh: too many failed attempts; refusing keys for {} s",
+                "ssh: too many failed attempts; refusing keys for {} s and closing the connection",
                 held.seconds()
             );
+            self.gate.failed(self.peer, user);
+            // Held: no more tries on this connection.
+            return Err(russh::Error::Disconnect);
         } else {
             tracing::info!(peer = %self.peer, user = %shown(user), "ssh: a key that is not this person's was refused");
         }

@@ -6,9 +6,9 @@
 //! address and by user name ([`crate::daemon::http::throttle`]'s rule: a
 //! few in a row, then one every few seconds).
 //!
-//! A held address or user has keys that are not theirs refused at once,
-//! without looking further; a key that *is* the named person's is always
-//! checked, so that nobody can lock an engineer out by failing in their
+//! A held address or user has its connection closed at its next key that
+//! is not the named person's (or password); a key that *is* the named
+//! person's is always checked, so that nobody can lock an engineer out by failing in their
 //! name or from their address (a valid signature is no guess).
 
 use std::collections::{HashMap, VecDeque};
