@@ -76,6 +76,9 @@ impl Actor {
     /// lab)` for an agent.
     pub fn describe(&self) -> String {
         match &self.person {
+            Some(person) if self.client == "ssh" && self.token == *person => {
+                format!("{person} on ssh")
+            }
             Some(person) if self.token == "local" || self.token == *person => {
                 format!("{person} on console")
             }

@@ -273,6 +273,21 @@ fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
     let config = Config::load(file).map_err(|e| anyhow::anyhow!("{e}"))?;
     println!("{}: ok", file.display());
     print!("{}", config.summary());
+    if let (Some(_), Some(dir)) = (&config.server.ssh_listen, &config.server.state_dir) {
+        use serialgate::daemon::ssh::host_key;
+        let path = host_key::path_in(dir);
+        match host_key::read(&path).map_err(anyhow::Error::msg)? {
+            Some(key) => println!(
+                "ssh host key: {} ({})",
+                host_key::fingerprint(&key),
+                path.display()
+            ),
+            None => println!(
+                "ssh host key: none yet; serve makes one in {}",
+                path.display()
+            ),
+        }
+    }
     for note in config.absent_device_notes() {
         println!("{note}");
     }

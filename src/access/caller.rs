@@ -1,8 +1,9 @@
-//! Who is calling: the local operator, a loopback caller without auth, or
-//! a `[[tokens]]` entry, with the ports its globs reach. What a caller may
+//! Who is calling: the local operator, a loopback caller without auth, a
+//! `[[tokens]]` entry or a `[[people]]` entry at the SSH door, with the
+//! ports its globs reach. What a caller may
 //! do with that is decided in [`super::rules`].
 
-use crate::config::{TokenAccess, TokenConfig};
+use crate::config::{PersonConfig, TokenAccess, TokenConfig};
 
 /// Who makes a call.
 #[derive(Debug, Clone)]
@@ -21,6 +22,12 @@ pub struct Caller {
     /// or `[server] policy` for the callers without a token once the door
     /// sets it); `None`: the port's default ([`super::guard`]).
     pub policy: Option<String>,
+    /// A person of `[[people]]` (the SSH door), not a token: messages
+    /// name them so.
+    person: bool,
+    /// May decide lines waiting for a person's approval (a person's
+    /// `approve`; a token's console always may, as before).
+    pub may_approve: bool,
 }
 
 impl Caller {
@@ -44,6 +51,8 @@ impl Caller {
             port_globs: vec!["*".to_owned()],
             use_credentials: true,
             policy: None,
+            person: false,
+            may_approve: true,
         }
     }
 
@@ -70,6 +79,30 @@ impl Caller {
             port_globs: token.ports.clone(),
             use_credentials: token.use_credentials || token.access == TokenAccess::Admin,
             policy: token.policy.clone(),
+            person: false,
+            may_approve: true,
+        }
+    }
+
+    /// A person of `[[people]]` who authenticated at the SSH door: their
+    /// globs and access, no stored credentials (a person types their own
+    /// logins), the port's policy, and approval only with `approve`.
+    pub fn from_person(person: &PersonConfig) -> Caller {
+        Caller {
+            name: person.name.clone(),
+            access: person.access,
+            ports: Some(
+                person
+                    .ports
+                    .iter()
+                    .filter_map(|g| glob::Pattern::new(g).ok())
+                    .collect(),
+            ),
+            port_globs: person.ports.clone(),
+            use_credentials: false,
+            policy: None,
+            person: true,
+            may_approve: person.approve,
         }
     }
 
@@ -94,11 +127,18 @@ impl Caller {
             && self.port_globs == other.port_globs
             && self.use_credentials == other.use_credentials
             && self.policy == other.policy
+            && self.person == other.person
+            && self.may_approve == other.may_approve
     }
 
-    /// The caller as messages name it: `token "name"`.
+    /// The caller as messages name it: `token "name"`, or `person
+    /// "name"` at the SSH door.
     pub(crate) fn who(&self) -> String {
-        format!("token {:?}", self.name)
+        if self.person {
+            format!("person {:?}", self.name)
+        } else {
+            format!("token {:?}", self.name)
+        }
     }
 
     /// The caller's port globs as written, for messages.

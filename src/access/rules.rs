@@ -237,8 +237,9 @@ pub fn may_type(caller: &Caller, gateway: &Gateway, port: &str) -> Result<(), Ga
 
 /// Checks that `caller`, a person at a console or in the web view, may
 /// decide a request for approval on `port`: what typing there needs
-/// ([`may_type`]), so that every door a person decides through keeps the
-/// same rule. Which request, its text and four eyes are the store's
+/// ([`may_type`]), and for a person of the SSH door the `approve` of
+/// their `[[people]]` entry, so that every door a person decides through
+/// keeps the same rule. Which request, its text and four eyes are the store's
 /// (`port/approvals.rs`).
 pub fn may_decide_approval(
     caller: &Caller,
@@ -253,7 +254,17 @@ pub fn may_decide_approval(
                 e.message
             ),
         )
-    })
+    })?;
+    if !caller.may_approve {
+        return Err(GateError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{} may not decide requests for approval (their [[people]] entry says approve = false); ask a person who may",
+                caller.who()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that `caller` may send BREAK on `port`, at a console or over

@@ -26,6 +26,9 @@ enum Source {
     /// and only while its secret is still the one the connection showed
     /// (the digest as the config held it when the connection opened).
     Token { secret: Option<[u8; 32]> },
+    /// A person of `[[people]]` at the SSH door: found again by name, and
+    /// only while the key they signed in with is still one of theirs.
+    Person { key: Box<russh::keys::PublicKey> },
     /// A browser login: asked of the login store, and re-checked when a
     /// login ends and once its absolute expiry has passed.
     Login {
@@ -77,6 +80,29 @@ impl Standing {
         Standing::new(caller, gateway, Source::Token { secret })
     }
 
+    /// A person's caller at the SSH door, signed in with `key`, resolved
+    /// now by `name` from the config in force (a person removed, or their
+    /// key, since they signed in gets `Err`, saying so) and again at every
+    /// reload: a removed key or person closes the connection, narrowed
+    /// ports or access apply at once.
+    pub fn person(
+        name: &str,
+        gateway: &Gateway,
+        key: russh::keys::PublicKey,
+    ) -> Result<Standing, String> {
+        // The generation first, then the caller: a reload in between is
+        // seen by the next `changed`, never missed.
+        let mut config = gateway.watch_config();
+        config.borrow_and_update();
+        let caller = person_caller(gateway, name, &key)?;
+        Ok(Standing {
+            caller,
+            gateway: gateway.clone(),
+            config,
+            source: Source::Person { key: Box::new(key) },
+        })
+    }
+
     /// A browser login's caller: `resolve` finds it again at every reload,
     /// whenever `ended` says a login ended, and at `expires` (the moment
     /// the login's absolute lifetime has passed), when nothing else would
@@ -113,7 +139,7 @@ impl Standing {
     pub async fn changed(&mut self) -> Result<Recheck, String> {
         match &mut self.source {
             Source::Fixed => std::future::pending::<()>().await,
-            Source::Token { .. } => {
+            Source::Token { .. } | Source::Person { .. } => {
                 if self.config.changed().await.is_err() {
                     return std::future::pending().await;
                 }
@@ -166,6 +192,7 @@ impl Standing {
                 }
                 Some(Caller::from_token(token))
             }
+            Source::Person { key } => Some(person_caller(&self.gateway, &name, key)?),
             Source::Login { resolve, ended, .. } => {
                 ended.borrow_and_update();
                 Some(resolve(&self.gateway).ok_or_else(|| {
@@ -189,6 +216,29 @@ impl Standing {
         self.caller = found;
         Ok(Recheck::Changed)
     }
+}
+
+/// The caller of person `name` signed in with `key`, as the config in
+/// force has them; `Err` says why they no longer get in.
+fn person_caller(
+    gateway: &Gateway,
+    name: &str,
+    key: &russh::keys::PublicKey,
+) -> Result<Caller, String> {
+    let config = gateway.config();
+    let person = config
+        .people
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| {
+            format!("person {name:?} was removed from the config; this connection is closed")
+        })?;
+    if !person.has_key(key) {
+        return Err(format!(
+            "the key person {name:?} signed in with was removed from their authorized_keys; this connection is closed"
+        ));
+    }
+    Ok(Caller::from_person(person))
 }
 
 /// The digest of the secret the config in force gives token `name`.

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::access::AuthMode;
 use super::diagnostics::{ConfigError, Source, syntax_hint, toml_key};
+use super::people::{PersonConfig, resolve_people};
 use super::policies::{Policy, builtin_policies, check_policy_name, resolve_policies};
 use super::presets::Preset;
 use super::raw::RawFile;
@@ -29,6 +30,9 @@ pub struct Config {
     /// HTTP access tokens (`[[tokens]]`), their secrets read from their
     /// files (and kept only as digests); enforced by `crate::daemon::http`.
     pub tokens: Vec<TokenConfig>,
+    /// The engineers of the SSH door (`[[people]]`), their keys read from
+    /// their `authorized_keys` files; enforced by `crate::daemon::ssh`.
+    pub people: Vec<PersonConfig>,
     /// Built-in presets plus the user's, all resolved.
     pub presets: BTreeMap<String, Preset>,
     /// Configured ports, resolved: port keys override the preset's values,
@@ -109,6 +113,7 @@ impl Config {
         Config {
             server: ServerConfig::default(),
             tokens: Vec::new(),
+            people: Vec::new(),
             presets: builtin_map(),
             ports: BTreeMap::new(),
             policies: builtin_policies()
@@ -139,6 +144,7 @@ impl RawFile {
         }
         let server = self.server.resolve(src)?;
         let tokens = resolve_tokens(self.tokens, &policies, src)?;
+        let people = resolve_people(self.people, src)?;
         if let (Some(listen), Some(span)) = (&server.listen, listen_span) {
             let loopback = listen_is_loopback(listen);
             check_http_auth(server.auth, tokens.is_empty(), loopback).map_err(|e| {
@@ -168,6 +174,7 @@ impl RawFile {
         Ok(Config {
             server,
             tokens,
+            people,
             presets,
             ports,
             policies,

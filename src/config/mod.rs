@@ -10,7 +10,8 @@
 //!   (unknown keys are errors, values a check must point at are
 //!   [`toml::Spanned`]);
 //! - `server`: the `[server]` section and the rules for serving HTTP;
-//! - `tokens`: the `[[tokens]]` and their secret files;
+//! - `tokens`: the `[[tokens]]` and their secret files; `people`: the
+//!   `[[people]]` of the SSH door and their `authorized_keys` files;
 //! - `resolve`: user presets (`extends` chains) and configured ports, into
 //!   [`PortConfig`]s;
 //! - `diagnostics`: every error a [`ConfigError`] at `file:line:col` of the
@@ -32,6 +33,7 @@ mod diagnostics;
 mod first_mistakes;
 mod load;
 pub mod modes;
+mod people;
 pub mod policies;
 pub mod presets;
 mod raw;
@@ -49,6 +51,7 @@ pub use self::credentials::Credentials;
 pub use self::diagnostics::ConfigError;
 pub use self::load::{Config, MAX_CONFIG_BYTES};
 pub use self::modes::{DeviceMode, ModePrompts, ModeRules};
+pub use self::people::PersonConfig;
 pub use self::policies::{Guardrails, Policy};
 pub use self::raw::parse_size;
 pub use self::resolve::PortConfig;

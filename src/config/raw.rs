@@ -145,7 +145,7 @@ pub(super) struct RawModes {
     pub(super) rolled_back: Option<Spanned<String>>,
 }
 
-/// The whole file: its five sections, each optional.
+/// The whole file: its six sections, each optional.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the config file's top-level table")]
 pub(super) struct RawFile {
@@ -153,6 +153,8 @@ pub(super) struct RawFile {
     pub(super) server: RawServer,
     #[serde(default)]
     pub(super) tokens: Vec<RawToken>,
+    #[serde(default)]
+    pub(super) people: Vec<RawPerson>,
     #[serde(default)]
     pub(super) presets: BTreeMap<Spanned<String>, RawPreset>,
     #[serde(default)]
@@ -175,6 +177,8 @@ pub(super) struct RawServer {
     pub(super) files_max: Option<Spanned<Size>>,
     pub(super) console_socket: Option<Spanned<PathBuf>>,
     pub(super) state_dir: Option<Spanned<PathBuf>>,
+    /// The SSH door's address (`host:port`).
+    pub(super) ssh_listen: Option<Spanned<String>>,
     pub(super) log_max: Option<Spanned<Size>>,
     pub(super) log_keep: Option<Spanned<i64>>,
     pub(super) allow_adhoc: Option<bool>,
@@ -215,6 +219,21 @@ pub(super) struct RawToken {
     pub(super) use_credentials: bool,
     /// The command policy its calls are judged by (default: the port's).
     pub(super) policy: Option<Spanned<String>>,
+}
+
+/// One `[[people]]` entry as written: an engineer who reaches ports
+/// over SSH (`access` read unless given).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [[people]] table")]
+pub(super) struct RawPerson {
+    pub(super) name: Spanned<String>,
+    pub(super) authorized_keys: Spanned<PathBuf>,
+    pub(super) ports: Spanned<Vec<Spanned<String>>>,
+    #[serde(default = "read_access")]
+    pub(super) access: TokenAccess,
+    /// May decide lines waiting for a person's approval.
+    #[serde(default)]
+    pub(super) approve: bool,
 }
 
 /// A token without `access` may only read.

@@ -71,6 +71,10 @@ pub struct ServerConfig {
     /// daemon runs with one, else none (browsers sign in again after a
     /// restart).
     pub state_dir: Option<PathBuf>,
+    /// The SSH door's address (`host:port`, `ssh_listen`): people of
+    /// `[[people]]` reach ports with `ssh`. Its host key lives in
+    /// `state_dir`, which it needs. None: no SSH door.
+    pub ssh_listen: Option<String>,
     /// Size at which a transcript or the audit log is rotated (`log_max`,
     /// on a line boundary).
     pub log_max: u64,
@@ -115,6 +119,7 @@ impl Default for ServerConfig {
             state_dir: std::env::var_os("STATE_DIRECTORY")
                 .filter(|dir| !dir.is_empty())
                 .map(PathBuf::from),
+            ssh_listen: None,
             log_max: crate::transcript::DEFAULT_LOG_MAX,
             log_keep: crate::transcript::DEFAULT_LOG_KEEP,
             allow_adhoc: false,
@@ -192,6 +197,17 @@ impl RawServer {
         }
         if let Some(dir) = self.state_dir {
             s.state_dir = Some(private_dir("state_dir", "/var/lib/serialgate", dir, src)?);
+        }
+        if let Some(listen) = self.ssh_listen {
+            check_listen(listen.get_ref())
+                .map_err(|e| src.error(listen.span(), format!("server.ssh_listen: {e}")))?;
+            if s.state_dir.is_none() {
+                return Err(src.error(
+                    listen.span(),
+                    "server.ssh_listen: the SSH door keeps its host key in state_dir, and none is set; set [server] state_dir (e.g. \"/var/lib/serialgate\")",
+                ));
+            }
+            s.ssh_listen = Some(listen.into_inner());
         }
         if let Some(dir) = self.files_dir {
             if dir.get_ref().as_os_str().is_empty() {

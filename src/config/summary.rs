@@ -117,6 +117,24 @@ impl fmt::Display for Summary<'_> {
                 )?;
             }
         }
+        if let Some(listen) = &config.server.ssh_listen {
+            writeln!(f, "ssh: {listen}, public keys of [[people]] only")?;
+        }
+        if !config.people.is_empty() {
+            writeln!(f, "people:")?;
+            for p in &config.people {
+                writeln!(
+                    f,
+                    "  {}: {} access, ports {}, {} key(s) from {}{}",
+                    p.name,
+                    access_name(p.access),
+                    p.ports.join(", "),
+                    p.keys.len(),
+                    p.authorized_keys.display(),
+                    if p.approve { ", may approve" } else { "" }
+                )?;
+            }
+        }
         if let Some(policy) = &config.server.policy {
             writeln!(
                 f,

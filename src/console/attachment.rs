@@ -208,6 +208,8 @@ struct Attachment<'a> {
 
 /// The web view's name for itself in its hello.
 const WEB_VIEW_CLIENT: &str = "web view";
+/// The SSH door's name for its people's attachments.
+pub const SSH_CLIENT: &str = "ssh";
 
 /// What a person does about a port someone else holds, in the client
 /// they attached with: the web view's Force button, the console client's
@@ -217,6 +219,9 @@ fn hold_hint(client: Option<&str>) -> &'static str {
     match client {
         Some(WEB_VIEW_CLIENT) => {
             "To write, press Force (the holder becomes read-only; taking the hold from another token's session needs admin access)"
+        }
+        Some(SSH_CLIENT) => {
+            "To write, force the hold with Ctrl-] f (the holder becomes read-only; taking the hold from another's session needs admin access)"
         }
         _ => {
             "To write, force the hold with Ctrl-] f, or attach again with serialgate console --force (the holder becomes read-only; taking the hold from another token's session needs admin access)"
@@ -677,8 +682,8 @@ impl Attachment<'_> {
             GateError::new(
                 ErrorCode::Forbidden,
                 format!(
-                    "token {:?} has read access: it can watch {} but not write to it",
-                    self.caller.name,
+                    "{} has read access: it can watch {} but not write to it",
+                    self.caller.who(),
                     self.port.name()
                 ),
             )

@@ -20,6 +20,7 @@ pub mod lifecycle;
 pub mod logging;
 pub(crate) mod metrics_http;
 pub(crate) mod notify;
+pub mod ssh;
 pub(crate) mod stdio;
 pub(crate) mod stdio_frames;
 

@@ -28,6 +28,7 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
     let shutdown = CancellationToken::new();
     let gateway = Gateway::start(config, shutdown.clone());
     super::console_socket::start(&gateway, &shutdown)?;
+    super::ssh::start(&gateway, &shutdown).await?;
     if let Some(listen) = &gateway.config().server.metrics_listen {
         super::metrics_http::start_listener(listen, &gateway, shutdown.clone()).await?;
     }

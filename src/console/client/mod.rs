@@ -11,9 +11,9 @@
 //! them, so that a slow terminal or a gateway that stops reading never
 //! keeps a signal or the gateway's frames from being handled.
 
-mod escape;
+pub(crate) mod escape;
 mod raw_mode;
-mod render;
+pub(crate) mod render;
 mod transport;
 
 use std::collections::VecDeque;
@@ -193,7 +193,7 @@ async fn list(target: &Target) -> anyhow::Result<ExitCode> {
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum End {
+pub(crate) enum End {
     /// `Ctrl-] .`.
     Detached,
     /// The end of standard input.
@@ -209,9 +209,11 @@ enum End {
 }
 
 /// What the session knows and has to say: turns the gateway's frames and
-/// the person's keys into screen bytes and frames for the gateway.
+/// the person's keys into screen bytes and frames for the gateway. Sans
+/// I/O, so that the SSH door (`crate::daemon::ssh`) runs the same one
+/// for a person at `ssh`: the same messages, the same escape keys.
 #[derive(Debug)]
-struct Session {
+pub(crate) struct Session {
     port: String,
     mode: Mode,
     replay_lines: u32,
@@ -234,7 +236,8 @@ struct Session {
 }
 
 impl Session {
-    fn new(port: &str, mode: Mode, replay_lines: u32) -> Session {
+    /// A session on `port`, attaching as `mode`.
+    pub(crate) fn new(port: &str, mode: Mode, replay_lines: u32) -> Session {
         Session {
             port: port.to_owned(),
             mode,
@@ -285,8 +288,18 @@ impl Session {
         holder.is_some_and(|h| h.session == self.session)
     }
 
+    /// The bytes for the screen so far, in order.
+    pub(crate) fn take_screen(&mut self) -> VecDeque<Vec<u8>> {
+        std::mem::take(&mut self.screen)
+    }
+
+    /// The frames for the gateway so far, in order.
+    pub(crate) fn take_outbox(&mut self) -> VecDeque<Frame> {
+        std::mem::take(&mut self.outbox)
+    }
+
     /// The answer to hello, as the person reads it.
-    fn attached(&mut self, message: ServerMessage) -> Result<(), String> {
+    pub(crate) fn attached(&mut self, message: ServerMessage) -> Result<(), String> {
         let ServerMessage::Attached {
             port,
             session,
@@ -347,7 +360,7 @@ impl Session {
     }
 
     /// A frame from the gateway.
-    fn on_frame(&mut self, frame: Frame) -> Option<End> {
+    pub(crate) fn on_frame(&mut self, frame: Frame) -> Option<End> {
         match frame {
             Frame::Data(payload) => {
                 let Some(chunk) = DataChunk::decode(&payload) else {
@@ -500,7 +513,7 @@ impl Session {
     }
 
     /// Keys the person typed.
-    fn on_keys(&mut self, bytes: &[u8]) -> Option<End> {
+    pub(crate) fn on_keys(&mut self, bytes: &[u8]) -> Option<End> {
         for action in self.escape.feed(bytes) {
             let spying = self.mode == Mode::Spy;
             match action {
@@ -543,7 +556,7 @@ impl Session {
     }
 
     /// What the person reads last, after the terminal is restored.
-    fn farewell(&mut self, end: &End) -> Vec<u8> {
+    pub(crate) fn farewell(&mut self, end: &End) -> Vec<u8> {
         let port = shown(&self.port);
         let text = match end {
             End::Detached => format!("detached from {port}"),

@@ -207,6 +207,7 @@ pub async fn serve_http(
     let in_flight = InFlight::default();
     let gateway = Gateway::start(config.clone(), shutdown.clone());
     super::console_socket::start(&gateway, &shutdown)?;
+    super::ssh::start(&gateway, &shutdown).await?;
     if let Some(listen) = &config.server.metrics_listen {
         super::metrics_http::start_listener(listen, &gateway, cancel.clone()).await?;
     }

@@ -1,0 +1,188 @@
+//! The SSH door's defences before and around authentication, like the
+//! HTTP listener's: a cap on connections at once, a smaller one on those
+//! not yet authenticated (when it is full, the oldest of them is closed to
+//! make room, so a flood of idle connections never keeps an engineer
+//! out), a deadline to authenticate, and failed attempts counted by source
+//! address and by user name ([`crate::daemon::http::throttle`]'s rule: a
+//! few in a row, then one every few seconds).
+//!
+//! A held address or user has its connection closed at its next key that
+//! is not the named person's (or password); a key that *is* the named
+//! person's is always checked, so that nobody can lock an engineer out by failing in their
+//! name or from their address (a valid signature is no guess).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::daemon::http::throttle::{DECAY, Held, Throttle, WINDOW};
+
+/// SSH connections served at once.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Of those, connections that have not authenticated yet.
+pub const MAX_UNAUTHENTICATED: usize = 64;
+/// How long a connection may take to authenticate.
+pub const AUTH_DEADLINE: Duration = Duration::from_secs(20);
+/// User names whose failures are tracked at once.
+const MAX_USERS: usize = 4096;
+
+/// The limits shared by every connection of the door. A cheap handle.
+#[derive(Clone, Default)]
+pub struct Gate {
+    inner: Arc<Mutex<Pending>>,
+    by_address: Throttle,
+    by_user: UserThrottle,
+}
+
+/// The connections not yet authenticated, oldest first.
+#[derive(Default)]
+struct Pending {
+    next_id: u64,
+    queue: VecDeque<(u64, CancellationToken)>,
+}
+
+/// A connection's place among the unauthenticated until it authenticates
+/// (or ends): [`Gate::admit`]'s answer.
+pub struct Admission {
+    id: u64,
+    gate: Gate,
+    /// Cancelled when a newer connection takes this one's place.
+    pub evicted: CancellationToken,
+    /// Cancelled when the connection authenticates.
+    pub signed_in: CancellationToken,
+}
+
+impl Admission {
+    /// The connection authenticated: it no longer counts as pending.
+    pub fn authenticated(&self) {
+        self.gate.leave(self.id);
+        self.signed_in.cancel();
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.gate.leave(self.id);
+    }
+}
+
+impl Gate {
+    /// Admits a new connection among the unauthenticated, closing the
+    /// oldest of them when [`MAX_UNAUTHENTICATED`] are waiting.
+    pub fn admit(&self) -> Admission {
+        let mut pending = crate::sync::lock(&self.inner);
+        while pending.queue.len() >= MAX_UNAUTHENTICATED {
+            if let Some((_, oldest)) = pending.queue.pop_front() {
+                oldest.cancel();
+            }
+        }
+        pending.next_id += 1;
+        let id = pending.next_id;
+        let evicted = CancellationToken::new();
+        pending.queue.push_back((id, evicted.clone()));
+        Admission {
+            id,
+            gate: self.clone(),
+            evicted,
+            signed_in: CancellationToken::new(),
+        }
+    }
+
+    fn leave(&self, id: u64) {
+        let mut pending = crate::sync::lock(&self.inner);
+        pending.queue.retain(|(i, _)| *i != id);
+    }
+
+    /// Whether `ip` or `user` is held for failures.
+    pub fn held(&self, ip: IpAddr, user: &str) -> Option<Held> {
+        self.by_address
+            .check(ip)
+            .err()
+            .or_else(|| self.by_user.check(user, Instant::now()).err())
+    }
+
+    /// Counts a failed attempt from `ip` as `user`.
+    pub fn failed(&self, ip: IpAddr, user: &str) {
+        self.by_address.failed(ip);
+        self.by_user.failed(user, Instant::now());
+    }
+}
+
+/// Failures counted by user name, with the address throttle's rule.
+#[derive(Clone, Default)]
+struct UserThrottle {
+    debts: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+impl UserThrottle {
+    fn check(&self, user: &str, now: Instant) -> Result<(), Held> {
+        let debts = crate::sync::lock(&self.debts);
+        let debt = debts
+            .get(user)
+            .map_or(Duration::ZERO, |clear| clear.saturating_duration_since(now));
+        let allowed = WINDOW.saturating_sub(DECAY);
+        if debt > allowed {
+            Err(Held {
+                retry_after: debt - allowed,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn failed(&self, user: &str, now: Instant) {
+        let mut debts = crate::sync::lock(&self.debts);
+        if !debts.contains_key(user) && debts.len() >= MAX_USERS {
+            debts.retain(|_, clear| *clear > now);
+            if debts.len() >= MAX_USERS
+                && let Some(soonest) = debts
+                    .iter()
+                    .min_by_key(|(_, clear)| **clear)
+                    .map(|(u, _)| u.clone())
+            {
+                debts.remove(&soonest);
+            }
+        }
+        let clear = debts.entry(user.to_owned()).or_insert(now);
+        *clear = ((*clear).max(now) + DECAY).min(now + WINDOW);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_waiting_room_closes_its_oldest() {
+        let gate = Gate::default();
+        let first = gate.admit();
+        let rest: Vec<Admission> = (1..MAX_UNAUTHENTICATED).map(|_| gate.admit()).collect();
+        assert!(!first.evicted.is_cancelled());
+        let newest = gate.admit();
+        assert!(first.evicted.is_cancelled());
+        assert!(rest.iter().all(|a| !a.evicted.is_cancelled()));
+        // An authenticated connection leaves the room: nobody is evicted.
+        newest.authenticated();
+        let _another = gate.admit();
+        assert!(!rest[0].evicted.is_cancelled());
+    }
+
+    #[test]
+    fn failures_hold_the_address_and_the_user() {
+        let gate = Gate::default();
+        let ip: IpAddr = [10, 0, 0, 1].into();
+        for _ in 0..crate::daemon::http::throttle::MAX_FAILURES {
+            assert!(gate.held(ip, "alice").is_none());
+            gate.failed(ip, "alice");
+        }
+        assert!(gate.held(ip, "bob").is_some(), "the address is held");
+        assert!(
+            gate.held([10, 0, 0, 2].into(), "alice").is_some(),
+            "the user is held"
+        );
+        assert!(gate.held([10, 0, 0, 2].into(), "bob").is_none());
+    }
+}
