@@ -68,7 +68,7 @@ impl Terminal {
     }
 
     /// The slave as a child's stdin, stdout or stderr.
-    fn stdio(&self) -> Stdio {
+    pub(super) fn stdio(&self) -> Stdio {
         Stdio::from(self.slave.try_clone().expect("dup the slave"))
     }
 

@@ -63,6 +63,7 @@ mod restart;
 mod ser2net;
 mod service;
 mod terminal;
+mod tls;
 mod transfer;
 mod vendors;
 mod web;
