@@ -632,3 +632,75 @@ async fn check_config_shows_the_certificate_and_a_key_others_may_read_stops_the_
         "{said}"
     );
 }
+
+/// The base64 SHA-256 of `cert`'s public key (its SubjectPublicKeyInfo),
+/// as Chromium's `--ignore-certificate-errors-spki-list` names one.
+fn spki_hash(cert: &Path) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let out = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-pubkey", "-in"])
+        .arg(cert)
+        .output()
+        .expect("run openssl");
+    assert!(out.status.success());
+    let spki = rustls_pki_types::SubjectPublicKeyInfoDer::from_pem_slice(&out.stdout)
+        .expect("a PEM public key");
+    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(spki.as_ref()))
+}
+
+#[tokio::test]
+async fn the_web_view_over_https_signs_in_and_types_in_chromium_trusting_only_the_test_certificate()
+{
+    if !have_openssl() {
+        return;
+    }
+    if !serialgate_testkit::browser::available() {
+        skipped("chromedriver and chromium are not installed (.ci/run installs them)");
+        return;
+    }
+    use serialgate_testkit::browser;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path(), "ca");
+    let (cert, key) = ca.issue("server", "first");
+    let site = site(dir.path(), &cert, &key).await;
+    let base = site.base.clone();
+
+    // A browser that trusts nothing of this gets Chromium's warning, not
+    // the sign-in form.
+    let untrusting = base.clone();
+    browser::session(move |browser| async move {
+        browser.goto(&format!("{untrusting}/web/signin")).await;
+        let form = browser
+            .eval("return document.querySelector('#token') !== null")
+            .await;
+        assert_eq!(form, serde_json::json!(false), "the page loaded untrusted");
+    })
+    .await;
+
+    // Pinned to the test certificate's key only (no wholesale
+    // --ignore-certificate-errors): the whole view works over https and
+    // wss.
+    let pin = format!("--ignore-certificate-errors-spki-list={}", spki_hash(&cert));
+    browser::session_with(&[pin], move |browser| async move {
+        browser.sign_in(&base, NOC).await;
+        browser
+            .until(
+                "const r = document.querySelector('tr[data-port=\"sw1\"]'); return r ? r.dataset.state : '';",
+                "open",
+            )
+            .await;
+        assert_eq!(
+            browser.eval("return location.protocol").await,
+            serde_json::json!("https:")
+        );
+        browser.goto(&format!("{base}/web/console/sw1")).await;
+        browser.until_text("#events", "attached as noc").await;
+        browser.type_keys("\r").await;
+        browser.until_screen("SW1>").await;
+        browser.type_keys("show clock\r").await;
+        browser.until_screen("UTC").await;
+    })
+    .await;
+    drop(site);
+}
