@@ -97,8 +97,13 @@ impl fmt::Display for Summary<'_> {
         if let Some(w) = &config.server.alert_webhook {
             writeln!(
                 f,
-                "alert_webhook: {} ({}, timeout {}, {} retries, queue {})",
+                "alert_webhook: {}{} ({}, timeout {}, {} retries, queue {})",
                 w.url,
+                match (&w.ca_file, w.https) {
+                    (Some(ca), _) => format!(", trusting only the CA in {}", ca.display()),
+                    (None, true) => ", trusting the system's roots".to_owned(),
+                    (None, false) => String::new(),
+                },
                 w.secret_file.as_ref().map_or_else(
                     || "unsigned".to_owned(),
                     |p| format!("signed with the secret in {}", p.display())

@@ -285,6 +285,14 @@ mod tests {
             "{}",
             c.summary()
         );
+        let c = parse("[server]\nalert_webhook = { url = \"https://hooks.example/a\" }\n");
+        assert!(
+            c.summary().to_string().contains(
+                "alert_webhook: https://hooks.example/a, trusting the system's roots (unsigned"
+            ),
+            "{}",
+            c.summary()
+        );
         assert_error(
             "[server]\nalert_webhook = { url = \"http://x/\", ca_file = \"ca.pem\" }\n",
             "2:48",
