@@ -45,14 +45,17 @@ impl CertSummary {
         })
     }
 
-    /// `expires 2027-12-03 14:00:00 UTC (in 365 days)`, or `EXPIRED on …`
+    /// `expires 2027-12-03 14:00:00 UTC (in 365 days)` (whole days left),
+    /// or `EXPIRED on …`
     /// when `now_unix` is past it.
     pub fn expiry(&self, now_unix: i64) -> String {
         let left = self.not_after_unix - now_unix;
         if left < 0 {
             format!("EXPIRED on {}", self.not_after)
         } else {
-            format!("expires {} (in {} days)", self.not_after, left / 86_400)
+            let days = left / 86_400;
+            let unit = if days == 1 { "day" } else { "days" };
+            format!("expires {} (in {days} {unit})", self.not_after)
         }
     }
 }
@@ -183,6 +186,24 @@ mod tests {
         let general = [&[GENERALIZED_TIME, 15][..], b"20500102030405Z"].concat();
         assert_eq!(time(&general).unwrap().0, "2050-01-02 03:04:05 UTC");
         assert!(time(&[UTC_TIME, 3, b'9', b'9', b'Z']).is_none());
+    }
+
+    #[test]
+    fn the_expiry_counts_whole_days_and_says_expired() {
+        let summary = CertSummary {
+            subject: "CN=x".into(),
+            not_after: "2027-01-02 03:04:05 UTC".into(),
+            not_after_unix: 10 * 86_400,
+        };
+        assert_eq!(
+            summary.expiry(0),
+            "expires 2027-01-02 03:04:05 UTC (in 10 days)"
+        );
+        assert!(summary.expiry(9 * 86_400 - 1).ends_with("(in 1 day)"));
+        assert_eq!(
+            summary.expiry(10 * 86_400 + 1),
+            "EXPIRED on 2027-01-02 03:04:05 UTC"
+        );
     }
 
     #[test]

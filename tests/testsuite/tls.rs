@@ -588,7 +588,7 @@ async fn check_config_shows_the_certificate_and_a_key_others_may_read_stops_the_
         .expect(&shown);
     assert!(
         tls_line.starts_with("tls: CN=localhost, O=first, expires ")
-            && (tls_line.contains("(in 1 days)") || tls_line.contains("(in 2 days)")),
+            && (tls_line.contains("(in 1 day)") || tls_line.contains("(in 2 days)")),
         "{tls_line}"
     );
     assert!(tls_line.contains(&cert.display().to_string()), "{tls_line}");
