@@ -613,8 +613,27 @@ async fn check_config_shows_the_certificate_and_a_key_others_may_read_stops_the_
     assert!(!check.status.success());
     assert!(String::from_utf8_lossy(&check.stderr).contains("mode 640"));
 
-    // Beyond loopback without TLS: refused unless the config says why.
+    // A private key that another user owns (and so may replace): refused
+    // too. Only root can give a file away.
     chmod(&key, 0o600);
+    if nix::unistd::geteuid().is_root() {
+        let nobody = nix::unistd::Uid::from_raw(65534);
+        nix::unistd::chown(&key, Some(nobody), None).unwrap();
+        let check = Command::new(env!("CARGO_BIN_EXE_serialgate"))
+            .arg("check-config")
+            .arg(&config)
+            .output()
+            .await
+            .unwrap();
+        let said = String::from_utf8_lossy(&check.stderr);
+        assert!(!check.status.success(), "{said}");
+        assert!(
+            said.contains("belongs to uid 65534") && said.contains("chown 0"),
+            "{said}"
+        );
+    }
+
+    // Beyond loopback without TLS: refused unless the config says why.
     std::fs::write(
         &config,
         format!("[server]\nlisten = \"0.0.0.0:0\"\n{tokens}"),
