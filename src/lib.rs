@@ -18,6 +18,8 @@
 //!   arrives (alerts).
 //! - `metrics`: the Prometheus metrics (`prometheus-client`), counted as
 //!   things happen and read from the ports at each scrape.
+//! - [`tls`]: TLS with rustls: the listener's certificate and key files
+//!   (read again on reload), what the daemon's clients trust.
 //! - `webhook`: alerts POSTed, signed, through a bounded queue that
 //!   never blocks the reader.
 //! - [`clean`]: what an engineer would read, from raw console bytes.
@@ -79,6 +81,7 @@ pub(crate) mod remote;
 pub mod settings;
 pub(crate) mod sync;
 pub(crate) mod terminal;
+pub mod tls;
 pub(crate) mod transcript;
 pub mod udev;
 pub mod watchset;

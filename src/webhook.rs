@@ -15,8 +15,10 @@
 //! every attempt failed is counted as `failed` and logged.
 //!
 //! The client is hyper's HTTP/1 connection over a tokio TCP stream, one
-//! connection per delivery: no pool, no TLS (the config refuses
-//! `https://`), nothing more than a POST needs.
+//! connection per delivery: no pool, nothing more than a POST needs. To an
+//! `https://` receiver the stream is TLS (1.2 or 1.3), and the receiver's
+//! certificate must be signed by the webhook's `ca_file`, or by one of the
+//! system's roots without one, for the URL's host.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +49,12 @@ const BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// waiting, or drops and counts it when the queue is full.
 pub(crate) fn start(config: WebhookConfig, shutdown: CancellationToken) -> AlertHook {
     let (tx, rx) = mpsc::channel::<Alert>(config.queue);
+    let tls = config
+        .https
+        .then(|| crate::tls::client::client_config(config.ca_file.as_deref()));
+    if let Some(Err(e)) = &tls {
+        tracing::error!("webhook {}: {e}; no alert can be delivered", config.url);
+    }
     tracing::info!(
         "alerts go to the webhook {} (queue {}, timeout {:?}, {} retries{})",
         config.url,
@@ -59,7 +67,11 @@ pub(crate) fn start(config: WebhookConfig, shutdown: CancellationToken) -> Alert
             ""
         }
     );
-    tokio::spawn(deliver_all(config, rx, shutdown));
+    let client = Client {
+        config,
+        tls: tls.map(|t| t.map_err(|e| format!("TLS: {e}"))),
+    };
+    tokio::spawn(deliver_all(client, rx, shutdown));
     Arc::new(move |alert: &Alert| {
         if tx.try_send(alert.clone()).is_err() {
             crate::metrics::webhook("dropped");
@@ -73,12 +85,16 @@ pub(crate) fn start(config: WebhookConfig, shutdown: CancellationToken) -> Alert
     })
 }
 
-/// Delivers queued alerts until shutdown or the queue's end.
-async fn deliver_all(
+/// The webhook and, for an `https://` one, what its TLS trusts (or why
+/// it has nothing to trust).
+struct Client {
     config: WebhookConfig,
-    mut rx: mpsc::Receiver<Alert>,
-    shutdown: CancellationToken,
-) {
+    tls: Option<Result<Arc<rustls::ClientConfig>, String>>,
+}
+
+/// Delivers queued alerts until shutdown or the queue's end.
+async fn deliver_all(client: Client, mut rx: mpsc::Receiver<Alert>, shutdown: CancellationToken) {
+    let config = &client.config;
     loop {
         let alert = tokio::select! {
             () = shutdown.cancelled() => return,
@@ -95,7 +111,7 @@ async fn deliver_all(
         let mut attempt = 0;
         loop {
             let outcome =
-                match tokio::time::timeout(config.timeout, post(&config, &body, &delivery)).await {
+                match tokio::time::timeout(config.timeout, post(&client, &body, &delivery)).await {
                     Ok(Ok(status)) if status.is_success() => Ok(()),
                     Ok(Ok(status)) => Err(format!("the receiver answered {status}")),
                     Ok(Err(e)) => Err(e),
@@ -137,14 +153,35 @@ async fn deliver_all(
 
 /// One POST of `body`; the answer's status. The connection lives only in
 /// this future: a timeout drops it.
-async fn post(
-    config: &WebhookConfig,
-    body: &[u8],
-    delivery: &str,
-) -> Result<hyper::StatusCode, String> {
+async fn post(client: &Client, body: &[u8], delivery: &str) -> Result<hyper::StatusCode, String> {
+    let config = &client.config;
     let stream = tokio::net::TcpStream::connect((config.host.as_str(), config.port))
         .await
         .map_err(|e| format!("cannot connect to {}: {e}", config.authority))?;
+    match &client.tls {
+        None => exchange(stream, config, body, delivery).await,
+        Some(Err(e)) => Err(e.clone()),
+        Some(Ok(tls)) => {
+            let name = crate::tls::client::server_name(&config.host)?;
+            let stream = tokio_rustls::TlsConnector::from(tls.clone())
+                .connect(name, stream)
+                .await
+                .map_err(|e| format!("TLS with {}: {e}", config.authority))?;
+            exchange(stream, config, body, delivery).await
+        }
+    }
+}
+
+/// The POST's request and answer on a connected stream, plain or TLS.
+async fn exchange<S>(
+    stream: S,
+    config: &WebhookConfig,
+    body: &[u8],
+    delivery: &str,
+) -> Result<hyper::StatusCode, String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| format!("HTTP handshake: {e}"))?;

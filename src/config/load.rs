@@ -153,9 +153,13 @@ impl RawFile {
                     Some(a) if server.auth == AuthMode::None => {
                         src.error(a, format!("server.auth: {e}"))
                     }
-                    _ => src.error(span, format!("server.listen: {e}")),
+                    _ => src.error(span.clone(), format!("server.listen: {e}")),
                 }
             })?;
+            server
+                .tls
+                .check_exposure(loopback)
+                .map_err(|e| src.error(span, format!("server.listen: {e}")))?;
         }
         for (name, preset) in &self.presets {
             if let Some(policy) = preset.policy() {

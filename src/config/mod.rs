@@ -42,6 +42,7 @@ mod server;
 mod summary;
 #[cfg(test)]
 mod test_support;
+pub mod tls;
 mod tokens;
 pub mod watches;
 pub mod webhook;
@@ -60,4 +61,5 @@ pub use self::server::{
     MIN_RETENTION, ServerConfig, check_http_auth, check_listen, listen_is_loopback,
 };
 pub use self::summary::Summary;
+pub use self::tls::ListenerTls;
 pub use self::tokens::{TokenConfig, TokenSecret};

@@ -169,6 +169,14 @@ pub(super) struct RawFile {
 pub(super) struct RawServer {
     pub(super) listen: Option<Spanned<String>>,
     pub(super) metrics_listen: Option<Spanned<String>>,
+    /// The listener's certificate chain (PEM).
+    pub(super) tls_cert: Option<Spanned<PathBuf>>,
+    /// Its private key (PEM).
+    pub(super) tls_key: Option<Spanned<PathBuf>>,
+    /// `"off"`: plain HTTP beyond loopback, with `tls_off_reason`.
+    pub(super) tls: Option<Spanned<String>>,
+    /// Why plain HTTP is safe here.
+    pub(super) tls_off_reason: Option<Spanned<String>>,
     pub(super) alert_webhook: Option<RawWebhook>,
     pub(super) auth: Option<Spanned<AuthMode>>,
     pub(super) retention: Option<Spanned<Size>>,
@@ -199,6 +207,8 @@ pub(super) struct RawServer {
 )]
 pub(super) struct RawWebhook {
     pub(super) url: Spanned<String>,
+    /// The CA certificates an https:// receiver is checked against.
+    pub(super) ca_file: Option<Spanned<PathBuf>>,
     pub(super) secret_file: Option<Spanned<PathBuf>>,
     pub(super) timeout: Option<Spanned<String>>,
     pub(super) retries: Option<Spanned<i64>>,

@@ -41,6 +41,9 @@ pub struct ServerConfig {
     /// Loopback address (`host:port`) of a listener with only `/metrics`
     /// and `/healthz`, without authentication, for a local Prometheus.
     pub metrics_listen: Option<String>,
+    /// TLS on the HTTP listener (`tls_cert` and `tls_key`, or `tls =
+    /// "off"` with `tls_off_reason`).
+    pub tls: super::tls::ListenerTls,
     /// Where alerts are POSTed, signed (`alert_webhook`).
     pub alert_webhook: Option<super::webhook::WebhookConfig>,
     /// How HTTP callers authenticate (`auth`, default bearer tokens).
@@ -107,6 +110,7 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: None,
             metrics_listen: None,
+            tls: super::tls::ListenerTls::Unset,
             alert_webhook: None,
             auth: AuthMode::Token,
             retention: DEFAULT_RETENTION,
@@ -176,6 +180,13 @@ impl RawServer {
             }
             s.metrics_listen = Some(listen.into_inner());
         }
+        s.tls = super::tls::RawTls {
+            cert: self.tls_cert,
+            key: self.tls_key,
+            mode: self.tls,
+            reason: self.tls_off_reason,
+        }
+        .resolve(src)?;
         if let Some(hook) = self.alert_webhook {
             s.alert_webhook = Some(hook.resolve(src)?);
         }
@@ -451,8 +462,12 @@ mod tests {
         let ok = |text: &str| parse_in(&file, text).unwrap_or_else(|e| panic!("{e}"));
         let err = |text: &str| parse_in(&file, text).unwrap_err();
 
-        let c = ok(&format!(
+        let e = err(&format!(
             "[server]\nlisten = \"0.0.0.0:7301\"\n{with_token}"
+        ));
+        assert!(e.message.contains("needs TLS"), "{e}");
+        let c = ok(&format!(
+            "[server]\nlisten = \"0.0.0.0:7301\"\ntls = \"off\"\ntls_off_reason = \"the proxy\"\n{with_token}"
         ));
         assert_eq!(c.server.auth, AuthMode::Token);
         ok("[server]\nlisten = \"127.0.0.1:7301\"\nauth = \"none\"\n");

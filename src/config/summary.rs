@@ -7,6 +7,7 @@ use std::fmt;
 
 use super::access::{AuthMode, TokenAccess};
 use super::load::Config;
+use super::tls::ListenerTls;
 use super::tokens::TokenConfig;
 use crate::settings::LineEnding;
 
@@ -75,11 +76,38 @@ impl fmt::Display for Summary<'_> {
             writeln!(f, "  (none)")?;
         }
         if let Some(listen) = &config.server.listen {
+            let scheme = if config.server.tls.is_on() {
+                "https"
+            } else {
+                "http"
+            };
             writeln!(
                 f,
-                "http: http://{listen}/mcp, auth {}",
+                "http: {scheme}://{listen}/mcp, auth {}",
                 auth_name(config.server.auth)
             )?;
+        }
+        match &config.server.tls {
+            ListenerTls::Files { cert, key, summary } => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                writeln!(
+                    f,
+                    "tls: {}, {}; certificate {}, key {} (TLS 1.2 and 1.3, read again on SIGHUP)",
+                    summary.subject,
+                    summary.expiry(now),
+                    cert.display(),
+                    key.display()
+                )?;
+            }
+            ListenerTls::Off { reason } => {
+                writeln!(f, "tls: off on purpose: {reason}")?;
+            }
+            ListenerTls::Unset if config.server.listen.is_some() => {
+                writeln!(f, "tls: none (plain HTTP, loopback only)")?;
+            }
+            ListenerTls::Unset => {}
         }
         if let Some(listen) = &config.server.metrics_listen {
             writeln!(f, "metrics: http://{listen}/metrics, no token (loopback)")?;
@@ -87,8 +115,13 @@ impl fmt::Display for Summary<'_> {
         if let Some(w) = &config.server.alert_webhook {
             writeln!(
                 f,
-                "alert_webhook: {} ({}, timeout {}, {} retries, queue {})",
+                "alert_webhook: {}{} ({}, timeout {}, {} retries, queue {})",
                 w.url,
+                match (&w.ca_file, w.https) {
+                    (Some(ca), _) => format!(", trusting only the CA in {}", ca.display()),
+                    (None, true) => ", trusting the system's roots".to_owned(),
+                    (None, false) => String::new(),
+                },
                 w.secret_file.as_ref().map_or_else(
                     || "unsigned".to_owned(),
                     |p| format!("signed with the secret in {}", p.display())
@@ -265,17 +298,18 @@ mod tests {
             "{shown}"
         );
         assert_eq!(lines[5], "http: http://127.0.0.1:7301/mcp, auth token");
-        assert_eq!(lines[6], "tokens:");
+        assert_eq!(lines[6], "tls: none (plain HTTP, loopback only)");
+        assert_eq!(lines[7], "tokens:");
         assert_eq!(
-            lines[7],
+            lines[8],
             "  agent: write access, ports * (secret from a), the policy of each port (sw1 none, sw2 none)"
         );
-        assert!(lines[8].starts_with("presets: ") && lines[8].contains("cisco-ios"));
+        assert!(lines[9].starts_with("presets: ") && lines[9].contains("cisco-ios"));
         assert_eq!(
-            lines[9],
+            lines[10],
             "policies: guarded (dangerous approve), locked (dangerous deny), none (dangerous ignore)"
         );
-        assert_eq!(lines.len(), 10, "{shown}");
+        assert_eq!(lines.len(), 11, "{shown}");
         assert!(shown.ends_with('\n'));
     }
 

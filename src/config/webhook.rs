@@ -1,9 +1,9 @@
 //! `[server] alert_webhook`: where every alert is POSTed as JSON, signed
 //! with HMAC-SHA256 when a secret file is given.
 //!
-//! Only `http://`: the daemon links no TLS stack (see the architecture);
-//! a receiver elsewhere is reached through a TLS-terminating forwarder on
-//! this host, and the signature lets the receiver tell a forged alert.
+//! `http://` or `https://`: over TLS the receiver's certificate is checked
+//! against `ca_file` when given, else against the system's roots; the
+//! signature lets the receiver tell a forged alert either way.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -30,12 +30,18 @@ const MAX_URL: usize = 2048;
 /// The webhook, checked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WebhookConfig {
-    /// As written, `http://host[:port]/path`.
+    /// As written, `http[s]://host[:port]/path`.
     pub url: String,
+    /// An `https://` URL: the POST goes over TLS.
+    #[serde(skip)]
+    pub https: bool,
+    /// The CA certificates (PEM) an `https://` receiver's certificate must
+    /// be signed by (`ca_file`); none: the system's roots.
+    pub ca_file: Option<PathBuf>,
     /// The host to connect to (a name or an address; IPv6 without brackets).
     #[serde(skip)]
     pub host: String,
-    /// The TCP port (80 unless given).
+    /// The TCP port (80, or 443 for `https://`, unless given).
     #[serde(skip)]
     pub port: u16,
     /// The path and query sent in the request line.
@@ -72,8 +78,23 @@ impl RawWebhook {
     pub(super) fn resolve(self, src: &Source) -> Result<WebhookConfig, ConfigError> {
         let key = "server.alert_webhook";
         let url = self.url.get_ref();
-        let (host, port, path, authority) =
+        let (https, host, port, path, authority) =
             parse_url(url).map_err(|e| src.error(self.url.span(), format!("{key}.url: {e}")))?;
+        let ca_file = match self.ca_file {
+            None => None,
+            Some(file) if !https => {
+                return Err(src.error(
+                    file.span(),
+                    format!("{key}.ca_file: the URL is http://, which uses no certificate; use an https:// URL or remove ca_file"),
+                ));
+            }
+            Some(file) => {
+                let path = next_to_config(file.get_ref(), src);
+                crate::tls::files::read_roots(&path)
+                    .map_err(|e| src.error(file.span(), format!("{key}.ca_file: {e}")))?;
+                Some(path)
+            }
+        };
         let timeout = match &self.timeout {
             None => DEFAULT_TIMEOUT,
             Some(t) => humantime::parse_duration(t.get_ref())
@@ -114,6 +135,8 @@ impl RawWebhook {
         };
         Ok(WebhookConfig {
             url: url.clone(),
+            https,
+            ca_file,
             host,
             port,
             path,
@@ -127,20 +150,24 @@ impl RawWebhook {
     }
 }
 
-/// Splits `http://host[:port][/path]` into host, port, path and authority.
-fn parse_url(url: &str) -> Result<(String, u16, String, String), String> {
+/// What a URL is split into: https, host, port, path and authority.
+type UrlParts = (bool, String, u16, String, String);
+
+/// Splits `http[s]://host[:port][/path]` into whether it is https, host,
+/// port, path and authority.
+fn parse_url(url: &str) -> Result<UrlParts, String> {
     if url.len() > MAX_URL {
         return Err(format!("a URL is at most {MAX_URL} bytes"));
     }
-    if url.starts_with("https://") {
-        return Err(
-            "https is not spoken by the daemon (it links no TLS stack); use http:// to a receiver on this host or a TLS-terminating forwarder here (e.g. stunnel), and a secret_file so the receiver can check the signature"
-                .into(),
-        );
-    }
-    let rest = url.strip_prefix("http://").ok_or_else(|| {
-        format!("{url:?} is no http:// URL, e.g. \"http://127.0.0.1:9000/alerts\"")
-    })?;
+    let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
+        (true, rest)
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        (false, rest)
+    } else {
+        return Err(format!(
+            "{url:?} is no http:// or https:// URL, e.g. \"https://alerts.example:9000/serialgate\""
+        ));
+    };
     if rest.bytes().any(|b| b.is_ascii_control() || b == b' ') {
         return Err("the URL holds spaces or control characters".into());
     }
@@ -166,6 +193,7 @@ fn parse_url(url: &str) -> Result<(String, u16, String, String), String> {
         return Err("the URL has no host".into());
     }
     let port = match port {
+        None if https => 443,
         None => 80,
         Some(p) => p
             .parse::<u16>()
@@ -173,7 +201,13 @@ fn parse_url(url: &str) -> Result<(String, u16, String, String), String> {
             .filter(|p| *p > 0)
             .ok_or_else(|| format!("bad port {p:?}"))?,
     };
-    Ok((host.to_owned(), port, path.to_owned(), authority.to_owned()))
+    Ok((
+        https,
+        host.to_owned(),
+        port,
+        path.to_owned(),
+        authority.to_owned(),
+    ))
 }
 
 /// Reads the signing secret like a token's: a private regular file, not a
@@ -210,17 +244,19 @@ mod tests {
         assert_eq!(
             parse_url("http://127.0.0.1:9000/alerts?x=1").unwrap(),
             (
+                false,
                 "127.0.0.1".into(),
                 9000,
                 "/alerts?x=1".into(),
                 "127.0.0.1:9000".into()
             )
         );
-        assert_eq!(parse_url("http://[::1]/").unwrap().0, "::1");
-        assert_eq!(parse_url("http://hooks.example").unwrap().1, 80);
+        assert_eq!(parse_url("http://[::1]/").unwrap().1, "::1");
+        assert_eq!(parse_url("http://hooks.example").unwrap().2, 80);
+        let https = parse_url("https://hooks.example/a").unwrap();
+        assert!(https.0 && https.2 == 443, "{https:?}");
         for (bad, says) in [
-            ("https://x/", "no TLS stack"),
-            ("ftp://x/", "no http:// URL"),
+            ("ftp://x/", "no http:// or https:// URL"),
             ("http://u:p@x/", "credentials"),
             ("http://x:0/", "bad port"),
             ("http://x:99999/", "bad port"),
@@ -249,10 +285,23 @@ mod tests {
             "{}",
             c.summary()
         );
+        let c = parse("[server]\nalert_webhook = { url = \"https://hooks.example/a\" }\n");
+        assert!(
+            c.summary().to_string().contains(
+                "alert_webhook: https://hooks.example/a, trusting the system's roots (unsigned"
+            ),
+            "{}",
+            c.summary()
+        );
         assert_error(
-            "[server]\nalert_webhook = { url = \"https://x/\" }\n",
-            "2:25",
-            &["server.alert_webhook.url: https is not spoken"],
+            "[server]\nalert_webhook = { url = \"http://x/\", ca_file = \"ca.pem\" }\n",
+            "2:48",
+            &["server.alert_webhook.ca_file: the URL is http://"],
+        );
+        assert_error(
+            "[server]\nalert_webhook = { url = \"https://x/\", ca_file = \"/nonexistent/ca.pem\" }\n",
+            "2:49",
+            &["server.alert_webhook.ca_file: cannot read /nonexistent/ca.pem"],
         );
         assert_error(
             "[server]\nalert_webhook = { url = \"http://x/\", timeout = \"forever\" }\n",

@@ -826,15 +826,34 @@ async fn ws_next(
 }
 
 #[test]
-fn https_and_conflicting_modes_are_refused_with_a_clear_error() {
+fn a_ca_file_without_https_and_conflicting_modes_are_refused_with_a_clear_error() {
+    // --ca-file with a plain http:// URL would check nothing: refused
+    // before any connection is tried (https itself: tests/testsuite/tls.rs).
     let output = std::process::Command::new(binary())
-        .args(["console", "sw1", "--url", "https://gw.lab:7301"])
+        .args([
+            "console",
+            "sw1",
+            "--url",
+            "http://gw.lab:7301",
+            "--ca-file",
+            "/nonexistent/ca.pem",
+        ])
         .output()
         .expect("run");
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("no TLS") && stderr.contains("TLS proxy"),
+        stderr.contains("--ca-file is for an https:// --url"),
+        "{stderr}"
+    );
+    let output = std::process::Command::new(binary())
+        .args(["console", "sw1", "--url", "ftp://gw.lab:7301"])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("give the gateway's address as https://"),
         "{stderr}"
     );
     let output = std::process::Command::new(binary())

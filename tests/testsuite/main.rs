@@ -70,6 +70,7 @@ mod ser2net;
 mod service;
 mod ssh;
 mod terminal;
+mod tls;
 mod transfer;
 mod vendors;
 mod web;

@@ -25,7 +25,10 @@ fn script() -> std::path::PathBuf {
 
 /// Runs the script with `args`; its lines (one JSON object each, keyed by
 /// `kind`) and whether it succeeded, with its stderr for the message.
-async fn run_script(python: &Path, args: &[&str]) -> (Vec<(String, Value)>, bool, String) {
+pub(super) async fn run_script(
+    python: &Path,
+    args: &[&str],
+) -> (Vec<(String, Value)>, bool, String) {
     let mut cmd = Command::new(python);
     cmd.arg(script())
         .args(args)
@@ -63,7 +66,7 @@ fn field<'a>(lines: &'a [(String, Value)], kind: &str) -> &'a Value {
 
 /// What a user checks of the session: the server, the tools an agent sees,
 /// and `show version` whole, with no pager and no prompt in it.
-fn check_session(lines: &[(String, Value)]) {
+pub(super) fn check_session(lines: &[(String, Value)]) {
     assert_eq!(field(lines, "server"), "serialgate");
     let tools: Vec<&str> = field(lines, "tools")
         .as_array()

@@ -130,7 +130,18 @@ where
     F: FnOnce(Browser) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let browser = Browser::open().await;
+    session_with(&[], test).await;
+}
+
+/// [`session`] with Chromium given the `extra` arguments too (e.g.
+/// `--ignore-certificate-errors-spki-list=HASH` to trust one test
+/// certificate, and nothing else, over HTTPS).
+pub async fn session_with<F, Fut>(extra: &[String], test: F)
+where
+    F: FnOnce(Browser) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let browser = Browser::open_with(extra).await;
     let client = browser.client.clone();
     let outcome = tokio::spawn(test(browser)).await;
     // Closing a session the test closed already only fails.
@@ -151,6 +162,11 @@ pub struct Browser {
 impl Browser {
     /// Opens a headless Chromium that can reach nothing but 127.0.0.1.
     pub async fn open() -> Browser {
+        Browser::open_with(&[]).await
+    }
+
+    /// [`Browser::open`] with the `extra` arguments too.
+    pub async fn open_with(extra: &[String]) -> Browser {
         let url = driver().to_owned();
         let mut args = vec![
             "--headless=new",
@@ -167,6 +183,7 @@ impl Browser {
         if nix::unistd::geteuid().is_root() {
             args.push("--no-sandbox");
         }
+        args.extend(extra.iter().map(String::as_str));
         let mut caps = serde_json::Map::new();
         caps.insert("goog:chromeOptions".into(), json!({ "args": args }));
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();

@@ -181,9 +181,9 @@ impl Daemon {
     }
 
     /// The MCP URL a daemon started with `--http` printed
-    /// (`listening on http://127.0.0.1:PORT/mcp`).
+    /// (`listening on http://127.0.0.1:PORT/mcp`, or `https://`).
     pub async fn http_url(&mut self) -> String {
-        let line = self.stderr.wait_for("listening on http://").await;
+        let line = self.stderr.wait_for("listening on http").await;
         line.split("listening on ")
             .nth(1)
             .expect("an address")

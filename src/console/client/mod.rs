@@ -81,11 +81,14 @@ pub struct Options {
     /// Take the write hold from whoever holds it (where your access allows).
     #[arg(long)]
     pub force: bool,
-    /// The gateway's HTTP address, http://HOST:PORT (its [server] listen);
-    /// without it, the local console socket. No TLS: for https, put a TLS
-    /// proxy in front or use the socket.
+    /// The gateway's address, https://HOST:PORT (its [server] listen; http://
+    /// for a listener without TLS); without it, the local console socket.
     #[arg(long, value_name = "URL", conflicts_with = "socket")]
     pub url: Option<String>,
+    /// The CA certificate (PEM) an https:// gateway's certificate must be
+    /// signed by; default: the system's trusted roots.
+    #[arg(long, value_name = "PEM", requires = "url")]
+    pub ca_file: Option<PathBuf>,
     /// A file holding the bearer token for --url (mode 600 or stricter).
     #[arg(long, value_name = "FILE", requires = "url")]
     pub token_file: Option<PathBuf>,
@@ -119,7 +122,20 @@ fn target(options: &Options) -> Result<Target, String> {
             .as_deref()
             .map(transport::read_token)
             .transpose()?;
-        return Ok(Target::Http { base, token });
+        let tls = match (&options.ca_file, base.tls) {
+            (Some(_), false) => {
+                return Err(
+                    "--ca-file is for an https:// --url; give the gateway's https:// address, or leave --ca-file out"
+                        .into(),
+                );
+            }
+            (ca_file, true) => Some(
+                crate::tls::client::client_config(ca_file.as_deref())
+                    .map_err(|e| format!("TLS: {e}"))?,
+            ),
+            (None, false) => None,
+        };
+        return Ok(Target::Http { base, token, tls });
     }
     let socket = options.socket.clone().unwrap_or_else(|| {
         std::env::var_os(SOCKET_ENV)

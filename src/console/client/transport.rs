@@ -1,13 +1,16 @@
 //! How the console client reaches the gateway: the local console socket
 //! (frames with a kind byte and a length, [`protocol::encode_frame`]) or
 //! the HTTP listener's WebSocket (a text message per JSON frame, a binary
-//! one per data frame) with a bearer token. Connecting has a deadline and
+//! one per data frame) with a bearer token, over TLS for an `https://`
+//! gateway (its certificate checked against `--ca-file` or the system's
+//! roots, for the URL's host). Connecting has a deadline and
 //! its errors say what to check; after it, a [`FrameSink`] and a
 //! [`FrameStream`] carry [`Frame`]s whichever the transport, so that the
 //! session does not care.
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{SplitSink, SplitStream};
@@ -21,6 +24,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_util::either::Either;
 
 use super::render::shown;
 use crate::console::protocol::{self, Frame, FrameDecoder};
@@ -42,36 +46,36 @@ pub(crate) enum Target {
         base: HttpBase,
         /// The token's secret.
         token: Option<String>,
+        /// What an `https://` gateway's certificate is checked against.
+        tls: Option<Arc<rustls::ClientConfig>>,
     },
 }
 
-/// The gateway's base address from `--url http://HOST:PORT[/PREFIX]`.
+/// The gateway's base address from `--url http[s]://HOST:PORT[/PREFIX]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HttpBase {
     /// `HOST:PORT`, what TCP connects to.
     authority: String,
+    /// The host alone (IPv6 without brackets): the name the gateway's
+    /// certificate must carry.
+    host: String,
     /// A path prefix (a reverse proxy's), without a trailing `/`.
     prefix: String,
+    /// `https://`: the WebSocket goes over TLS.
+    pub(crate) tls: bool,
 }
 
 impl HttpBase {
-    /// Reads `--url`; refuses https (no TLS in the client: a TLS proxy in
-    /// front, or the local socket) and anything but a plain base address.
+    /// Reads `--url`; refuses anything but a plain base address.
     pub(crate) fn parse(url: &str) -> Result<HttpBase, String> {
         let lower = url.to_ascii_lowercase();
-        if lower.starts_with("https://") || lower.starts_with("wss://") {
-            return Err(format!(
-                "--url {}: the console client speaks no TLS; reach an https gateway through a \
-                 local TLS proxy (e.g. stunnel or socat to http://127.0.0.1:PORT), or use the \
-                 local console socket (--socket)",
-                shown(url)
-            ));
-        }
-        let rest = if lower.starts_with("http://") {
-            &url["http://".len()..]
+        let (tls, rest) = if lower.starts_with("https://") {
+            (true, &url["https://".len()..])
+        } else if lower.starts_with("http://") {
+            (false, &url["http://".len()..])
         } else {
             return Err(format!(
-                "--url {}: give the gateway's address as http://HOST:PORT",
+                "--url {}: give the gateway's address as https://HOST:PORT (or http:// on loopback)",
                 shown(url)
             ));
         };
@@ -101,29 +105,37 @@ impl HttpBase {
         {
             return bad("spaces or control characters");
         }
-        // Without a port, the http default, as a browser would.
+        // Without a port, the scheme's default, as a browser would.
         let authority = if authority.ends_with(']') || !authority.contains(':') {
-            format!("{authority}:80")
+            format!("{authority}:{}", if tls { 443 } else { 80 })
         } else {
             authority.to_owned()
         };
+        let host = match authority.rsplit_once(':') {
+            Some((host, _)) => host.trim_start_matches('[').trim_end_matches(']'),
+            None => authority.as_str(),
+        }
+        .to_owned();
         Ok(HttpBase {
             authority,
+            host,
             prefix: path.trim_end_matches('/').to_owned(),
+            tls,
         })
     }
 
     /// The WebSocket address: `/ports/{port}/console` to attach, or
     /// `/console` for the list.
     pub(crate) fn ws_url(&self, port: Option<&str>) -> String {
+        let scheme = if self.tls { "wss" } else { "ws" };
         match port {
             Some(port) => format!(
-                "ws://{}{}/ports/{}/console",
+                "{scheme}://{}{}/ports/{}/console",
                 self.authority,
                 self.prefix,
                 path_segment(port)
             ),
-            None => format!("ws://{}{}/console", self.authority, self.prefix),
+            None => format!("{scheme}://{}{}/console", self.authority, self.prefix),
         }
     }
 }
@@ -192,7 +204,10 @@ pub(crate) fn read_token(path: &Path) -> Result<String, String> {
     Ok(token)
 }
 
-type Ws = WebSocketStream<TcpStream>;
+/// A TCP connection to the gateway, or TLS over one.
+type Wire = Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
+
+type Ws = WebSocketStream<Wire>;
 
 /// The sending half of a connection.
 #[derive(Debug)]
@@ -262,7 +277,7 @@ async fn connect_now(
             })?;
             Ok(unix(stream))
         }
-        Target::Http { base, token } => {
+        Target::Http { base, token, tls } => {
             let url = base.ws_url(port);
             let tcp = TcpStream::connect(&base.authority).await.map_err(|e| {
                 format!(
@@ -272,7 +287,24 @@ async fn connect_now(
                 )
             })?;
             let _ = tcp.set_nodelay(true);
-            let ws = websocket(tcp, &url, token.as_deref()).await?;
+            let wire = match tls {
+                None => Either::Left(tcp),
+                Some(tls) => {
+                    let name = crate::tls::client::server_name(&base.host)
+                        .map_err(|e| format!("--url: {e}"))?;
+                    let stream = tokio_rustls::TlsConnector::from(tls.clone())
+                        .connect(name, tcp)
+                        .await
+                        .map_err(|e| {
+                            format!(
+                                "TLS with the gateway at {}: {e}; check --url (its host must be a name the gateway's certificate carries) and --ca-file (the CA that signed it)",
+                                base.authority
+                            )
+                        })?;
+                    Either::Right(stream)
+                }
+            };
+            let ws = websocket(wire, &url, token.as_deref()).await?;
             let (sink, stream) = ws.split();
             Ok((FrameSink::Ws(sink), FrameStream::Ws(stream)))
         }
@@ -293,11 +325,7 @@ pub(crate) fn unix(stream: UnixStream) -> (FrameSink, FrameStream) {
 }
 
 /// The WebSocket upgrade at `url` over `tcp`, with the bearer token.
-pub(crate) async fn websocket(
-    tcp: TcpStream,
-    url: &str,
-    token: Option<&str>,
-) -> Result<Ws, String> {
+async fn websocket(tcp: Wire, url: &str, token: Option<&str>) -> Result<Ws, String> {
     let mut request = url
         .into_client_request()
         .map_err(|e| format!("--url gives no valid address ({}): {e}", shown(url)))?;
@@ -438,11 +466,10 @@ mod tests {
             HttpBase::parse("http://[::1]").unwrap().ws_url(None),
             "ws://[::1]:80/console"
         );
-        let e = HttpBase::parse("https://gw:443").unwrap_err();
-        assert!(
-            e.contains("no TLS") && e.contains("TLS proxy") && e.contains("--socket"),
-            "{e}"
-        );
+        let base = HttpBase::parse("https://gw.lab/serialgate").unwrap();
+        assert_eq!(base.ws_url(None), "wss://gw.lab:443/serialgate/console");
+        assert_eq!(base.host, "gw.lab");
+        assert_eq!(HttpBase::parse("https://[::1]:7301").unwrap().host, "::1");
         for bad in [
             "gw:7301",
             "http://",
@@ -550,6 +577,7 @@ mod tests {
         let target = Target::Http {
             base,
             token: Some("s3cret".to_owned()),
+            tls: None,
         };
         let (mut sink, mut stream) = connect(&target, Some("sw1")).await.unwrap();
         for frame in sample_frames() {
@@ -584,6 +612,7 @@ mod tests {
         let target = Target::Http {
             base: HttpBase::parse(&format!("http://{addr}")).unwrap(),
             token: Some("wrong".to_owned()),
+            tls: None,
         };
         let e = connect(&target, Some("sw1")).await.unwrap_err();
         assert!(e.contains("HTTP 401") && e.contains("--token-file"), "{e}");

@@ -23,6 +23,14 @@
 //!   closed, so that one agent's long waits (or a leaked read token) cannot
 //!   take every slot.
 //!
+//! - **TLS** (with `[server] tls_cert`): each connection's handshake must
+//!   also end within the header timeout, and is made with the certificate
+//!   in force when it was accepted ([`ServerTls::acceptor`]), so a
+//!   certificate renewed and reloaded reaches the next connection while
+//!   the open ones go on. A connection whose first byte is no TLS record
+//!   (plain `http://`) gets a short `400` saying to use `https://`, and is
+//!   closed without its request being read.
+//!
 //! The auth middleware marks a connection authenticated through the
 //! [`Admission`] each request carries in its extensions.
 
@@ -39,10 +47,13 @@ use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+use crate::tls::server::ServerTls;
 
 /// How long a client may take to send a request's headers.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -244,12 +255,13 @@ impl Drop for Held {
     }
 }
 
-/// Serves `app` on `listener` until `stop` is cancelled; then stops
+/// Serves `app` on `listener` (over TLS with `tls`) until `stop` is cancelled; then stops
 /// accepting, asks every connection to finish its responses and close
 /// ([`hyper`]'s graceful shutdown), and waits for them at most `grace`.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    tls: Option<ServerTls>,
     limits: ListenerLimits,
     stop: CancellationToken,
     grace: Duration,
@@ -292,10 +304,12 @@ pub async fn serve(
             slot,
             book: book.clone(),
         };
+        let tls = tls.as_ref().map(ServerTls::acceptor);
         tasks.spawn(connection(
             stream,
             peer,
             app.clone(),
+            tls,
             limits,
             held,
             stop.clone(),
@@ -315,16 +329,101 @@ fn is_out_of_fds(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
+/// The first byte of a TLS handshake record; a plaintext request starts
+/// with a method's letter instead.
+const TLS_HANDSHAKE: u8 = 0x16;
+
+/// What a plain `http://` request to the TLS listener gets.
+const USE_HTTPS: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: 72\r\n\r\nThis port speaks HTTPS only: use https:// with the same host and port.\r\n";
+
+/// How long a refused plaintext client may take to read the answer.
+const REFUSAL_LINGER: Duration = Duration::from_secs(1);
+
 /// Serves one connection until it closes, is closed to make room, or the
-/// server stops (then gracefully: the response being written is finished).
+/// server stops (then gracefully: the response being written is finished);
+/// over TLS with `tls`, after the handshake.
 async fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: ListenerLimits,
+    held: Held,
+    stop: CancellationToken,
+) {
+    let Some(acceptor) = tls else {
+        return http1(stream, peer, app, limits, held, stop).await;
+    };
+    let evicted = held.slot.evicted.clone();
+    let handshake = async {
+        let mut first = [0u8; 1];
+        match stream.peek(&mut first).await {
+            Ok(1) if first[0] == TLS_HANDSHAKE => {}
+            Ok(1) => {
+                refuse_plaintext(stream).await;
+                return None;
+            }
+            Ok(_) => return None,
+            Err(e) => {
+                tracing::debug!("HTTPS {peer}: {e}");
+                return None;
+            }
+        }
+        match acceptor.accept(stream).await {
+            Ok(tls) => Some(tls),
+            Err(e) => {
+                tracing::debug!("HTTPS {peer}: TLS handshake: {e}");
+                None
+            }
+        }
+    };
+    let tls = tokio::select! {
+        done = tokio::time::timeout(limits.header_timeout, handshake) => match done {
+            Ok(Some(tls)) => tls,
+            Ok(None) => return,
+            Err(_) => {
+                tracing::debug!("HTTPS {peer}: no TLS handshake within {:?}", limits.header_timeout);
+                return;
+            }
+        },
+        () = evicted.cancelled() => return,
+        () = stop.cancelled() => return,
+    };
+    http1(tls, peer, app, limits, held, stop).await;
+}
+
+/// Answers a plaintext request on the TLS listener with [`USE_HTTPS`]
+/// and closes. What the client sent is read and dropped (at most 64 KiB,
+/// for [`REFUSAL_LINGER`]) so that closing does not reset the connection
+/// before the answer is read; none of it is parsed.
+async fn refuse_plaintext(mut stream: TcpStream) {
+    let linger = async {
+        stream.write_all(USE_HTTPS).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut read = 0usize;
+        while read < 64 << 10 {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => read += n,
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    let _ = tokio::time::timeout(REFUSAL_LINGER, linger).await;
+}
+
+/// HTTP/1.1 on one connection's stream, plain or TLS.
+async fn http1<S>(
+    stream: S,
     peer: SocketAddr,
     app: Router,
     limits: ListenerLimits,
     held: Held,
     stop: CancellationToken,
-) {
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let admission = Admission {
         slot: held.slot.clone(),
         book: held.book.clone(),
@@ -371,6 +470,19 @@ async fn connection(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plaintext_refusal_is_one_whole_response() {
+        let text = std::str::from_utf8(USE_HTTPS).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(length, body.len());
+    }
 
     fn limits(max: usize, unauthenticated: usize) -> ListenerLimits {
         ListenerLimits {

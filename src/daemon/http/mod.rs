@@ -28,7 +28,20 @@
 //! access, and only loopback `Host` headers are accepted, against DNS
 //! rebinding); `auth = "none"` on a non-loopback address is refused. The
 //! rule is checked against the configured address and again against the
-//! address actually bound ([`check_exposure`]).
+//! address actually bound ([`check_exposure`]). A non-loopback address
+//! also needs TLS (`tls_cert` and `tls_key`), unless the config says
+//! `tls = "off"` with a `tls_off_reason`.
+//!
+//! # TLS
+//!
+//! With `tls_cert` and `tls_key` every door of the listener (`/mcp`, the
+//! web view, the console WebSockets, `/metrics`, `/healthz`) is served
+//! over TLS 1.2 or 1.3 only ([`crate::tls::server`]), and the web view's
+//! answers carry `Strict-Transport-Security` and its cookie `Secure`.
+//! SIGHUP reads the two files again: a renewed certificate is served to
+//! the next connection, open sessions and WebSockets keep theirs; a bad
+//! pair rejects the reload and the running one stays. Turning TLS on or
+//! off needs a restart.
 //!
 //! # Reload and shutdown
 //!
@@ -62,12 +75,13 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, AuthMode, Config};
+use crate::config::{self, AuthMode, Config, ListenerTls};
 use crate::daemon::fd_limit;
 use crate::daemon::lifecycle::{Reloader, Signals, ready, stop, until_terminated};
 use crate::gateway::Gateway;
 use crate::mcp::GateServer;
 use crate::mcp::scope::Stateless;
+use crate::tls::server::ServerTls;
 use auth::{Auth, Gatekeeper, authenticate};
 use drain::{InFlight, SHUTDOWN_GRACE};
 use listener::ListenerLimits;
@@ -78,6 +92,7 @@ use session_owners::{SESSION_IDLE, SessionOwners};
 /// change.
 pub fn check_exposure(config: &Config, listen: &str, loopback: bool) -> anyhow::Result<()> {
     config::check_http_auth(config.server.auth, config.tokens.is_empty(), loopback)
+        .and_then(|()| config.server.tls.check_exposure(loopback))
         .map_err(|e| anyhow::anyhow!("cannot serve HTTP on {listen}: {e}"))
 }
 
@@ -92,6 +107,7 @@ fn app(
     limits: &ListenerLimits,
     cancel: CancellationToken,
 ) -> anyhow::Result<Router> {
+    let tls = config.server.tls.is_on();
     let auth = match config.server.auth {
         AuthMode::Token => Auth::Tokens(gateway.clone()),
         AuthMode::None => Auth::None(gateway.clone()),
@@ -157,6 +173,7 @@ fn app(
         throttle,
         cancel: cancel.clone(),
         max_connections_per_token: limits.max_per_token,
+        tls,
     });
     // `/mcp` and every unknown path pass the bearer-token middleware (a
     // stranger learns nothing, not even which paths exist); the consoles
@@ -194,10 +211,30 @@ pub async fn serve_http(
     if config.server.auth == AuthMode::None {
         tracing::warn!("auth = \"none\": every local process may use every port over HTTP");
     }
+    let tls = match &config.server.tls {
+        ListenerTls::Files { cert, key, .. } => {
+            let (tls, summary) = ServerTls::load(cert, key)
+                .map_err(|e| anyhow::anyhow!("cannot serve HTTPS on {listen}: server.{e}"))?;
+            log_certificate("serving", &summary);
+            Some(tls)
+        }
+        ListenerTls::Off { reason } => {
+            if !loopback {
+                tracing::warn!("tls = \"off\": plain HTTP on {local} ({reason})");
+            }
+            None
+        }
+        ListenerTls::Unset => None,
+    };
     let reloader = Reloader::new(config_path).with_check({
         let listen = listen.to_owned();
-        move |running, new| reload_check(running, new, &listen, loopback)
+        let tls = tls.clone();
+        move |running, new| {
+            reload_check(running, new, &listen, loopback)?;
+            reload_tls(tls.as_ref(), new)
+        }
     });
+    let scheme = if tls.is_some() { "https" } else { "http" };
 
     let shutdown = CancellationToken::new();
     // Not a child of `shutdown`: closing the ports must not end the
@@ -230,14 +267,15 @@ pub async fn serve_http(
     let mut server = tokio::spawn(listener::serve(
         listener,
         app,
+        tls,
         limits,
         cancel.clone(),
         SHUTDOWN_GRACE,
     ));
-    eprintln!("serialgate: listening on http://{local}/mcp");
-    eprintln!("serialgate: web view at http://{local}/web/");
+    eprintln!("serialgate: listening on {scheme}://{local}/mcp");
+    eprintln!("serialgate: web view at {scheme}://{local}/web/");
     tracing::info!(
-        "serving MCP at http://{local}/mcp ({} token(s), auth {:?})",
+        "serving MCP at {scheme}://{local}/mcp ({} token(s), auth {:?})",
         config.tokens.len(),
         config.server.auth
     );
@@ -289,7 +327,14 @@ fn reload_check(
         ));
     }
     config::check_http_auth(new.server.auth, new.tokens.is_empty(), loopback)
+        .and_then(|()| new.server.tls.check_exposure(loopback))
         .map_err(|e| format!("cannot keep serving HTTP on {listen} with it: {e}"))?;
+    if new.server.tls.is_on() != running.server.tls.is_on() {
+        return Err(format!(
+            "[server] TLS is turned {} on the running listener, which needs a restart (systemctl restart serialgate); keeping the running config",
+            if new.server.tls.is_on() { "on" } else { "off" }
+        ));
+    }
     if new.server.listen != running.server.listen {
         tracing::warn!(
             "[server] listen changed to {:?}: still serving on {listen} until a restart",
@@ -297,4 +342,38 @@ fn reload_check(
         );
     }
     Ok(())
+}
+
+/// Reads the listener's certificate and key again for a reloaded config
+/// (TLS stays on: [`reload_check`] refused a change), so the next
+/// connection gets a renewed certificate; a bad pair rejects the reload.
+fn reload_tls(tls: Option<&ServerTls>, new: &Config) -> Result<(), String> {
+    let (Some(tls), ListenerTls::Files { cert, key, .. }) = (tls, &new.server.tls) else {
+        return Ok(());
+    };
+    let summary = tls
+        .reload(cert, key)
+        .map_err(|e| format!("server.{e}; the running certificate stays"))?;
+    log_certificate("reloaded", &summary);
+    Ok(())
+}
+
+/// Logs the certificate served: its subject and expiry.
+fn log_certificate(what: &str, summary: &crate::tls::x509::CertSummary) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if summary.not_after_unix < now {
+        tracing::error!(
+            "TLS: {what} certificate {}, {}: clients will refuse it; renew it and send SIGHUP",
+            summary.subject,
+            summary.expiry(now)
+        );
+    } else {
+        tracing::info!(
+            "TLS: {what} certificate {}, {}",
+            summary.subject,
+            summary.expiry(now)
+        );
+    }
 }

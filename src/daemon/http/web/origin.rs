@@ -1,6 +1,6 @@
 //! Whether a browser's request comes from the web view itself: its
 //! `Origin` must name the very host the request was sent to (`Host`), over
-//! `http` (served directly) or `https` (through the operator's TLS proxy).
+//! `http` (served plain) or `https` (the listener's own TLS, or a TLS proxy).
 //! Sign-in, sign-out and every WebSocket a session cookie opens are held to
 //! it, on top of the cookie's `SameSite=Strict`: a page of another site
 //! can neither sign a browser in or out nor open its consoles.

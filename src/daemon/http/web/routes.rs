@@ -47,7 +47,10 @@ pub fn router(state: WebState) -> Router {
         .merge(signed_in_pages)
         .merge(signed_in)
         .merge(public)
-        .route_layer(middleware::from_fn(security_headers))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            security_headers,
+        ))
         .with_state(state)
 }
 
@@ -112,11 +115,36 @@ async fn admitted(state: &WebState, caller: Caller, mut request: Request, next: 
     next.run(request).await
 }
 
+/// How long a browser that saw the view over TLS keeps to `https://` for
+/// this host: a year.
+pub const HSTS: &str = "max-age=31536000";
+
 /// The CSP and the no-cache, no-sniff, no-frame, same-origin-referrer headers on
-/// every web view response.
-async fn security_headers(request: Request, next: Next) -> Response {
+/// every web view response; over TLS also `Strict-Transport-Security`, and
+/// the login cookie marked `Secure` (never sent over plain HTTP).
+async fn security_headers(State(state): State<WebState>, request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
+    if state.tls {
+        headers.insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static(HSTS),
+        );
+        let cookies: Vec<HeaderValue> = headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|c| {
+                let text = c.to_str().ok()?;
+                HeaderValue::from_str(&format!("{text}; Secure")).ok()
+            })
+            .collect();
+        if !cookies.is_empty() {
+            headers.remove(header::SET_COOKIE);
+            for cookie in cookies {
+                headers.append(header::SET_COOKIE, cookie);
+            }
+        }
+    }
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CSP),

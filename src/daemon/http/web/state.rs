@@ -26,6 +26,9 @@ pub struct WebState {
     pub cancel: CancellationToken,
     /// Connections one token may hold (the listener's share).
     pub max_connections_per_token: usize,
+    /// The listener speaks TLS: answers carry `Strict-Transport-Security`
+    /// and the login cookie is `Secure`.
+    pub tls: bool,
 }
 
 /// The standing of a caller who came with a browser login's cookie in
