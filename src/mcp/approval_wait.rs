@@ -81,6 +81,18 @@ pub async fn obtain(
         );
         tracing::info!(port = %name, request = id, "{waiting}");
         let started = Instant::now();
+        // The first word of the wait is sent before the wait begins (for
+        // at most a second), so that it reaches the client before any
+        // result: a person may decide at once.
+        if let Some(token) = context.meta.get_progress_token() {
+            let note = ProgressNotificationParam::new(token, 0.0)
+                .with_message(format!("{waiting}; {} s left", timeout.as_secs()));
+            let _ = tokio::time::timeout(
+                std::time::Duration::from_secs(1),
+                context.peer.notify_progress(note),
+            )
+            .await;
+        }
         let progress = context.meta.get_progress_token().map(|token| {
             let peer = context.peer.clone();
             move |left: u64| {
@@ -98,7 +110,6 @@ pub async fn obtain(
                 report(left);
             }
         };
-        tick(timeout.as_secs());
         // The client's user, asked where the policy and the client allow
         // it: their answer decides in the store, as a person's does, and
         // the ticket hears it; a question the client cannot take leaves
