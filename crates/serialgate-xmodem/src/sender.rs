@@ -44,6 +44,17 @@ enum State {
     AskedFor {
         next: Sent,
     },
+    /// Text came where the last step's ACK was due: the receiver's shell
+    /// back at its prompt (lrzsz loses its last ACK as it exits), or line
+    /// noise in place of an answer. An ACK or NAK still decides; a prompt,
+    /// or quiet for as long as the tries left would wait, ends the send
+    /// unconfirmed.
+    Ending {
+        sent: Sent,
+        tries: u32,
+        /// Text bytes seen since the last step.
+        text: u32,
+    },
     Done,
     Failed(Failure),
 }
@@ -222,16 +233,48 @@ impl Sender {
                     }
                 }
                 _ if self.is_last(sent) && is_text(b) => {
-                    // The receiver is gone and its shell talks again:
-                    // sending the end again would type it (EOT is Ctrl-D).
-                    self.stats.end_unconfirmed = true;
-                    self.state = State::Done;
+                    // Sending the end again could type it into a shell
+                    // (EOT is Ctrl-D): wait and see which it was.
+                    self.state = State::Ending {
+                        sent,
+                        tries,
+                        text: 0,
+                    };
+                    self.deadline = now + sender_patience(self.timing);
+                    self.ending_text(b);
                 }
+                _ => {}
+            },
+            State::Ending { sent, tries, .. } => match b {
+                ACK => self.acked(sent, now),
+                // The receiver is still there: the text was noise. (A
+                // YMODEM receiver asks for the null header again with `C`.)
+                NAK => self.retry(sent, tries, now),
+                CRC_START if sent == Sent::NullHeader => self.retry(sent, tries, now),
+                _ if is_text(b) => self.ending_text(b),
                 _ => {}
             },
             State::AskedFor { next } if b == CRC_START => self.send(next, 0, now),
             _ => {}
         }
+    }
+
+    /// One more byte of text after the last step; a prompt's last
+    /// character after other text ends the send, since the receiver is gone
+    /// and its shell talks again.
+    fn ending_text(&mut self, b: u8) {
+        let State::Ending { text, .. } = &mut self.state else {
+            return;
+        };
+        *text += 1;
+        if *text >= 2 && PROMPT_ENDS.contains(&b) {
+            self.end_unconfirmed();
+        }
+    }
+
+    fn end_unconfirmed(&mut self) {
+        self.stats.end_unconfirmed = true;
+        self.state = State::Done;
     }
 
     /// The receiver acknowledged `sent`.
@@ -346,10 +389,27 @@ impl Sender {
                 self.send(next, 1, now);
                 self.stats.retries += 1;
             }
+            // Text and then quiet for as long as the tries left would
+            // wait (a NAK after the noise may be lost too): no receiver
+            // answers any more. Nothing is sent meanwhile.
+            State::Ending { tries, .. } if tries >= self.timing.max_retries => {
+                self.end_unconfirmed()
+            }
+            State::Ending { sent, tries, text } => {
+                self.state = State::Ending {
+                    sent,
+                    tries: tries + 1,
+                    text,
+                };
+                self.deadline = now + sender_patience(self.timing);
+            }
             State::Done | State::Failed(_) => {}
         }
     }
 }
+
+/// The characters shells and CLIs end their prompts with.
+const PROMPT_ENDS: &[u8] = b"$#>%]";
 
 /// A byte of text a shell or CLI prints (a prompt, a line ending), which
 /// no receiver sends in answer to a block: not ACK, NAK, CAN, the `C` of a

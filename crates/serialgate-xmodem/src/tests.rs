@@ -346,6 +346,44 @@ fn a_receiver_back_at_its_prompt_after_the_end_ends_the_send() {
     assert!(matches!(s.poll(), Poll::Wait(_)));
 }
 
+/// A receiver's NAK damaged into one letter after the last EOT is not its
+/// shell's prompt: the NAK that follows gets the EOT again, and a letter
+/// followed by quiet ends the send unconfirmed once the tries left would
+/// have waited, sending nothing more.
+#[test]
+fn noise_after_the_end_is_not_taken_for_a_prompt() {
+    let now = Instant::now();
+    let mut s = Sender::new(Protocol::Xmodem, "f", file(200), timing(), now);
+    let written = ack_until_the_end(&mut s, &[NAK ^ 0x5a], now);
+    assert_eq!(written.iter().filter(|w| **w == [EOT]).count(), 1);
+    let Poll::Wait(deadline) = s.poll() else {
+        panic!("ended on one letter: {:?}", s.poll())
+    };
+    s.input(&[NAK], now);
+    assert_eq!(s.poll(), Poll::Write(vec![EOT]), "the EOT again");
+    s.input(&[ACK], now);
+    assert_eq!(s.poll(), Poll::Done);
+    assert!(!s.stats().end_unconfirmed);
+
+    let mut s = Sender::new(Protocol::Xmodem, "f", file(200), timing(), now);
+    ack_until_the_end(&mut s, b"O", now);
+    let Poll::Wait(deadline_2) = s.poll() else {
+        panic!()
+    };
+    assert_eq!(deadline_2, deadline);
+    let mut t = deadline_2;
+    let mut waits = 0;
+    while let Poll::Wait(next) = s.poll() {
+        t = t.max(next);
+        s.timeout(t);
+        waits += 1;
+        assert!(waits <= timing().max_retries, "still waiting at {waits}");
+    }
+    assert_eq!(s.poll(), Poll::Done);
+    assert!(s.stats().end_unconfirmed);
+    assert!(t - now >= timing().answer * (timing().max_retries - 1));
+}
+
 #[test]
 fn can_can_ends_either_side_and_cancel_sends_it() {
     let now = Instant::now();
