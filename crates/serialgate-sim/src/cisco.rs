@@ -17,7 +17,7 @@ use super::cli::{
     crlf_lines, page_lines, split_words,
 };
 use super::options::{Credentials, SimOptions};
-use boot::{boot_rest, boot_text};
+use boot::{boot_banner, boot_rest, boot_text};
 use clock::{clock_text, log_stamp};
 use rommon::{Rommon, RommonEvent};
 use running::Configuration;
@@ -138,11 +138,15 @@ const DO: &[(&str, Run)] = &[
 
 const SHOW_USER: &[(&str, Run)] = &[
     ("clock", CiscoSwitch::show_clock),
+    ("interfaces", CiscoSwitch::show_interfaces),
+    ("ip", CiscoSwitch::show_ip),
     ("version", CiscoSwitch::show_version),
 ];
 
 const SHOW_PRIVILEGED: &[(&str, Run)] = &[
     ("clock", CiscoSwitch::show_clock),
+    ("interfaces", CiscoSwitch::show_interfaces),
+    ("ip", CiscoSwitch::show_ip),
     ("reload", CiscoSwitch::show_reload),
     ("running-config", CiscoSwitch::show_running_config),
     ("startup-config", CiscoSwitch::show_startup_config),
@@ -497,6 +501,23 @@ impl CiscoSwitch {
         self.boot(out);
     }
 
+    /// Power comes back after an outage: whatever ROMMON or a boot was
+    /// doing is gone, and the switch boots from its boot loader's banner
+    /// (with the boot window, where a break stops it in ROMMON).
+    pub fn power_restored(&mut self, out: &mut Vec<u8>) {
+        self.rommon = None;
+        self.booting = None;
+        let banner = boot_banner();
+        if self.boot_window.is_zero() {
+            self.power_on();
+            return out.extend_from_slice(banner.as_bytes());
+        }
+        let rest = boot_rest();
+        out.extend_from_slice(&banner.as_bytes()[..banner.len() - rest.len()]);
+        self.power_on();
+        self.booting = Some((Instant::now() + self.boot_window, Vec::new()));
+    }
+
     /// Reboots: with a boot window, the boot loader's banner, then (unless
     /// a break comes first) the rest in [`tick`](Self::tick).
     fn boot(&mut self, out: &mut Vec<u8>) {
@@ -739,28 +760,50 @@ impl CiscoSwitch {
             SHOW_PRIVILEGED
         };
         let run = lookup(table, *what)?;
-        no_more_words(words, 2)?;
         run(self, words)
     }
 
-    fn show_clock(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+    /// `show ip interface brief`, the one `show ip` the switch offers.
+    fn show_ip(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        let interface = words.get(2).ok_or(Error::Incomplete)?;
+        lookup(&[("interface", ())], *interface)?;
+        let brief = words.get(3).ok_or(Error::Incomplete)?;
+        lookup(&[("brief", ())], *brief)?;
+        no_more_words(words, 4)?;
+        Ok(crlf_lines(IP_INTERFACE_BRIEF.iter().copied()))
+    }
+
+    /// `show interfaces status`, the one `show interfaces` the switch offers.
+    fn show_interfaces(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        let status = words.get(2).ok_or(Error::Incomplete)?;
+        lookup(&[("status", ())], *status)?;
+        no_more_words(words, 3)?;
+        Ok(crlf_lines(INTERFACES_STATUS.iter().copied()))
+    }
+
+    fn show_clock(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 2)?;
         Ok(format!("{}\r\n", clock_text(SystemTime::now())).into_bytes())
     }
 
-    fn show_version(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+    fn show_version(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 2)?;
         let uptime = uptime_text(self.booted.elapsed().as_secs());
         Ok(version_text(self.hostname(), &uptime).into_bytes())
     }
 
-    fn show_running_config(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+    fn show_running_config(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 2)?;
         Ok(crlf_lines(self.running.show_lines()))
     }
 
-    fn show_startup_config(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+    fn show_startup_config(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 2)?;
         Ok(crlf_lines(self.startup.startup_lines()))
     }
 
-    fn show_reload(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+    fn show_reload(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 2)?;
         Ok(match &self.reload_at {
             Some(reload) => reload.show(Instant::now(), self.minute),
             None => "No reload is scheduled.\r\n".to_owned(),
@@ -768,7 +811,8 @@ impl CiscoSwitch {
         .into_bytes())
     }
 
-    fn show_tech_support(&mut self, _: &[Word]) -> Result<Vec<u8>, Error> {
+    fn show_tech_support(&mut self, words: &[Word]) -> Result<Vec<u8>, Error> {
+        no_more_words(words, 2)?;
         Ok(crlf_lines(
             (1..=self.tech_support_lines).map(tech_support_line),
         ))
@@ -847,6 +891,28 @@ pub fn tech_support_line(n: usize) -> String {
     );
     format!("{line:<78.78}")
 }
+
+/// `show ip interface brief` as a 2960-X prints it (columns padded with
+/// spaces, a trailing blank after the protocol).
+const IP_INTERFACE_BRIEF: &[&str] = &[
+    "Interface              IP-Address      OK? Method Status                Protocol",
+    "Vlan1                  10.0.0.2        YES NVRAM  up                    up      ",
+    "FastEthernet0          unassigned      YES NVRAM  administratively down down    ",
+    "GigabitEthernet1/0/1   unassigned      YES unset  up                    up      ",
+    "GigabitEthernet1/0/2   unassigned      YES unset  down                  down    ",
+    "GigabitEthernet1/0/3   unassigned      YES unset  down                  down    ",
+    "GigabitEthernet1/0/49  unassigned      YES unset  up                    up      ",
+];
+
+/// `show interfaces status` as a 2960-X prints it.
+const INTERFACES_STATUS: &[&str] = &[
+    "",
+    "Port      Name               Status       Vlan       Duplex  Speed Type ",
+    "Gi1/0/1   uplink to core     connected    trunk      a-full a-1000 10/100/1000BaseTX",
+    "Gi1/0/2                      notconnect   1            auto   auto 10/100/1000BaseTX",
+    "Gi1/0/3   printer room       notconnect   20           auto   auto 10/100/1000BaseTX",
+    "Gi1/0/49                     connected    trunk        full    10G SFP-10GBase-SR",
+];
 
 fn version_text(hostname: &str, uptime: &str) -> String {
     let lines = [

@@ -217,6 +217,15 @@ impl Device {
         }
     }
 
+    /// Power comes back: a device that models its boot prints it (the
+    /// switch's boot loader banner and its boot window); the others go on
+    /// where they were.
+    fn power_restored(&mut self, out: &mut Vec<u8>) {
+        if let Device::Cisco(switch) = self {
+            switch.power_restored(out);
+        }
+    }
+
     /// Whether the device writes one byte per write, [`BYTE_PACE`] apart.
     fn byte_at_a_time(&self) -> bool {
         matches!(self, Device::Utf8(_))
@@ -275,6 +284,8 @@ pub struct SimHandle {
     /// reads (configuration, mode).
     device: Arc<Mutex<Device>>,
     injects: mpsc::UnboundedSender<Inject>,
+    /// The device's power input: `false` cuts it, `true` restores it.
+    power: mpsc::UnboundedSender<bool>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
     link: Mutex<Option<Link>>,
@@ -314,6 +325,7 @@ pub async fn spawn_with(
         .to_owned();
     let shared = Arc::new(Shared::default());
     let (injects, inject_rx) = mpsc::unbounded_channel();
+    let (power, power_rx) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let device = Arc::new(Mutex::new(Device::new(profile, &options)));
     let task = tokio::spawn(run(
@@ -321,6 +333,7 @@ pub async fn spawn_with(
         device.clone(),
         shared.clone(),
         inject_rx,
+        power_rx,
         stop.clone(),
         options.pace,
     ));
@@ -330,6 +343,7 @@ pub async fn spawn_with(
         shared,
         device,
         injects,
+        power,
         stop,
         task: Mutex::new(Some(task)),
         link: Mutex::new(link),
@@ -356,6 +370,21 @@ impl SimHandle {
         if self.injects.send(Inject(bytes.to_vec(), written)).is_ok() {
             let _ = wait.await;
         }
+    }
+
+    /// Cuts the device's power, as its outlet switching off does: from now
+    /// on it prints nothing (what it had not yet written is lost) and
+    /// hears nothing, its timers stop, and the pty stays open, as a
+    /// serial line stays connected to a dead device.
+    pub fn power_off(&self) {
+        let _ = self.power.send(false);
+    }
+
+    /// Restores the device's power: the switch boots (its boot loader's
+    /// banner, then the boot window where a break stops it in ROMMON);
+    /// other profiles go on where they were.
+    pub fn power_on(&self) {
+        let _ = self.power.send(true);
     }
 
     /// The configuration in force now: Cisco's running-config lines (from
@@ -441,9 +470,11 @@ async fn run(
     device: Arc<Mutex<Device>>,
     shared: Arc<Shared>,
     mut injects: mpsc::UnboundedReceiver<Inject>,
+    mut power: mpsc::UnboundedReceiver<bool>,
     stop: CancellationToken,
     pace: bool,
 ) {
+    let mut powered = true;
     let mut input = [0u8; 4096];
     // Output not yet written is `output[written..]`; `total_*` count bytes
     // since the start, so that an injection is acknowledged once written.
@@ -453,7 +484,7 @@ async fn run(
     let mut acks: VecDeque<(u64, oneshot::Sender<()>)> = VecDeque::new();
     let one_byte = device.lock().unwrap().byte_at_a_time();
     loop {
-        let deadline = device.lock().unwrap().next_deadline();
+        let deadline = device.lock().unwrap().next_deadline().filter(|_| powered);
         let wake = tokio::time::Instant::from_std(deadline.unwrap_or_else(Instant::now));
         let end = if one_byte {
             output.len().min(written + 1)
@@ -466,6 +497,7 @@ async fn run(
             () = stop.cancelled() => break,
             read = pty.read(&mut input) => match read {
                 Ok(0) => break,
+                Ok(_) if !powered => {}
                 Ok(n) => {
                     let speed = device.lock().unwrap().line_speed();
                     if let Some(speed) = speed.filter(|_| pace) {
@@ -489,7 +521,21 @@ async fn run(
             () = tokio::time::sleep_until(wake), if deadline.is_some() => {
                 device.lock().unwrap().tick(Instant::now(), &mut output);
             }
+            Some(on) = power.recv() => {
+                if !on {
+                    // What was queued is lost with the power; whoever
+                    // waits for an injection to be written is let go.
+                    output.truncate(written);
+                    total_queued = total_written;
+                    acks.clear();
+                } else if !powered {
+                    device.lock().unwrap().power_restored(&mut output);
+                }
+                powered = on;
+            }
             inject = injects.recv() => match inject {
+                // A dead device prints nothing.
+                Some(Inject(_, _)) if !powered => {}
                 Some(Inject(bytes, ack)) => {
                     output.extend_from_slice(&bytes);
                     acks.push_back((total_queued + (output.len() - queued_before) as u64, ack));
@@ -511,7 +557,7 @@ async fn run(
                 }
             },
         }
-        total_queued += (output.len() - queued_before) as u64;
+        total_queued += output.len().saturating_sub(queued_before) as u64;
         if written == output.len() {
             output.clear();
             written = 0;

@@ -7,6 +7,9 @@ use std::mem;
 use super::keys::Key;
 use super::text::spaces;
 
+/// Ctrl-U, which rubs out the whole line (IOS, Junos, readline).
+pub const KILL_LINE: u8 = 0x15;
+
 /// What backspace prints on most consoles: back, blank, back.
 pub const RUBOUT: &[u8] = b"\x08 \x08";
 
@@ -64,6 +67,12 @@ impl LineEditor {
             }
             Key::Char(byte) => {
                 self.type_byte(byte, out);
+                Edited::Nothing
+            }
+            Key::Control(KILL_LINE) => {
+                for _ in self.line.drain(..) {
+                    out.extend_from_slice(self.rubout);
+                }
                 Edited::Nothing
             }
             Key::Control(byte) => Edited::Control(byte),
@@ -171,6 +180,25 @@ mod tests {
         assert_eq!(edits[4], Edited::Control(0x1a));
         assert_eq!(edits[6], Edited::Line(b"ac".to_vec()));
         assert!(editor.line().is_empty());
+    }
+
+    #[test]
+    fn ctrl_u_rubs_out_the_whole_line() {
+        let mut editor = LineEditor::default();
+        let mut out = Vec::new();
+        let edits = keys(
+            &mut editor,
+            &[
+                Key::Char(b'r'),
+                Key::Char(b'e'),
+                Key::Control(KILL_LINE),
+                Key::Char(b's'),
+            ],
+            &mut out,
+        );
+        assert_eq!(out, b"re\x08 \x08\x08 \x08s");
+        assert_eq!(edits[2], Edited::Nothing);
+        assert_eq!(editor.line(), b"s");
     }
 
     #[test]
