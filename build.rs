@@ -3,11 +3,16 @@
 //! checkout of serialgate, or to the bare version otherwise (a source
 //! tarball, a vendored copy inside another repository). A packager without
 //! the git history can name the commit in `SERIALGATE_COMMIT`.
+//!
+//! Also lists the shipped TextFSM templates (`templates/ntc/`) for
+//! `src/parse/shipped.rs` to embed: one `include_str!` per file, so a
+//! template added or removed there needs no edit of the source.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
+    list_templates();
     println!("cargo:rerun-if-env-changed=SERIALGATE_COMMIT");
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
     let commit = std::env::var("SERIALGATE_COMMIT")
@@ -63,4 +68,37 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
     }
     let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
     (!text.is_empty()).then_some(text)
+}
+
+/// Writes `$OUT_DIR/ntc_templates.rs`: `SHIPPED_TEMPLATES`, every
+/// `templates/ntc/*.textfsm` as (file name, text), sorted by name.
+fn list_templates() {
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let dir = manifest_dir.join("templates/ntc");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|name| name.ends_with(".textfsm"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let mut out = String::from("/// Every shipped template: its file name and its text.\n");
+    out.push_str("pub static SHIPPED_TEMPLATES: &[(&str, &str)] = &[\n");
+    for name in &names {
+        let path = dir.join(name);
+        println!("cargo:rerun-if-changed={}", path.display());
+        out.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            path.display().to_string()
+        ));
+    }
+    out.push_str("];\n");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    if let Err(e) = std::fs::write(out_dir.join("ntc_templates.rs"), out) {
+        panic!("cannot write the list of shipped templates: {e}");
+    }
 }

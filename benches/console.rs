@@ -26,6 +26,7 @@ use serde_json::json;
 use serialgate_sim::Profile;
 use serialgate_testkit::binary;
 use serialgate_testkit::console::{ConsoleConn, ConsoleSite};
+use serialgate_testkit::spread::{Spread, spread};
 use tokio::sync::mpsc;
 
 /// Samples before timing starts.
@@ -93,23 +94,6 @@ struct Figures {
     last: Spread,
     /// The median over every watcher of every sample.
     all_p50: f64,
-}
-
-/// p50, p99 and max of a set of latencies, µs.
-struct Spread {
-    p50: f64,
-    p99: f64,
-    max: f64,
-}
-
-fn spread(mut values: Vec<f64>) -> Spread {
-    values.sort_by(f64::total_cmp);
-    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
-    Spread {
-        p50: at(0.5),
-        p99: at(0.99),
-        max: at(1.0),
-    }
 }
 
 /// The line the device prints for sample `i`.

@@ -13,6 +13,9 @@
 //!   floor; `rtt - noop` is the gateway's own latency for a command. As
 //!   `list_presets` answers with several KB of JSON, `status` (a small
 //!   answer, no device I/O either) is measured as a second floor;
+//! - `policy`: `show clock` on a second switch whose port is under the
+//!   `guarded` command policy, timed in turn with the first: what judging
+//!   adds to an allowed command (target: under 1 ms);
 //! - `paged`: `show running-config` at `terminal length 24` (about 87
 //!   `--More--` pages, each answered with a space by the gateway); the output
 //!   must equal `sim::cisco::running_config_lines()` exactly;
@@ -96,14 +99,19 @@ async fn run(binary: &Path, quick: bool) -> anyhow::Result<()> {
     json.insert("iterations".into(), json!(iterations));
 
     let device = sim::spawn(Profile::CiscoIos, None).await?;
+    // The same switch again, its port under the `guarded` policy: every
+    // line sent there is judged first.
+    let guarded = sim::spawn(Profile::CiscoIos, None).await?;
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("serialgate.toml");
     // Retention holds a whole `show tech-support` (~4 MB).
     std::fs::write(
         &config,
         format!(
-            "[server]\nretention = \"16MiB\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n",
-            device.path().display()
+            "[server]\nretention = \"16MiB\"\n\n[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n\
+             [ports.sw2]\ndevice = {:?}\npreset = \"cisco-ios\"\npolicy = \"guarded\"\n",
+            device.path().display(),
+            guarded.path().display()
         ),
     )?;
     let client = GateClient::spawn(binary, Some(&config)).await?;
@@ -322,8 +330,26 @@ async fn run(binary: &Path, quick: bool) -> anyhow::Result<()> {
     json.insert("bulk_median_ms".into(), json!(round3(bulk.median)));
     json.insert("bulk_mbps".into(), json!(round3(bulk_mbps)));
 
+    // policy: what judging costs an allowed command, sw1 and sw2 timed
+    // in turn so that both see the same machine (last: it makes sw2 the
+    // current connection).
+    let (plain, judged) = policy_cost(&client, iterations).await?;
+    println!(
+        "policy: send_command show clock, median {:.3} ms without a policy, {:.3} ms under guarded: judging adds {:.3} ms (target < 1 ms)",
+        plain.median,
+        judged.median,
+        judged.median - plain.median
+    );
+    plain.record(&mut json, "policy_off");
+    judged.record(&mut json, "policy_guarded");
+    json.insert(
+        "policy_added_ms".into(),
+        json!(round3(judged.median - plain.median)),
+    );
+
     client.close().await?;
     device.close().await;
+    guarded.close().await;
 
     // pty: the transport's own ceiling, for context.
     let pty_mbps = pty_throughput().await?;
@@ -435,6 +461,41 @@ async fn cancelled_wait(client: &GateClient) -> anyhow::Result<(f64, f64)> {
 
 /// Runs `f` a few times untimed (at most [`WARMUP`], at least once), then
 /// `n` times, each timed; `check` judges every result outside the timing.
+/// `show clock` on sw1 (no policy) and on sw2 (`guarded`), one after the
+/// other `n` times on their own connections; their times.
+async fn policy_cost(client: &GateClient, n: usize) -> anyhow::Result<(Stats, Stats)> {
+    call(client, "connect", json!({"port": "sw2"})).await?;
+    call(
+        client,
+        "send_text",
+        json!({"text": "", "connection": "sw2"}),
+    )
+    .await?;
+    call(
+        client,
+        "read_until_prompt",
+        json!({"timeout": 5, "connection": "sw2"}),
+    )
+    .await?;
+    let (mut plain, mut judged) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..WARMUP + n {
+        for (connection, times) in [("sw1", &mut plain), ("sw2", &mut judged)] {
+            let args = json!({"command": "show clock", "connection": connection});
+            let started = Instant::now();
+            let r = call(client, "send_command", args).await?;
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            anyhow::ensure!(
+                r["matched"] == true && r["output"].as_str().is_some_and(|o| o.contains("UTC")),
+                "show clock on {connection}: {r}"
+            );
+            if i >= WARMUP {
+                times.push(ms);
+            }
+        }
+    }
+    Ok((Stats::of(plain), Stats::of(judged)))
+}
+
 async fn timed(
     n: usize,
     mut f: impl AsyncFnMut() -> anyhow::Result<Value>,

@@ -89,6 +89,9 @@ struct Shared {
     /// The config's generation, bumped by every [`Gateway::reload`], so
     /// that open consoles re-check their callers against the new tokens.
     config_changed: watch::Sender<u64>,
+    /// Who switches which outlet and when each last was: kept across
+    /// reloads, since an outlet's rest outlives a config.
+    power: crate::power::PowerBoard,
 }
 
 struct Entry {
@@ -133,6 +136,7 @@ impl Gateway {
                 on_alert,
                 ports_changed: watch::Sender::new(0),
                 config_changed: watch::Sender::new(0),
+                power: crate::power::PowerBoard::default(),
             }),
         }
     }
@@ -236,9 +240,26 @@ impl Gateway {
                 }
             }
         }
+        // Requests waiting for approval were judged by the old rules: a
+        // port that closes takes its requests with it, and a change of
+        // policies withdraws them everywhere (their callers are told to
+        // call again, to be judged anew).
+        let rejudge = !self.config().judges_as(&config);
+        if rejudge {
+            for entry in self.lock().values() {
+                let ended = entry.gateway_port.port.approvals().withdraw_all(
+                    "a reload changed the command policies; call again to be judged by the new ones",
+                );
+                if ended > 0 {
+                    tracing::info!(port = %entry.gateway_port.port.name(), "withdrew {ended} requests for approval: the policies changed");
+                }
+            }
+        }
         // Close before starting: a changed port (or a renamed one, same
         // device) must find its device released (TIOCEXCL).
         for port in closing {
+            port.approvals()
+                .withdraw_all("a reload reopened or removed the port; call again once it is back");
             port.close().await;
         }
         {
@@ -285,6 +306,11 @@ impl Gateway {
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
         crate::sync::lock(&self.shared.ports)
+    }
+
+    /// The outlets' use, daemon-wide (busy, minimum intervals).
+    pub fn power_board(&self) -> &crate::power::PowerBoard {
+        &self.shared.power
     }
 
     /// The configuration in force.

@@ -23,13 +23,19 @@
 //! - `webhook`: alerts POSTed, signed, through a bounded queue that
 //!   never blocks the reader.
 //! - [`clean`]: what an engineer would read, from raw console bytes.
+//! - [`parse`]: structured output, a command's clean output through the
+//!   TextFSM template the ntc-templates index assigns it.
 //! - `terminal`: key names, the VT100 screen, terminal query answers.
 //! - `port`: one serial line: device, reader task, writer, state, waits.
 //! - `gateway`: every port of the daemon, configured or ad-hoc.
+//! - `power`: the outlets feeding a port's device, switched through their
+//!   controllers (NUT), busy and rested daemon-wide.
 //! - `access`: who is calling (`access::caller`) and what each caller may
 //!   do (`access::rules`): which ports, the write hold, which tools; every
 //!   door (MCP, the console socket and WebSocket, the web view, metrics)
 //!   asks it.
+//! - `fleet`: gateways of many sites joined over NATS: subjects,
+//!   announcements, the serving gateway's directory, forwarded calls.
 //! - `last_prompt`: the prompt a port's log ends with, and the mode a
 //!   preset's modes judge it to be.
 //! - `mcp`: the MCP tools, thin over the ports; [`daemon`] serves them
@@ -69,6 +75,7 @@ pub mod demo;
 pub mod devices;
 pub(crate) mod error;
 pub(crate) mod files;
+pub(crate) mod fleet;
 pub(crate) mod gateway;
 pub(crate) mod last_prompt;
 pub mod log;
@@ -76,7 +83,9 @@ pub(crate) mod logfile;
 pub mod matcher;
 pub(crate) mod mcp;
 pub(crate) mod metrics;
+pub mod parse;
 pub(crate) mod port;
+pub(crate) mod power;
 pub(crate) mod remote;
 pub mod settings;
 pub(crate) mod sync;

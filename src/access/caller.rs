@@ -18,6 +18,9 @@ pub struct Caller {
     port_globs: Vec<String>,
     /// May log in with the ports' stored credentials.
     pub use_credentials: bool,
+    /// May switch the ports' outlets (`power`): a token's `power`, or
+    /// admin access.
+    pub power: bool,
     /// The command policy its writes are judged by (its token's `policy`,
     /// or `[server] policy` for the callers without a token once the door
     /// sets it); `None`: the port's default ([`super::guard`]).
@@ -25,9 +28,15 @@ pub struct Caller {
     /// A person of `[[people]]` (the SSH door), not a token: messages
     /// name them so.
     person: bool,
-    /// May decide lines waiting for a person's approval (a person's
-    /// `approve`; a token's console always may, as before).
+    /// May decide lines waiting for a person's approval at a console or
+    /// in the web view (a person's or a token's `approve`; admin tokens
+    /// and the local operator always may).
     pub may_approve: bool,
+    /// What it types at a console is judged by the port's default policy
+    /// when it has none of its own, as its MCP calls are: a token, or a
+    /// loopback caller without auth, may be an agent. People of
+    /// `[[people]]` and the local operator are judged only by their own.
+    pub port_default_at_console: bool,
 }
 
 impl Caller {
@@ -50,9 +59,11 @@ impl Caller {
             ports: None,
             port_globs: vec!["*".to_owned()],
             use_credentials: true,
+            power: true,
             policy: None,
             person: false,
             may_approve: true,
+            port_default_at_console: name != "local",
         }
     }
 
@@ -78,15 +89,18 @@ impl Caller {
             ),
             port_globs: token.ports.clone(),
             use_credentials: token.use_credentials || token.access == TokenAccess::Admin,
+            power: token.power || token.access == TokenAccess::Admin,
             policy: token.policy.clone(),
             person: false,
-            may_approve: true,
+            may_approve: token.approve || token.access == TokenAccess::Admin,
+            port_default_at_console: true,
         }
     }
 
     /// A person of `[[people]]` who authenticated at the SSH door: their
     /// globs and access, no stored credentials (a person types their own
-    /// logins), the port's policy, and approval only with `approve`.
+    /// logins), their own policy (never the port's default), and approval
+    /// only with `approve`.
     pub fn from_person(person: &PersonConfig) -> Caller {
         Caller {
             name: person.name.clone(),
@@ -100,9 +114,42 @@ impl Caller {
             ),
             port_globs: person.ports.clone(),
             use_credentials: false,
-            policy: None,
+            power: false,
+            policy: person.policy.clone(),
             person: true,
             may_approve: person.approve,
+            port_default_at_console: false,
+        }
+    }
+
+    /// A token of another gateway whose call came through the fleet: the
+    /// serving gateway authorised it for this site's port by the token's
+    /// globs, so here it reaches every port at the token's access. Named
+    /// `token@gateway`, so that the audit trail and the write hold say
+    /// which token and which door. No approvals are decided through it.
+    pub fn via_fleet(
+        token: &str,
+        gateway: &str,
+        access: TokenAccess,
+        use_credentials: bool,
+    ) -> Caller {
+        Caller {
+            name: format!(
+                "{}@{}",
+                crate::error::label(token),
+                crate::error::label(gateway)
+            ),
+            access,
+            ports: None,
+            port_globs: vec!["*".to_owned()],
+            use_credentials: use_credentials || access == TokenAccess::Admin,
+            // The fleet does not carry the `power` right yet: an admin
+            // token switches outlets through it, no other.
+            power: false,
+            policy: None,
+            person: false,
+            may_approve: false,
+            port_default_at_console: true,
         }
     }
 
@@ -126,6 +173,7 @@ impl Caller {
             && self.access == other.access
             && self.port_globs == other.port_globs
             && self.use_credentials == other.use_credentials
+            && self.power == other.power
             && self.policy == other.policy
             && self.person == other.person
             && self.may_approve == other.may_approve
@@ -161,12 +209,36 @@ mod tests {
             ports: vec!["core-*".into(), "lab-rtr1".into()],
             access: TokenAccess::Read,
             use_credentials: false,
+            power: false,
             policy: None,
+            approve: false,
         });
         assert!(c.may_use_port("core-sw1"));
         assert!(c.may_use_port("lab-rtr1"));
         assert!(!c.may_use_port("lab-rtr2"));
         assert!(!c.may_use_port("edge-core-1"));
         assert!(Caller::operator().may_use_port("anything"));
+    }
+
+    #[test]
+    fn only_a_token_with_the_approve_right_or_admin_decides_approvals() {
+        let token = |access, approve| {
+            Caller::from_token(&TokenConfig {
+                name: "t".into(),
+                secret_file: "/s".into(),
+                secret: TokenSecret::new(b"x"),
+                ports: vec!["*".into()],
+                access,
+                use_credentials: false,
+                power: false,
+                policy: None,
+                approve,
+            })
+            .may_approve
+        };
+        assert!(!token(TokenAccess::Write, false));
+        assert!(token(TokenAccess::Write, true));
+        assert!(token(TokenAccess::Admin, false));
+        assert!(Caller::operator().may_approve);
     }
 }

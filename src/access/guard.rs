@@ -19,7 +19,7 @@
 
 use super::caller::Caller;
 use super::policy::{CliMode, Finding, Under, Verdict, judge};
-use crate::config::{Config, Policy, PortConfig};
+use crate::config::{Config, DeviceMode, Policy, PortConfig};
 use crate::error::{ErrorCode, GateError, shown};
 
 /// What a door is about to send for a caller.
@@ -43,6 +43,13 @@ pub enum Sending<'a> {
     Config {
         /// The lines.
         lines: &'a [String],
+    },
+    /// Cutting the power of the port's device (`power` off or cycle,
+    /// `what` as a person is shown it): one of every family's dangerous
+    /// acts, so the policy's `dangerous` says what happens to it.
+    PowerCut {
+        /// The act, e.g. `power cycle sw1 (pdu1:4), off 5s`.
+        what: &'a str,
     },
     /// Something a policy cannot judge: `what` says what it is (e.g.
     /// `send_keys' keys`), to refuse it with.
@@ -91,6 +98,40 @@ pub fn policy_name<'a>(caller: &'a Caller, port: &'a PortConfig) -> Option<&'a s
         .or(port.guardrails.policy.as_deref())
 }
 
+/// The mode a policy judges a line in, from the mode of the prompt the
+/// device showed before it, and whether that prompt asked for a password
+/// (whose answer the device reads but does not run).
+pub fn judged_mode(mode: Option<DeviceMode>) -> (CliMode, bool) {
+    match mode {
+        Some(DeviceMode::Exec | DeviceMode::Privileged) => (CliMode::Exec, false),
+        Some(DeviceMode::Config) => (CliMode::Config, false),
+        Some(DeviceMode::Password) => (CliMode::Unknown, true),
+        _ => (CliMode::Unknown, false),
+    }
+}
+
+/// The name of the policy what `caller` types at `port`'s console is
+/// judged by, if any: [`policy_name`] for a caller that may be an agent
+/// (a token, a loopback caller without auth), so that no door skips the
+/// rules its MCP calls keep; only their own for people of `[[people]]`
+/// and the local operator, whom no port's default covers.
+pub fn console_policy_name<'a>(caller: &'a Caller, port: &'a PortConfig) -> Option<&'a str> {
+    if caller.port_default_at_console {
+        policy_name(caller, port)
+    } else {
+        caller.policy.as_deref()
+    }
+}
+
+/// The door a write comes through, for what a refusal advises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Door {
+    /// An MCP tool call: a person at a console may do it instead.
+    Mcp,
+    /// Typing at a console, judged line by line.
+    Console,
+}
+
 /// Checks that `caller` may send `sending` to `target` under its policy
 /// (nothing to check without one): `Ok(None)` it may, `Ok(Some)` only
 /// once a person approves what it says. The error is `denied` and names
@@ -101,9 +142,35 @@ pub fn may_send(
     target: Target<'_>,
     sending: Sending<'_>,
 ) -> Result<Option<NeedsApproval>, GateError> {
-    let Some(name) = policy_name(caller, target.port) else {
-        return Ok(None);
-    };
+    match policy_name(caller, target.port) {
+        Some(name) => judged(name, Door::Mcp, caller, config, target, sending),
+        None => Ok(None),
+    }
+}
+
+/// [`may_send`] for what `caller` types at a console, under
+/// [`console_policy_name`].
+pub fn may_type_at_console(
+    caller: &Caller,
+    config: &Config,
+    target: Target<'_>,
+    sending: Sending<'_>,
+) -> Result<Option<NeedsApproval>, GateError> {
+    match console_policy_name(caller, target.port) {
+        Some(name) => judged(name, Door::Console, caller, config, target, sending),
+        None => Ok(None),
+    }
+}
+
+/// Judges `sending` under the policy `name`, refusing as `door` advises.
+fn judged(
+    name: &str,
+    door: Door,
+    caller: &Caller,
+    config: &Config,
+    target: Target<'_>,
+    sending: Sending<'_>,
+) -> Result<Option<NeedsApproval>, GateError> {
     let port = &target.port.name;
     let Some(policy) = config.policies.get(name) else {
         // A policy the config in force no longer has: refuse everything
@@ -150,14 +217,14 @@ pub fn may_send(
     match sending {
         Sending::Lines { text, mode, secret } => {
             if !secret {
-                let reason = refusal(policy, port, None, verdict(mode, text))?;
+                let reason = refusal(policy, port, door, None, verdict(mode, text))?;
                 return Ok(reason.map(|r| needs(text.to_owned(), mode, r)));
             }
             // The first line answers the prompt: the device does not run
             // it. What follows it is judged, and not shown.
             let rest = text.find(['\r', '\n']).map_or("", |i| &text[i..]);
             let at = Some("a line after the answer to a password prompt");
-            match refusal(policy, port, at, verdict(CliMode::Unknown, rest))? {
+            match refusal(policy, port, door, at, verdict(CliMode::Unknown, rest))? {
                 None => Ok(None),
                 // A person would be shown the password to decide on it.
                 Some(reason) => Err(denied(format!(
@@ -169,23 +236,68 @@ pub fn may_send(
             let mut first = None;
             for (i, line) in lines.iter().enumerate() {
                 let at = format!("line {} of {}", i + 1, lines.len());
-                let reason = refusal(policy, port, Some(&at), verdict(CliMode::Config, line))?;
+                let reason = refusal(
+                    policy,
+                    port,
+                    door,
+                    Some(&at),
+                    verdict(CliMode::Config, line),
+                )?;
                 first = first.or(reason);
             }
             Ok(first.map(|r| needs(lines.join("\n"), CliMode::Config, r)))
         }
+        Sending::PowerCut { what } => match policy.dangerous {
+            crate::config::policies::DangerousUse::Ignore => Ok(None),
+            crate::config::policies::DangerousUse::Approve => Ok(Some(needs(
+                what.to_owned(),
+                CliMode::Unknown,
+                format!(
+                    "cutting a device's power is dangerous, which policy {} sends only once a person approves",
+                    shown(&policy.name)
+                ),
+            ))),
+            crate::config::policies::DangerousUse::Deny => Err(denied(format!(
+                "cutting a device's power is dangerous, which policy {} never does for {} on {port}; nothing was switched: ask a person at the console ({})",
+                shown(&policy.name),
+                caller.who(),
+                console_hint(port)
+            ))),
+        },
         Sending::Unjudged { what } => Err(denied(format!(
-            "{what} cannot be judged by policy {}, which {} is under on {port}; under a policy only whole lines are sent (send_command, send_config, send_text ending in a line end). Nothing was sent; for anything else ask a person at the console ({})",
+            "{what} cannot be judged by policy {}, which {} is under on {port}; {}. Nothing was sent; {}",
             shown(&policy.name),
             caller.who(),
-            console_hint(port)
+            match door {
+                Door::Mcp =>
+                    "under a policy only whole lines are sent (send_command, send_config, send_text ending in a line end)",
+                Door::Console =>
+                    "under a policy a console takes typed text, backspace, Ctrl-U and Ctrl-C, and judges each line at Enter",
+            },
+            elsewhere(door, port)
         ))),
     }
 }
 
-/// How a person reaches `port`'s console, for messages.
+/// How a person reaches `port`'s console, for messages: the local
+/// socket, or a door whose token or person no policy judges.
 fn console_hint(port: &str) -> String {
-    format!("serialgate console {port}, or the web view")
+    format!(
+        "serialgate console {port} on the console host, or SSH or the web view as someone no policy judges"
+    )
+}
+
+/// Who may do instead what a caller coming through `door` may not.
+fn elsewhere(door: Door, port: &str) -> String {
+    match door {
+        Door::Mcp => format!(
+            "for anything else ask a person at the console ({})",
+            console_hint(port)
+        ),
+        Door::Console => format!(
+            "ask a person whose access has no policy (the operator at serialgate console {port} on the console host)"
+        ),
+    }
 }
 
 /// A `denied` error.
@@ -199,6 +311,7 @@ fn denied(message: String) -> GateError {
 fn refusal(
     policy: &Policy,
     port: &str,
+    door: Door,
     at: Option<&str>,
     verdict: Verdict,
 ) -> Result<Option<String>, GateError> {
@@ -227,6 +340,12 @@ fn refusal(
     };
     match verdict {
         Verdict::Allow => Ok(None),
+        Verdict::Deny(f) if door == Door::Console => Err(denied(format!(
+            "{}: policy {} never runs it, and it was not run on {port} (the line is cleared); {}",
+            matched(&f),
+            shown(&f.policy),
+            elsewhere(door, port)
+        ))),
         Verdict::Deny(f) => Err(denied(format!(
             "{}: policy {} never sends it, and {none_sent} to {port}. A person at the keyboard may run it at the console ({}), where the policy does not apply",
             matched(&f),
@@ -237,6 +356,12 @@ fn refusal(
             "{}: it needs a person's approval under policy {}",
             matched(&f),
             shown(&f.policy)
+        ))),
+        Verdict::Unjudgeable { reason, line } if door == Door::Console => Err(denied(format!(
+            "{} cannot be judged by policy {}: {reason}; it was not run on {port} (the line is cleared). Type the command as plain words, or {}",
+            which(&line),
+            shown(&policy.name),
+            elsewhere(door, port)
         ))),
         Verdict::Unjudgeable { reason, line } => Err(denied(format!(
             "{} cannot be judged by policy {}: {reason}; {none_sent} to {port}. Send the command as plain words (send_command), or ask a person at the console ({})",
@@ -269,7 +394,9 @@ mod tests {
             ports: vec!["*".into()],
             access: TokenAccess::Write,
             use_credentials: false,
+            power: false,
             policy: policy.map(str::to_owned),
+            approve: false,
         })
     }
 

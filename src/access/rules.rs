@@ -21,6 +21,10 @@
 //!   `save_config`), and `read_until_prompt` with auto-replies. Logging in
 //!   with a port's stored credentials also needs the token's
 //!   `use_credentials` (admin tokens always may; [`Caller::use_credentials`]).
+//!   `power` (switching the outlets that feed a port's device) needs write
+//!   access and the token's `power` right too (admin tokens always have
+//!   it; [`Caller::power`]), asked by [`may_switch_power`]; under a
+//!   command policy its off and cycle are judged by `access/guard.rs`.
 //! - `admin`: ad-hoc device paths (`connect` to a path that is not a
 //!   configured port, and any tool on such a port), line settings and line
 //!   signals — `set_line_settings`, `send_break`, `set_lines`,
@@ -92,6 +96,8 @@ pub const TOOLS: &[(&str, TokenAccess, Scope)] = &[
     ("confirm_commit", TokenAccess::Write, Scope::Connection),
     ("rollback", TokenAccess::Write, Scope::Connection),
     ("save_config", TokenAccess::Write, Scope::Connection),
+    // And the token's `power` right: see `may_switch_power`.
+    ("power", TokenAccess::Write, Scope::Connection),
     ("send_break", TokenAccess::Admin, Scope::Connection),
     ("set_line_settings", TokenAccess::Admin, Scope::Connection),
     ("set_lines", TokenAccess::Admin, Scope::Connection),
@@ -259,7 +265,7 @@ pub fn may_decide_approval(
         return Err(GateError::new(
             ErrorCode::Forbidden,
             format!(
-                "{} may not decide requests for approval (their [[people]] entry says approve = false); ask a person who may",
+                "{} may not decide requests for approval: that needs approve = true on its [[tokens]] entry, or a person's [[people]] entry (admin tokens always may); ask someone who may",
                 caller.who()
             ),
         ));
@@ -277,6 +283,24 @@ pub fn may_send_break(caller: &Caller, gateway: &Gateway, port: &str) -> Result<
         "send_break",
         &format!("a BREAK on {} (send_break)", shown(port)),
     )
+}
+
+/// Checks that `caller` may use the `power` tool: the access the table
+/// gives it (write) and the `power` right of its token (admin always has
+/// it), so that a writer cannot cut a device's power unless the operator
+/// said it may.
+pub fn may_switch_power(caller: &Caller) -> Result<(), GateError> {
+    may_use_tool(caller, "power", "power")?;
+    if !caller.power {
+        return Err(GateError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "power needs the power right, and {} does not have it: ask the operator to set power = true on its [[tokens]] entry",
+                caller.who()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether the machine's serial devices and ad-hoc connects show to
@@ -406,6 +430,9 @@ pub fn authorize(
         format!("the tool {}", shown(tool))
     };
     may_use_tool(caller, tool, &what)?;
+    if tool == "power" {
+        may_switch_power(caller)?;
+    }
     let mut allowed = Allowed::AsAsked;
     if tool == "read_until_prompt" && caller.access < TokenAccess::Write {
         match call.replies {
@@ -461,7 +488,9 @@ mod tests {
             ports: ports.iter().map(|p| p.to_string()).collect(),
             access,
             use_credentials: false,
+            power: false,
             policy: None,
+            approve: false,
         })
     }
 

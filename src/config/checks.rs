@@ -72,3 +72,25 @@ pub(super) fn check_approval_timeout(
             )
         })
 }
+
+/// `host:port` of an address written `host` or `host:port` (an IPv6
+/// host bracketed), `port` when it names none; `None` if it is empty or
+/// has spaces.
+pub(super) fn host_and_port(written: &str, port: u16) -> Option<String> {
+    let host = written.trim();
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return None;
+    }
+    Some(
+        if host
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && !h.ends_with(':') && p.parse::<u16>().is_ok())
+        {
+            host.to_owned()
+        } else if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        },
+    )
+}

@@ -40,9 +40,32 @@ pub struct Config {
     pub ports: BTreeMap<String, Arc<PortConfig>>,
     /// Command policies by name: the built-in ones and `[policies.NAME]`.
     pub policies: BTreeMap<String, Policy>,
+    /// The fleet this gateway joins (`[fleet]`), if any; `crate::fleet`
+    /// and the daemon's fleet link act on it.
+    pub fleet: Option<super::fleet::FleetConfig>,
+    /// Power controllers by name (`[power.NAME]`), whose outlets ports
+    /// name; switched by `crate::power`.
+    pub power: BTreeMap<String, super::power::PowerController>,
 }
 
 impl Config {
+    /// Whether a line is judged the same under `other` as under this
+    /// config, port by port aside: the same policies, the same policy
+    /// for callers without a token and for each token. A reload that
+    /// changes any of them withdraws the requests waiting for approval,
+    /// which were judged by the rules that are gone.
+    pub fn judges_as(&self, other: &Config) -> bool {
+        let by_token = |c: &Config| -> Vec<(String, Option<String>)> {
+            c.tokens
+                .iter()
+                .map(|t| (t.name.clone(), t.policy.clone()))
+                .collect()
+        };
+        self.policies == other.policies
+            && self.server.policy == other.server.policy
+            && by_token(self) == by_token(other)
+    }
+
     /// Reads and parses the config file at `path`.
     /// A file larger than [`MAX_CONFIG_BYTES`] or not UTF-8 is refused
     /// with an error that says so (and where the bad byte is).
@@ -120,6 +143,8 @@ impl Config {
                 .into_iter()
                 .map(|p| (p.name.clone(), p))
                 .collect(),
+            fleet: None,
+            power: BTreeMap::new(),
         }
     }
 
@@ -144,7 +169,7 @@ impl RawFile {
         }
         let server = self.server.resolve(src)?;
         let tokens = resolve_tokens(self.tokens, &policies, src)?;
-        let people = resolve_people(self.people, src)?;
+        let people = resolve_people(self.people, &policies, src)?;
         if let (Some(listen), Some(span)) = (&server.listen, listen_span) {
             let loopback = listen_is_loopback(listen);
             check_http_auth(server.auth, tokens.is_empty(), loopback).map_err(|e| {
@@ -173,8 +198,10 @@ impl RawFile {
                 check_policy_name(policy, &key, &policies, src)?;
             }
         }
+        let power = super::power::resolve_power(self.power, src)?;
         let presets = resolve_presets(self.presets, src)?;
-        let ports = resolve_ports(self.ports, &presets, &server, src)?;
+        let fleet = self.fleet.map(|f| f.resolve(src)).transpose()?;
+        let ports = resolve_ports(self.ports, &presets, &server, &power, src)?;
         Ok(Config {
             server,
             tokens,
@@ -182,6 +209,8 @@ impl RawFile {
             presets,
             ports,
             policies,
+            fleet,
+            power,
         })
     }
 }
@@ -308,7 +337,9 @@ device = "/dev/ttyUSB2"
                 ports: vec!["core-*".into()],
                 access: TokenAccess::Write,
                 use_credentials: false,
+                power: false,
                 policy: None,
+                approve: false,
             }]
         );
 

@@ -19,9 +19,13 @@
 //!   a newcomer's usual slips (a list of ports, a key outside its table, a
 //!   misspelt preset);
 //! - `summary`: what `check-config` shows of a config ([`Config::summary`]);
+//! - [`fleet`]: the `[fleet]` section, the NATS servers and site this
+//!   gateway joins a fleet as;
 //! - [`presets`]: the built-in presets that user presets extend;
 //! - [`policies`]: command policies (`[policies.NAME]`), the built-in
-//!   ones and each family's dangerous commands.
+//!   ones and each family's dangerous commands;
+//! - [`power`]: power controllers (`[power.NAME]`) and the outlets a port
+//!   names.
 
 mod access;
 mod ad_hoc_port;
@@ -31,10 +35,15 @@ mod checks;
 mod credentials;
 mod diagnostics;
 mod first_mistakes;
+pub mod fleet;
 mod load;
 pub mod modes;
 mod people;
 pub mod policies;
+pub mod power;
+mod power_bmc;
+pub mod power_secret;
+pub mod power_snmp;
 pub mod presets;
 mod raw;
 mod resolve;

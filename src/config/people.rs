@@ -2,7 +2,7 @@
 //! each may do, and the public keys of their `authorized_keys` files, read
 //! from files only the daemon's user owns and may change.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use russh::keys::{HashAlg, PublicKey};
@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::access::TokenAccess;
 use super::checks::{check_globs, next_to_config};
 use super::diagnostics::{ConfigError, Source};
+use super::policies::{Policy, check_policy_name};
 use super::raw::RawPerson;
 use super::tokens::read_small_file;
 
@@ -34,6 +35,9 @@ pub struct PersonConfig {
     pub access: TokenAccess,
     /// Whether they may decide lines waiting for a person's approval.
     pub approve: bool,
+    /// The command policy the lines they type are judged by; `None`: they
+    /// are not judged (people are under no port's default policy).
+    pub policy: Option<String>,
 }
 
 impl PersonConfig {
@@ -54,6 +58,7 @@ impl PersonConfig {
 /// Checks the `[[people]]` entries and reads their keys.
 pub(super) fn resolve_people(
     raw: Vec<RawPerson>,
+    policies: &BTreeMap<String, Policy>,
     src: &Source,
 ) -> Result<Vec<PersonConfig>, ConfigError> {
     let mut names = BTreeSet::new();
@@ -82,6 +87,11 @@ pub(super) fn resolve_people(
             ));
         }
         let ports = check_globs(p.ports.into_inner(), &format!("{path}.ports"), src)?;
+        let policy = p
+            .policy
+            .as_ref()
+            .map(|name| check_policy_name(name, &format!("{path}.policy"), policies, src))
+            .transpose()?;
         let keys = read_authorized_keys(p.authorized_keys.get_ref(), src).map_err(|e| {
             src.error(
                 p.authorized_keys.span(),
@@ -95,6 +105,7 @@ pub(super) fn resolve_people(
             ports,
             access: p.access,
             approve: p.approve,
+            policy,
         });
     }
     Ok(people)
@@ -205,10 +216,30 @@ mod tests {
         let summary = c.summary().to_string();
         assert!(
             summary.contains(
-                "alice: write access, ports core-*, 1 key(s) from alice.keys, may approve"
+                "alice: write access, ports core-*, 1 key(s) from alice.keys, may approve, no policy"
             ),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn a_person_names_the_policy_her_typing_is_judged_by() {
+        let (dir, file) = secrets();
+        write_private(&dir.path().join("alice.keys"), &format!("{KEY}\n"));
+        let c = parse_in(&file, &person("alice.keys", "policy = \"locked\"\n")).unwrap();
+        assert_eq!(c.people[0].policy.as_deref(), Some("locked"));
+        let caller = Caller::from_person(&c.people[0]);
+        assert_eq!(caller.policy.as_deref(), Some("locked"));
+        // No port's default reaches a person: only what her entry names.
+        assert!(!caller.port_default_at_console);
+        assert!(c.summary().to_string().contains(", policy locked"));
+        let e = parse_in(&file, &person("alice.keys", "policy = \"lockd\"\n")).unwrap_err();
+        assert!(
+            e.message
+                .contains("people[0].policy: no policy is named \"lockd\""),
+            "{e}"
+        );
+        assert!(e.to_string().contains(":6:"), "{e}");
     }
 
     #[test]

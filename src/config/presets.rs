@@ -42,6 +42,10 @@ pub struct Preset {
     /// Command that turns paging off for the session, e.g.
     /// `terminal length 0`.
     pub paging_off: Option<String>,
+    /// The ntc-templates platform whose TextFSM templates parse its
+    /// commands' output (`send_command` with `parse`), e.g. `cisco_ios`;
+    /// none: output is not parsed.
+    pub platform: Option<String>,
     /// The CLI's modes and configuration commands.
     pub modes: ModeRules,
     /// The credentials file ports of this preset log in with, resolved
@@ -106,6 +110,7 @@ fn cisco_ios() -> Preset {
             r"^% Bad secrets",
         ]),
         paging_off: Some("terminal length 0".into()),
+        platform: Some("cisco_ios".into()),
         modes: modes::cisco_ios(),
         credentials: None,
         watches: watches::cisco_ios(),
@@ -131,6 +136,7 @@ fn cisco_nxos() -> Preset {
             r"Syntax error",
         ]),
         paging_off: Some("terminal length 0".into()),
+        platform: Some("cisco_nxos".into()),
         modes: modes::cisco_nxos(),
         credentials: None,
         watches: watches::cisco_nxos(),
@@ -165,6 +171,7 @@ fn juniper_junos() -> Preset {
             r"^missing argument",
         ]),
         paging_off: Some("set cli screen-length 0".into()),
+        platform: Some("juniper_junos".into()),
         modes: modes::juniper_junos(),
         credentials: None,
         watches: watches::juniper_junos(),
@@ -194,6 +201,7 @@ fn arista_eos() -> Preset {
             r"^% Unavailable command",
         ]),
         paging_off: Some("terminal length 0".into()),
+        platform: Some("arista_eos".into()),
         modes: modes::arista_eos(),
         credentials: None,
         watches: watches::arista_eos(),
@@ -220,6 +228,7 @@ fn huawei_vrp() -> Preset {
         pagers: strings(&["  ---- More ----"]),
         error_patterns: strings(&[r"^Error:", r"Unrecognized command"]),
         paging_off: Some("screen-length 0 temporary".into()),
+        platform: Some("huawei_vrp".into()),
         modes: modes::huawei_vrp(),
         credentials: None,
         watches: watches::huawei_vrp(),
@@ -272,6 +281,9 @@ fn frr() -> Preset {
         // the pager on); the length form is also what older vtysh and
         // Quagga know.
         paging_off: Some("terminal length 0".into()),
+        // ntc-templates has no FRRouting platform, and vtysh's tables
+        // differ from IOS's (route codes with `>*`, ages): none fits.
+        platform: None,
         modes: modes::frr(),
         credentials: None,
         watches: watches::frr(),
@@ -329,6 +341,7 @@ fn linux() -> Preset {
             r"^-?(?:sh|ash|dash): .*: not found",
         ]),
         paging_off: None,
+        platform: Some("linux".into()),
         modes: modes::linux(),
         credentials: None,
         watches: watches::linux(),
@@ -365,6 +378,7 @@ fn hp_procurve() -> Preset {
             r"^% ",
         ]),
         paging_off: Some("no page".into()),
+        platform: Some("hp_procurve".into()),
         modes: modes::hp_procurve(),
         credentials: None,
         watches: watches::hp_procurve(),
@@ -386,6 +400,7 @@ fn generic() -> Preset {
         pagers: Vec::new(),
         error_patterns: Vec::new(),
         paging_off: None,
+        platform: None,
         modes: ModeRules::default(),
         credentials: None,
         watches: watches::generic(),

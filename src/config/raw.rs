@@ -145,7 +145,7 @@ pub(super) struct RawModes {
     pub(super) rolled_back: Option<Spanned<String>>,
 }
 
-/// The whole file: its six sections, each optional.
+/// The whole file: its seven sections, each optional.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the config file's top-level table")]
 pub(super) struct RawFile {
@@ -161,6 +161,9 @@ pub(super) struct RawFile {
     pub(super) ports: BTreeMap<Spanned<String>, RawPort>,
     #[serde(default)]
     pub(super) policies: BTreeMap<Spanned<String>, super::policies::RawPolicy>,
+    pub(super) fleet: Option<RawFleet>,
+    #[serde(default)]
+    pub(super) power: BTreeMap<Spanned<String>, RawPower>,
 }
 
 /// The `[server]` table as written.
@@ -183,6 +186,7 @@ pub(super) struct RawServer {
     pub(super) log_dir: Option<Spanned<PathBuf>>,
     pub(super) files_dir: Option<Spanned<PathBuf>>,
     pub(super) files_max: Option<Spanned<Size>>,
+    pub(super) templates_dir: Option<Spanned<PathBuf>>,
     pub(super) console_socket: Option<Spanned<PathBuf>>,
     pub(super) state_dir: Option<Spanned<PathBuf>>,
     /// The SSH door's address (`host:port`).
@@ -197,6 +201,21 @@ pub(super) struct RawServer {
     pub(super) policy: Option<Spanned<String>>,
     /// How long a line waits for a person's approval.
     pub(super) approval_timeout: Option<Spanned<String>>,
+}
+
+/// `[fleet]` as written.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a [fleet] table { urls, site, credentials, ca_file, serve }"
+)]
+pub(super) struct RawFleet {
+    pub(super) urls: Spanned<Vec<Spanned<String>>>,
+    pub(super) site: Spanned<String>,
+    pub(super) credentials: Option<Spanned<PathBuf>>,
+    pub(super) ca_file: Option<Spanned<PathBuf>>,
+    #[serde(default)]
+    pub(super) serve: bool,
 }
 
 /// `alert_webhook` as written.
@@ -227,8 +246,16 @@ pub(super) struct RawToken {
     /// May log in with the ports' stored credentials (admin always may).
     #[serde(default)]
     pub(super) use_credentials: bool,
+    /// May switch the ports' outlets with the `power` tool (admin always
+    /// may).
+    #[serde(default)]
+    pub(super) power: bool,
     /// The command policy its calls are judged by (default: the port's).
     pub(super) policy: Option<Spanned<String>>,
+    /// May decide requests for approval at a console or in the web view
+    /// (admin always may).
+    #[serde(default)]
+    pub(super) approve: bool,
 }
 
 /// One `[[people]]` entry as written: an engineer who reaches ports
@@ -244,11 +271,51 @@ pub(super) struct RawPerson {
     /// May decide lines waiting for a person's approval.
     #[serde(default)]
     pub(super) approve: bool,
+    /// The command policy what they type is judged by.
+    pub(super) policy: Option<Spanned<String>>,
 }
 
 /// A token without `access` may only read.
 fn read_access() -> TokenAccess {
     TokenAccess::Read
+}
+
+/// A `[power.NAME]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [power.NAME] table")]
+pub(super) struct RawPower {
+    pub(super) driver: Spanned<String>,
+    pub(super) address: Option<Spanned<String>>,
+    pub(super) ups: Option<Spanned<String>>,
+    pub(super) username: Option<Spanned<String>>,
+    pub(super) password_file: Option<Spanned<PathBuf>>,
+    pub(super) deadline: Option<Spanned<String>>,
+    pub(super) min_interval: Option<Spanned<String>>,
+    // driver = "snmp" (config/power_snmp.rs); username is v3's user.
+    pub(super) profile: Option<Spanned<String>>,
+    pub(super) community_file: Option<Spanned<PathBuf>>,
+    pub(super) auth_protocol: Option<Spanned<String>>,
+    pub(super) auth_password_file: Option<Spanned<PathBuf>>,
+    pub(super) priv_protocol: Option<Spanned<String>>,
+    pub(super) priv_password_file: Option<Spanned<PathBuf>>,
+    pub(super) state_oid: Option<Spanned<String>>,
+    pub(super) control_oid: Option<Spanned<String>>,
+    pub(super) on_value: Option<Spanned<i64>>,
+    pub(super) off_value: Option<Spanned<i64>>,
+    /// The CA certificates (PEM) an `https://` Redfish BMC is checked against.
+    pub(super) ca_file: Option<Spanned<PathBuf>>,
+    /// The RMCP+ cipher suite an IPMI BMC is asked for.
+    pub(super) cipher_suite: Option<Spanned<i64>>,
+}
+
+/// A port's `power` as written: one outlet or several.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "an outlet like \"pdu1:4\", or a list of them")]
+pub(super) enum RawOutlets {
+    /// `power = "pdu1:4"`.
+    One(String),
+    /// `power = ["pdu1:4", "pdu2:4"]`.
+    Many(Vec<String>),
 }
 
 /// The keys a preset and a port may both set.
@@ -265,6 +332,7 @@ pub(super) struct Overrides {
     pub(super) pagers: Option<Vec<Spanned<String>>>,
     pub(super) error_patterns: Option<Vec<Spanned<String>>>,
     pub(super) paging_off: Option<String>,
+    pub(super) platform: Option<Spanned<String>>,
     pub(super) modes: Option<RawModes>,
     pub(super) credentials: Option<Spanned<PathBuf>>,
     pub(super) watches: Option<Vec<RawWatch>>,
@@ -293,6 +361,7 @@ pub(super) struct RawPreset {
     pagers: Option<Vec<Spanned<String>>>,
     error_patterns: Option<Vec<Spanned<String>>>,
     paging_off: Option<String>,
+    platform: Option<Spanned<String>>,
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
     watches: Option<Vec<RawWatch>>,
@@ -317,11 +386,14 @@ pub(super) struct RawPort {
     pagers: Option<Vec<Spanned<String>>>,
     error_patterns: Option<Vec<Spanned<String>>>,
     paging_off: Option<String>,
+    platform: Option<Spanned<String>>,
     modes: Option<RawModes>,
     credentials: Option<Spanned<PathBuf>>,
     watches: Option<Vec<RawWatch>>,
     break_sequences: Option<Spanned<BTreeMap<String, String>>>,
     pub(super) down_after: Option<Spanned<i64>>,
+    /// The outlet(s) feeding the device (only a port has them).
+    pub(super) power: Option<Spanned<RawOutlets>>,
     policy: Option<Spanned<String>>,
 }
 
@@ -345,6 +417,7 @@ impl RawPreset {
             pagers: self.pagers,
             error_patterns: self.error_patterns,
             paging_off: self.paging_off,
+            platform: self.platform,
             modes: self.modes,
             credentials: self.credentials,
             watches: self.watches,
@@ -362,7 +435,7 @@ impl RawPort {
     }
 
     /// Its `device`, its `preset` and the keys it overrides (take
-    /// `down_after` first: only a port has it).
+    /// `down_after` and `power` first: only a port has them).
     pub(super) fn split(self) -> (Spanned<String>, Option<Spanned<String>>, Overrides) {
         let o = Overrides {
             baud: self.baud,
@@ -376,6 +449,7 @@ impl RawPort {
             pagers: self.pagers,
             error_patterns: self.error_patterns,
             paging_off: self.paging_off,
+            platform: self.platform,
             modes: self.modes,
             credentials: self.credentials,
             watches: self.watches,

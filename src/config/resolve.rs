@@ -46,6 +46,8 @@ pub struct PortConfig {
     pub error_patterns: Vec<String>,
     /// Command that turns paging off.
     pub paging_off: Option<String>,
+    /// The ntc-templates platform its output is parsed as.
+    pub platform: Option<String>,
     /// Quick losses in a row before the port is `down` (0: never).
     pub down_after: u32,
     /// The CLI's modes and configuration commands.
@@ -60,6 +62,8 @@ pub struct PortConfig {
     pub credentials: Option<Arc<Credentials>>,
     /// Standing watches on the port's output.
     pub watches: Vec<super::watches::Watch>,
+    /// The outlets feeding the device (`power`), switched together.
+    pub power: Vec<super::power::OutletRef>,
     /// Its preset's guardrails; `policy` is the port's default policy
     /// (its own `policy` key, else its preset's). Not shown to agents.
     #[serde(skip)]
@@ -93,12 +97,14 @@ impl PortConfig {
             pagers: p.pagers,
             error_patterns: p.error_patterns,
             paging_off: p.paging_off,
+            platform: p.platform,
             down_after,
             modes: p.modes,
             break_sequences: p.break_sequences,
             credentials_file: p.credentials,
             credentials,
             watches: p.watches,
+            power: Vec::new(),
             guardrails: p.guardrails,
         })
     }
@@ -196,6 +202,23 @@ impl Overrides {
         }
         if let Some(v) = self.paging_off {
             p.paging_off = if v.trim().is_empty() { None } else { Some(v) };
+        }
+        if let Some(v) = self.platform {
+            let name = v.get_ref();
+            let fits = name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if !fits {
+                return Err(src.error(
+                    v.span(),
+                    format!(
+                        "{path}.platform: {} is not a platform name; use an ntc-templates platform such as \"cisco_ios\" (lowercase letters, digits, _), or \"\" for none",
+                        crate::error::shown(name)
+                    ),
+                ));
+            }
+            p.platform = (!name.is_empty()).then(|| v.into_inner());
         }
         if let Some(modes) = self.modes {
             modes.apply(&mut p.modes, &format!("{path}.modes"), src)?;
@@ -369,6 +392,7 @@ pub(super) fn resolve_ports(
     raw: BTreeMap<Spanned<String>, RawPort>,
     presets: &BTreeMap<String, Preset>,
     server: &ServerConfig,
+    controllers: &BTreeMap<String, super::power::PowerController>,
     src: &Source,
 ) -> Result<BTreeMap<String, Arc<PortConfig>>, ConfigError> {
     let mut raw: Vec<(Spanned<String>, RawPort)> = raw.into_iter().collect();
@@ -386,6 +410,7 @@ pub(super) fn resolve_ports(
         })?;
         let path = format!("ports.{}", toml_key(&name));
         let down_after = raw.down_after.take();
+        let power = super::power::resolve_outlets(raw.power.take(), &path, controllers, src)?;
         let (device, preset_name, overrides) = raw.split();
         let down_after = match down_after {
             Some(n) => check_down_after(&n, &format!("{path}.down_after"), src)?,
@@ -423,8 +448,9 @@ pub(super) fn resolve_ports(
         };
         let mut p = preset.clone();
         overrides.apply(&mut p, &path, src)?;
-        let port = PortConfig::from_preset(&name, device.get_ref(), p, down_after)
+        let mut port = PortConfig::from_preset(&name, device.get_ref(), p, down_after)
             .map_err(|e| src.error(name_span.clone(), format!("{path}.credentials: {e}")))?;
+        port.power = power;
         ports.insert(name, Arc::new(port));
     }
     Ok(ports)

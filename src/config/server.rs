@@ -63,6 +63,13 @@ pub struct ServerConfig {
     /// (or a caller) sending file after file cannot fill the disk
     /// (`files_max`).
     pub files_max: u64,
+    /// A user's own TextFSM templates and `index` (`templates_dir`;
+    /// relative to the config file's directory), which win over the
+    /// shipped ntc-templates; none: the shipped ones only.
+    pub templates_dir: Option<PathBuf>,
+    /// `templates_dir`'s templates, compiled when the config loads.
+    #[serde(skip)]
+    pub templates: std::sync::Arc<crate::parse::UserTemplates>,
     /// The local console socket people attach through (`console_socket`;
     /// relative to the config file's directory). Unset: under systemd's
     /// `RuntimeDirectory` (`$RUNTIME_DIRECTORY/console.sock`) when the
@@ -117,6 +124,8 @@ impl Default for ServerConfig {
             log_dir: None,
             files_dir: None,
             files_max: crate::files::DEFAULT_FILES_MAX,
+            templates_dir: None,
+            templates: Default::default(),
             console_socket: std::env::var_os("RUNTIME_DIRECTORY")
                 .filter(|dir| !dir.is_empty())
                 .map(|dir| PathBuf::from(dir).join("console.sock")),
@@ -228,6 +237,19 @@ impl RawServer {
                 ));
             }
             s.files_dir = Some(next_to_config(dir.get_ref(), src));
+        }
+        if let Some(dir) = self.templates_dir {
+            if dir.get_ref().as_os_str().is_empty() {
+                return Err(src.error(
+                    dir.span(),
+                    "server.templates_dir: it is empty; give the directory of your own TextFSM templates and index, or leave templates_dir out",
+                ));
+            }
+            let path = next_to_config(dir.get_ref(), src);
+            let templates = crate::parse::UserTemplates::load(&path)
+                .map_err(|e| src.error(dir.span(), format!("server.templates_dir: {e}")))?;
+            s.templates = std::sync::Arc::new(templates);
+            s.templates_dir = Some(path);
         }
         if let Some(path) = self.console_socket {
             if path.get_ref().as_os_str().is_empty() {

@@ -75,6 +75,31 @@ impl fmt::Display for Summary<'_> {
         if config.ports.is_empty() {
             writeln!(f, "  (none)")?;
         }
+        for (name, c) in &config.power {
+            let fed: Vec<String> = config
+                .ports
+                .iter()
+                .flat_map(|(port, p)| {
+                    p.power
+                        .iter()
+                        .filter(|o| o.controller == *name)
+                        .map(move |o| format!("{port}={o}"))
+                })
+                .collect();
+            writeln!(
+                f,
+                "power {name}: driver={} {} deadline={} min_interval={} outlets: {}",
+                c.driver_name(),
+                c.address(),
+                humantime::format_duration(c.deadline),
+                humantime::format_duration(c.min_interval),
+                if fed.is_empty() {
+                    "(none used)".to_owned()
+                } else {
+                    fed.join(", ")
+                }
+            )?;
+        }
         if let Some(listen) = &config.server.listen {
             let scheme = if config.server.tls.is_on() {
                 "https"
@@ -131,12 +156,43 @@ impl fmt::Display for Summary<'_> {
                 w.queue
             )?;
         }
+        if let Some(fleet) = &config.fleet {
+            writeln!(
+                f,
+                "fleet: site {} via {}{}{}{}",
+                fleet.site,
+                fleet.urls.join(", "),
+                fleet.credentials.as_ref().map_or_else(
+                    || ", no credentials".to_owned(),
+                    |c| format!(
+                        ", {} from {}",
+                        c.kind(),
+                        fleet
+                            .credentials_file
+                            .as_ref()
+                            .map_or_else(String::new, |p| p.display().to_string())
+                    )
+                ),
+                fleet
+                    .ca_file
+                    .as_ref()
+                    .map_or_else(String::new, |ca| format!(
+                        ", trusting only the CA in {}",
+                        ca.display()
+                    )),
+                if fleet.serve {
+                    "; serves every site's ports as site/port"
+                } else {
+                    ""
+                }
+            )?;
+        }
         if !config.tokens.is_empty() {
             writeln!(f, "tokens:")?;
             for t in &config.tokens {
                 writeln!(
                     f,
-                    "  {}: {} access, ports {} (secret from {}){}, {}",
+                    "  {}: {} access, ports {} (secret from {}){}{}, {}",
                     t.name,
                     access_name(t.access),
                     t.ports.join(", "),
@@ -146,6 +202,7 @@ impl fmt::Display for Summary<'_> {
                     } else {
                         ""
                     },
+                    if t.approve { ", may approve" } else { "" },
                     token_policy(config, t)
                 )?;
             }
@@ -158,13 +215,16 @@ impl fmt::Display for Summary<'_> {
             for p in &config.people {
                 writeln!(
                     f,
-                    "  {}: {} access, ports {}, {} key(s) from {}{}",
+                    "  {}: {} access, ports {}, {} key(s) from {}{}, {}",
                     p.name,
                     access_name(p.access),
                     p.ports.join(", "),
                     p.keys.len(),
                     p.authorized_keys.display(),
-                    if p.approve { ", may approve" } else { "" }
+                    if p.approve { ", may approve" } else { "" },
+                    p.policy
+                        .as_deref()
+                        .map_or_else(|| "no policy".to_owned(), |n| format!("policy {n}"))
                 )?;
             }
         }

@@ -62,9 +62,16 @@ pub struct TokenConfig {
     /// Whether it may log in with the ports' stored credentials
     /// (`use_credentials`; admin tokens always may).
     pub use_credentials: bool,
+    /// Whether it may switch outlets with the `power` tool (`power`;
+    /// admin tokens always may).
+    pub power: bool,
     /// The command policy its calls are judged by (`policy`; the config
     /// checked that it names one). None: the port's default.
     pub policy: Option<String>,
+    /// Whether a console or web view opened with it may decide requests
+    /// for approval (`approve`; admin tokens always may): an agent with a
+    /// write token must not approve another agent's line.
+    pub approve: bool,
 }
 
 /// Checks the `[[tokens]]` entries and reads their secrets.
@@ -113,11 +120,11 @@ pub(super) fn resolve_tokens(
             t.secret_file,
             ports,
             t.access,
-            (t.use_credentials, policy),
+            (t.use_credentials, t.power, policy, t.approve),
         ));
     }
     let mut tokens: Vec<TokenConfig> = Vec::new();
-    for (path, name, file, ports, access, (use_credentials, policy)) in checked {
+    for (path, name, file, ports, access, (use_credentials, power, policy, approve)) in checked {
         let secret = read_secret(file.get_ref(), src)
             .map_err(|e| src.error(file.span(), format!("{path}.secret_file: {e}")))?;
         if let Some(other) = tokens.iter().find(|t| t.secret == secret) {
@@ -136,7 +143,9 @@ pub(super) fn resolve_tokens(
             ports,
             access,
             use_credentials,
+            power,
             policy,
+            approve,
         });
     }
     Ok(tokens)
@@ -201,16 +210,23 @@ pub(super) fn read_small_file(
 /// other users may read (or write), and a symbolic link, saying what fixes
 /// it.
 fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
+    let secret = read_private(file, "secret_file", src)?;
+    Ok(TokenSecret::new(&secret))
+}
+
+/// Reads a secret file named by `key` (a token's `secret_file`, a power
+/// controller's `password_file`): its content, trimmed, from a regular
+/// file next to the config only its owner may read, not through a link.
+pub(super) fn read_private(file: &Path, key: &str, src: &Source) -> Result<Vec<u8>, String> {
     use std::os::unix::fs::PermissionsExt;
     let path = next_to_config(file, src);
-    let (text, meta) = read_small_file(&path, MAX_SECRET_FILE, "secret_file")
+    let (text, meta) = read_small_file(&path, MAX_SECRET_FILE, key)
         .map_err(|e| format!("cannot read the secret file {}: {e}", path.display()))?;
     let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o077 != 0 {
         return Err(format!(
             "the secret file {} may be read or changed by other users than its owner \
-             (mode {mode:o}): chmod 600 {}, and give the token a new secret if others could \
-             read it",
+             (mode {mode:o}): chmod 600 {}, and change the secret if others could read it",
             path.display(),
             path.display()
         ));
@@ -223,7 +239,7 @@ fn read_secret(file: &Path, src: &Source) -> Result<TokenSecret, String> {
             path.display()
         ));
     }
-    Ok(TokenSecret::new(secret))
+    Ok(secret.to_vec())
 }
 
 #[cfg(test)]

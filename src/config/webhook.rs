@@ -151,11 +151,11 @@ impl RawWebhook {
 }
 
 /// What a URL is split into: https, host, port, path and authority.
-type UrlParts = (bool, String, u16, String, String);
+pub(super) type UrlParts = (bool, String, u16, String, String);
 
 /// Splits `http[s]://host[:port][/path]` into whether it is https, host,
 /// port, path and authority.
-fn parse_url(url: &str) -> Result<UrlParts, String> {
+pub(super) fn parse_url(url: &str) -> Result<UrlParts, String> {
     if url.len() > MAX_URL {
         return Err(format!("a URL is at most {MAX_URL} bytes"));
     }

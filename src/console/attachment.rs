@@ -12,11 +12,14 @@ use memchr::memrchr_iter;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::judged_typing::{HeldLine, JudgedTyping};
 use super::protocol::{
     ClientMessage, DEFAULT_REPLAY_LINES, DataChunk, Frame, Hello, MAX_CLIENT_DATA_BYTES,
     MAX_REPLAY_LINES, MAX_SERVER_DATA_BYTES, Mode, PortSummary, ServerMessage,
 };
+use super::typed_line::TypedLine;
 use crate::access::Caller;
+use crate::access::guard::Sending;
 use crate::access::rules::{
     may_decide_approval, may_send_break, may_take_hold, may_type, may_watch,
 };
@@ -26,6 +29,7 @@ use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, label};
 use crate::gateway::Gateway;
 use crate::log::OutputLog;
+use crate::port::approvals::Decision;
 use crate::port::{Holder, Participant, Port, PortState};
 
 /// How long a new connection may take to say `hello` or `list`.
@@ -204,6 +208,18 @@ struct Attachment<'a> {
     /// How this person's client takes a held port ([`hold_hint`]).
     hold_hint: &'static str,
     out: &'a Outgoing,
+    /// The line being typed, followed when a policy judges the typing.
+    line: TypedLine,
+    /// A typed line waiting for a person's approval.
+    held: Option<HeldLine>,
+}
+
+/// The decision on the line `held` waits with; never, without one.
+async fn held_decision(held: &mut Option<HeldLine>) -> Option<Decision> {
+    match held {
+        Some(h) => Some(h.decided().await),
+        None => std::future::pending().await,
+    }
 }
 
 /// The web view's name for itself in its hello.
@@ -286,6 +302,8 @@ async fn attach(
         actor,
         spy,
         out,
+        line: TypedLine::default(),
+        held: None,
     };
     let outcome = attachment
         .run(hello, incoming, shutdown, &mut standing)
@@ -401,6 +419,7 @@ impl Attachment<'_> {
                     let pending = self.listed_approvals();
                     self.out.send_message(&ServerMessage::Approvals { pending }).await?;
                 }
+                decision = held_decision(&mut self.held) => self.held_decided(decision).await?,
                 frame = incoming.recv() => {
                     match frame {
                         None => return Ok(()),
@@ -431,6 +450,9 @@ impl Attachment<'_> {
         }
         if self.caller.access < TokenAccess::Write && !self.spy {
             self.spy = true;
+            // A line it typed that waits for approval is withdrawn: once
+            // approved, it would be sent for a caller that may not write.
+            self.held = None;
             self.port.release_writer(self.actor.session);
             tracing::info!(
                 token = %label(&self.caller.name),
@@ -594,6 +616,9 @@ impl Attachment<'_> {
 
     /// Writes what the person typed, under the write hold.
     async fn typed(&mut self, bytes: &[u8]) -> Result<(), Ended> {
+        if let Some(held) = self.held.take() {
+            return self.typed_while_held(held, bytes).await;
+        }
         let result = if let Err(e) = may_type(&self.caller, self.gateway, self.port.name()) {
             Err(e)
         } else if self.spy {
@@ -603,6 +628,20 @@ impl Attachment<'_> {
                 "a data frame of {} bytes is over the limit of {MAX_CLIENT_DATA_BYTES}; nothing was sent: split it",
                 bytes.len()
             )))
+        } else if JudgedTyping::applies(self.gateway, &self.caller, self.port.name()) {
+            let judged = JudgedTyping {
+                port: &self.port,
+                gateway: self.gateway,
+                caller: &self.caller,
+                actor: &self.actor,
+            };
+            match judged.write(&mut self.line, bytes).await {
+                Ok(held) => {
+                    self.held = held;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
         } else {
             self.port
                 .write_as(&self.actor, "console", bytes, false)
@@ -628,10 +667,61 @@ impl Attachment<'_> {
         Ok(())
     }
 
+    /// Typing while a line waits for approval: Ctrl-C withdraws it, the
+    /// rest is refused (the device's line holds the waiting line).
+    async fn typed_while_held(&mut self, held: HeldLine, bytes: &[u8]) -> Result<(), Ended> {
+        if bytes.contains(&0x03) {
+            let result = self.judged().settle(held, None).await;
+            return match result {
+                Ok(()) => Ok(()),
+                Err(e) => self.refuse(e).await,
+            };
+        }
+        let refusal = GateError::new(
+            ErrorCode::Denied,
+            format!(
+                "a line you typed waits for a person's approval (request {}); nothing else is typed until it is decided: Ctrl-C withdraws it",
+                held.id
+            ),
+        );
+        self.held = Some(held);
+        self.refuse(refusal).await
+    }
+
+    /// Ends the line that waited for approval with its decision.
+    async fn held_decided(&mut self, decision: Option<Decision>) -> Result<(), Ended> {
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        if self.spy {
+            // Only watching now: nothing of it is sent, not even Ctrl-U.
+            return Ok(());
+        }
+        match self.judged().settle(held, decision).await {
+            Ok(()) => Ok(()),
+            Err(e) => self.refuse(e).await,
+        }
+    }
+
+    /// The judge of this person's typing under a policy.
+    fn judged(&self) -> JudgedTyping<'_> {
+        JudgedTyping {
+            port: &self.port,
+            gateway: self.gateway,
+            caller: &self.caller,
+            actor: &self.actor,
+        }
+    }
+
     async fn send_break(&self, ms: Option<u64>) -> Result<(), GateError> {
         may_send_break(&self.caller, self.gateway, self.port.name())?;
         if self.spy {
             return Err(self.read_only_refusal());
+        }
+        if JudgedTyping::applies(self.gateway, &self.caller, self.port.name()) {
+            self.judged().judge(Sending::Unjudged {
+                what: "a BREAK (it can drop a device into its boot loader)",
+            })?;
         }
         self.port.claim_writer(&self.actor, false)?;
         let duration = ms.map_or(DEFAULT_BREAK, Duration::from_millis);

@@ -5,7 +5,9 @@
 //! HTTP is in `daemon::http::console_ws`.
 
 pub(crate) mod attachment;
+mod judged_typing;
 pub(crate) mod protocol;
+mod typed_line;
 pub(crate) mod unix_socket;
 
 /// `serialgate console`, the person's terminal client.

@@ -15,6 +15,7 @@
 pub mod allocator;
 pub(crate) mod console_socket;
 pub(crate) mod fd_limit;
+pub(crate) mod fleet;
 pub(crate) mod http;
 pub mod lifecycle;
 pub mod logging;

@@ -29,13 +29,16 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
     let gateway = Gateway::start(config, shutdown.clone());
     super::console_socket::start(&gateway, &shutdown)?;
     super::ssh::start(&gateway, &shutdown).await?;
+    let fleet = super::fleet::start(&gateway, &shutdown).await?;
     if let Some(listen) = &gateway.config().server.metrics_listen {
         super::metrics_http::start_listener(listen, &gateway, shutdown.clone()).await?;
     }
     ready(&gateway).await;
 
     let gone = CancellationToken::new();
-    let server = GateServer::new(gateway.clone()).with_client_gone(gone.clone());
+    let server = GateServer::new(gateway.clone())
+        .with_client_gone(gone.clone())
+        .with_fleet(fleet);
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let stdin = WatchedStdin { inner: stdin, gone };
     // Until the client has initialized MCP, signals are still answered.

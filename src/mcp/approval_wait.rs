@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::authorize::Held;
 use super::client_user::{self, Question};
 use super::dialogue::cancelled;
+use crate::access::guard::NeedsApproval;
 use crate::access::policy::CliMode;
 use crate::audit::Actor;
 use crate::error::{ErrorCode, GateError, shown};
@@ -28,7 +29,7 @@ use crate::port::approvals::{Asking, Decision};
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// The mode's name as a person reads it.
-fn mode_name(mode: CliMode) -> &'static str {
+pub(super) fn mode_name(mode: CliMode) -> &'static str {
     match mode {
         CliMode::Exec => "exec",
         CliMode::Config => "config",
@@ -51,17 +52,7 @@ pub async fn obtain(
     for Held { port, needs } in held {
         let timeout = needs.timeout.unwrap_or(timeout);
         let name = port.name().to_owned();
-        let ticket = port.approvals().request(
-            actor,
-            Asking {
-                line: needs.text.clone(),
-                mode: mode_name(needs.mode).to_owned(),
-                reason: needs.reason.clone(),
-                timeout,
-                self_approve: needs.self_approve,
-                client_user: needs.client_user,
-            },
-        )?;
+        let ticket = port.approvals().request(actor, asking(&needs, timeout))?;
         let id = ticket.id();
         let line = shown(&needs.text);
         let four_eyes = match actor.token.as_str() {
@@ -143,31 +134,62 @@ pub async fn obtain(
             () = user => None,
             () = gone.cancelled() => None,
         };
-        match decision {
-            None => return Err(cancelled()),
-            Some(Decision::Approved { by }) => {
-                tracing::info!(port = %name, request = id, "approved by {by}");
-            }
-            Some(Decision::Denied { by }) => {
-                return Err(GateError::new(
-                    ErrorCode::Denied,
-                    format!(
-                        "{line} was denied by {by} (request {id} on {name}; {}); nothing was sent",
-                        needs.reason
-                    ),
-                ));
-            }
-            Some(Decision::Expired) => {
-                return Err(GateError::new(
-                    ErrorCode::Denied,
-                    format!(
-                        "{line} expired: nobody approved it within {} s (request {id} on {name}; {}); nothing was sent. Ask a person to attach with `serialgate console {name}` or to open the web view, and try again",
-                        timeout.as_secs(),
-                        needs.reason
-                    ),
-                ));
-            }
-        }
+        let Some(decision) = decision else {
+            return Err(cancelled());
+        };
+        verdict(decision, &line, id, &name, &needs.reason, timeout)?;
     }
     Ok(())
+}
+
+/// What the port's store is asked to hold for `needs`, with `timeout`
+/// (the policy's own, else the server's) for a person to decide.
+pub(crate) fn asking(needs: &NeedsApproval, timeout: Duration) -> Asking {
+    Asking {
+        line: needs.text.clone(),
+        mode: mode_name(needs.mode).to_owned(),
+        reason: needs.reason.clone(),
+        timeout,
+        self_approve: needs.self_approve,
+        client_user: needs.client_user,
+    }
+}
+
+/// What a call is told of its request's end: `Ok` once approved (the
+/// line goes on), else `denied` saying who denied `line` (request `id` on
+/// port `name`, held for `reason`), or that nobody decided within
+/// `timeout`, and what to do.
+pub(crate) fn verdict(
+    decision: Decision,
+    line: &str,
+    id: u64,
+    name: &str,
+    reason: &str,
+    timeout: Duration,
+) -> Result<(), GateError> {
+    match decision {
+        Decision::Approved { by } => {
+            tracing::info!(port = %name, request = id, "approved by {by}");
+            Ok(())
+        }
+        Decision::Denied { by } => Err(GateError::new(
+            ErrorCode::Denied,
+            format!(
+                "{line} was denied by {by} (request {id} on {name}; {reason}); nothing was sent"
+            ),
+        )),
+        Decision::Withdrawn { why } => Err(GateError::new(
+            ErrorCode::Denied,
+            format!(
+                "{line} was withdrawn undecided (request {id} on {name}): {why}; nothing was sent"
+            ),
+        )),
+        Decision::Expired => Err(GateError::new(
+            ErrorCode::Denied,
+            format!(
+                "{line} expired: nobody approved it within {} s (request {id} on {name}; {reason}); nothing was sent. Ask a person to attach with `serialgate console {name}` or to open the web view, and try again",
+                timeout.as_secs()
+            ),
+        )),
+    }
 }

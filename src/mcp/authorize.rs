@@ -16,7 +16,7 @@ use crate::error::GateError;
 use crate::gateway::Gateway;
 
 /// A string argument, absent when missing, null or empty.
-fn str_arg<'a>(request: &'a CallToolRequestParams, key: &str) -> Option<&'a str> {
+pub(super) fn str_arg<'a>(request: &'a CallToolRequestParams, key: &str) -> Option<&'a str> {
     request
         .arguments
         .as_ref()?
@@ -101,7 +101,12 @@ pub fn authorize(
     if let Some(name) = &call.connection
         && let Ok(conn) = session.get(Some(name))
     {
-        let needed = super::sends::check(caller, gateway, &conn, request, call.replies)?;
+        let needed = super::sends::check(caller, gateway, &conn, request, call.replies)
+            .inspect_err(|e| {
+                conn.gateway_port
+                    .port
+                    .record_refusal(&session.actor(), &e.message)
+            })?;
         held.extend(needed.into_iter().map(|needs| Held {
             port: conn.gateway_port.port.clone(),
             needs,
@@ -131,7 +136,9 @@ mod tests {
             ports: ports.iter().map(|p| p.to_string()).collect(),
             access,
             use_credentials: false,
+            power: false,
             policy: None,
+            approve: false,
         })
     }
 

@@ -1,7 +1,9 @@
 //! Asking the user of the agent's own MCP client to approve a held line,
 //! through MCP elicitation (`elicitation/create`), where the line's policy
 //! names the client's user among its approvers and the client declared
-//! the `elicitation` capability when it initialized. The question shows
+//! the `elicitation` capability (when it initialized, or, for a client
+//! without a session, with the request: `mcp/input_required.rs` asks
+//! those in the call's result). The question shows
 //! the exact line, the port, the mode and why; the user's answer decides
 //! the request in the port's store (`port/approvals.rs`) as `client_user`
 //! of the session, beside the people at a console, whoever comes first.
@@ -9,8 +11,9 @@
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, EnumSchema, RequestId, ServerRequest,
+    CancelledNotificationParam, ClientCapabilities, ClientResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema, RequestId,
+    ServerRequest,
 };
 use rmcp::service::{Peer, PeerRequestOptions};
 
@@ -43,13 +46,17 @@ pub struct Question<'a> {
     pub expires_in_s: u64,
 }
 
-/// Asks the client's user and returns their decision: `Some(true)` when
-/// they accepted the form with `approve`, `Some(false)` when they denied,
-/// declined or cancelled; `None` when the client could not be asked (it
-/// answered with an error, or the connection failed), when the request
-/// then waits for a person only. Dropping the future withdraws the
-/// question (`notifications/cancelled`).
-pub async fn ask(peer: &Peer<RoleServer>, question: &Question<'_>) -> Option<bool> {
+/// Whether a client that speaks without a session (2026-07-28: its
+/// capabilities come with each request) declared that it shows forms.
+pub fn may_ask_inline(capabilities: Option<&ClientCapabilities>) -> bool {
+    capabilities
+        .and_then(|c| c.elicitation.as_ref())
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// The form the client's user is shown for `question`: the exact line,
+/// the port, the mode and why, with one field, approve or deny.
+pub fn form(question: &Question<'_>) -> Option<ElicitRequestParams> {
     let schema = ElicitationSchema::builder()
         .required_enum_schema(
             FIELD,
@@ -68,11 +75,34 @@ pub async fn ask(peer: &Peer<RoleServer>, question: &Question<'_>) -> Option<boo
         question.id,
         question.expires_in_s
     );
-    let params = ElicitRequestParams::FormElicitationParams {
+    Some(ElicitRequestParams::FormElicitationParams {
         meta: None,
         message,
         requested_schema: schema,
-    };
+    })
+}
+
+/// Whether the user's answer approves: they accepted the form with
+/// `approve`. Denying, declining, cancelling or a form without the field
+/// does not.
+pub fn approves(result: &ElicitResult) -> bool {
+    result.action == ElicitationAction::Accept
+        && result
+            .content
+            .as_ref()
+            .and_then(|c| c.get(FIELD))
+            .and_then(|v| v.as_str())
+            == Some(APPROVE)
+}
+
+/// Asks the client's user and returns their decision: `Some(true)` when
+/// they accepted the form with `approve`, `Some(false)` when they denied,
+/// declined or cancelled; `None` when the client could not be asked (it
+/// answered with an error, or the connection failed), when the request
+/// then waits for a person only. Dropping the future withdraws the
+/// question (`notifications/cancelled`).
+pub async fn ask(peer: &Peer<RoleServer>, question: &Question<'_>) -> Option<bool> {
+    let params = form(question)?;
     let handle = match peer
         .send_cancellable_request(
             ServerRequest::ElicitRequest(ElicitRequest::new(params)),
@@ -93,15 +123,7 @@ pub async fn ask(peer: &Peer<RoleServer>, question: &Question<'_>) -> Option<boo
     let answer = handle.await_response().await;
     withdraw.answered();
     match answer {
-        Ok(ClientResult::ElicitResult(result)) => Some(
-            result.action == ElicitationAction::Accept
-                && result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get(FIELD))
-                    .and_then(|v| v.as_str())
-                    == Some(APPROVE),
-        ),
+        Ok(ClientResult::ElicitResult(result)) => Some(approves(&result)),
         Ok(_) => {
             tracing::info!(port = %question.port, request = question.id, "the client answered the question for its user with something else");
             None

@@ -219,12 +219,11 @@ impl GateServer {
 
 #[tool_router(router = connect_router, vis = "pub(super)")]
 impl GateServer {
-    /// Attach this session to a serial port so the other tools can use it.
-    /// `port` is a configured port's name from list_ports, or, if the server
-    /// allows ad-hoc connections, a device path (e.g. /dev/ttyUSB0) or a
-    /// telnet://, rfc2217:// or tcp:// URL of a console server. The
-    /// session's consume cursor starts at the head: earlier output stays
-    /// readable with read_output. Line settings apply to ad-hoc ports;
+    /// Attach this session to a serial port. `port` is a configured
+    /// port's name from list_ports, or, if the server allows ad-hoc
+    /// connections, a device path (e.g. /dev/ttyUSB0) or a telnet://,
+    /// rfc2217:// or tcp:// URL of a console server. The cursor starts at
+    /// the head (earlier output: read_output). Line settings apply to ad-hoc ports;
     /// `prompt`/`prompt_regex`/`line_ending`/`preset` set this connection's
     /// defaults.
     #[tool(input_schema = rmcp::handler::server::common::schema_for_input::<ConnectArgs>().unwrap_or_default())]

@@ -281,7 +281,7 @@ impl SetLineSettingsArgs {
 impl GateServer {
     /// Sends the port's break sequence `name`: its BREAKs, bytes (written
     /// as this session, so held and audited like any write) and pauses.
-    async fn send_break_sequence(
+    pub(super) async fn send_break_sequence(
         &self,
         conn: &super::session::Connection,
         name: &str,

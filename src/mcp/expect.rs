@@ -455,9 +455,8 @@ impl GateServer {
              for `expect` (literal, or regex: true) up to `timeout` seconds\n\
              (default {}), answering auto_reply triggers (default: the preset's)\n\
              like read_until_prompt. `clear_first` skips unread output before the\n\
-             step. `sensitive: true` keeps a step's text out of results, errors\n\
-             and logs (sent shows `{REDACTED}`, echoes in output are replaced):\n\
-             use it for passwords. A step that times out stops the run unless\n\
+             step. `sensitive: true` (passwords) keeps a step's text out of\n\
+             results, errors and logs (sent shows `{REDACTED}`). A step that times out stops the run unless\n\
              stop_on_timeout is false. `completed` is true when every step ran\n\
              and matched. Limits: 1-{MAX_STEPS} steps; each send at most {}; expect at\n\
              most {}; timeouts at most {} s each and {} s in sum;\n\

@@ -16,6 +16,7 @@ use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::authorize::authorize;
+use super::input_required::{self, Round};
 use super::resources;
 use super::scope::Mode;
 use super::server::GateServer;
@@ -128,15 +129,63 @@ impl ServerHandler for GateServer {
         let info = context.peer.peer_info();
         let client = info.as_ref().map(|info| info.client_info.name.as_str());
         target.session.identify(client, &caller.name);
+        if let Some(remote) = super::fleet_forward::remote_target(&target.session, &request) {
+            let tool = request.name.clone();
+            let forwarded = super::fleet_forward::forward(
+                target.fleet.as_deref(),
+                &target.gateway,
+                &caller,
+                &target.session,
+                client.unwrap_or("unknown"),
+                request,
+                remote,
+            )
+            .await;
+            return Ok(match forwarded {
+                Ok(response) => {
+                    let failed = matches!(&response, CallToolResponse::Complete(r) if r.is_error == Some(true));
+                    count_call(
+                        &self.tool_router,
+                        &tool,
+                        if failed { "error" } else { "ok" },
+                    );
+                    response
+                }
+                Err(e) => {
+                    tracing::info!("refused {tool:?} to token {:?}: {e}", caller.name);
+                    let (refused, code) = error_result(e);
+                    count_call(&self.tool_router, &tool, code.as_str());
+                    refused
+                }
+            });
+        }
         let mut request = request;
+        let binding = input_required::call_binding(&caller.name, &request);
         let held = authorize(&caller, &target.gateway, &target.session, &mut request);
         let approved = match held {
             Ok(held) if held.is_empty() => Ok(()),
             Ok(held) => {
                 let timeout = target.gateway.config().server.approval_timeout;
                 let actor = target.session.actor();
-                super::approval_wait::obtain(held, &actor, timeout, &context, &target.client_gone)
+                if input_required::applies(&held, &context) {
+                    match input_required::round(held, &actor, timeout, &request, &binding).await {
+                        Ok(Round::Proceed) => Ok(()),
+                        Ok(Round::Ask(asking)) => {
+                            count_call(&self.tool_router, &request.name, "input_required");
+                            return Ok(CallToolResponse::InputRequired(asking));
+                        }
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    super::approval_wait::obtain(
+                        held,
+                        &actor,
+                        timeout,
+                        &context,
+                        &target.client_gone,
+                    )
                     .await
+                }
             }
             Err(e) => Err(e),
         };

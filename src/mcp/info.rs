@@ -259,6 +259,58 @@ fn ports_shown_to(
     }
 }
 
+/// The ports of other sites `caller` reaches, as `site/port`, from the
+/// fleet's directory: as each site announced them (bounded and cleaned
+/// there), `down` with why when the site is unreachable.
+fn fleet_ports_shown_to(
+    caller: &Caller,
+    directory: &crate::fleet::directory::Directory,
+    session: &Session,
+) -> Vec<PortInfo> {
+    let connected = session.remotes();
+    let mut shown = Vec::new();
+    for site in directory.sites() {
+        let unreachable = site.unreachable();
+        for p in &site.ports {
+            let name = format!("{}/{}", site.name, p.name);
+            if !caller.may_use_port(&name) {
+                continue;
+            }
+            shown.push(PortInfo {
+                device: format!("site {}", site.name),
+                state: if unreachable {
+                    PortState::Down
+                } else {
+                    p.state
+                },
+                down_reason: unreachable.then(|| {
+                    format!(
+                        "site {} unreachable since {} (its announcements stopped); the port keeps capturing at the site",
+                        site.name,
+                        site.since()
+                    )
+                }),
+                preset: p.preset.clone(),
+                settings: LineSettings::default(),
+                line_ending: LineEnding::default(),
+                oldest: 0,
+                head: 0,
+                adhoc: false,
+                connected: connected.contains(&name),
+                writer: p.writer.clone().map(|who| crate::port::Holder {
+                    session: 0,
+                    who,
+                    since: String::new(),
+                    token: String::new(),
+                }),
+                people: Vec::new(),
+                name,
+            });
+        }
+    }
+    shown
+}
+
 #[tool_router(router = info_router, vis = "pub(super)")]
 impl GateServer {
     /// List the ports this gateway runs (state, settings, retained range)
@@ -281,12 +333,13 @@ impl GateServer {
         } else {
             Vec::new()
         };
-        Ok(Json(ports_shown_to(
-            &caller,
-            &self.gateway,
-            &self.session,
-            devices,
-        )))
+        let mut shown = ports_shown_to(&caller, &self.gateway, &self.session, devices);
+        if let Some(directory) = self.fleet.as_ref().and_then(|f| f.directory.as_ref()) {
+            shown
+                .ports
+                .extend(fleet_ports_shown_to(&caller, directory, &self.session));
+        }
+        Ok(Json(shown))
     }
 
     /// List the device presets (prompt regex, pager replies, error

@@ -201,6 +201,10 @@ pub struct SendCommandArgs {
     ))]
     #[serde(default, deserialize_with = "args::opt_u64")]
     pub max_output: Option<u64>,
+    /// Also parse the output with the platform's TextFSM template.
+    #[schemars(description = "Also return `parsed`: records by the platform's TextFSM template.")]
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub parse: Option<bool>,
     /// The connection (default: the current one).
     pub connection: Option<String>,
 }
@@ -237,6 +241,17 @@ pub struct SendCommandResult {
     /// The command's exit status, when the shell reports it to the
     /// terminal (`OSC 133;D`, shell integration); null otherwise.
     pub exit_status: Option<i32>,
+    /// With `parse`: the records of the whole output, keyed by the
+    /// template's value names in lower case; null when there are none,
+    /// with `parse_note`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<serde_json::Value>,
+    /// With `parse`: the template's file name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// With `parse`: why `parsed` is null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parse_note: Option<String>,
 }
 
 /// Arguments of `read_available`.
@@ -444,8 +459,8 @@ impl GateServer {
     /// prompt with its trailing space, e.g. "# "); with regex: true, `$`
     /// means the end of what has arrived. auto_reply answers triggers such
     /// as --More-- once per occurrence. On timeout, `timed_out` is true and
-    /// `output` holds what arrived (the cursor moves past it; nothing is
-    /// lost: read_output from start_cursor re-reads it). encoding hex or
+    /// `output` holds what arrived (the cursor moves past it;
+    /// read_output from start_cursor re-reads it). encoding hex or
     /// base64 returns the raw bytes of binary output exactly.
     #[tool(
         input_schema = rmcp::handler::server::common::schema_for_input::<ReadUntilPromptArgs>().unwrap_or_default(),
@@ -570,6 +585,19 @@ impl GateServer {
         let whole = log.feed_range(waited.start, body_end, CLEAN_PIECE, |raw| cleaner.feed(raw));
         let clean = cleaner.finish();
         let errors = error_lines(&clean, &conn.profile.error_patterns);
+        let parsed = match a.parse {
+            Some(true) => {
+                let config = self.gateway.config();
+                super::parsed::parse_output(
+                    &config.server,
+                    &conn.gateway_port.config,
+                    &a.command,
+                    &clean,
+                )
+                .await
+            }
+            _ => Default::default(),
+        };
         let total = clean.len() as u64;
         let (output, output_truncated) = cut(clean, max_output);
         let mut links = Vec::new();
@@ -616,6 +644,9 @@ impl GateServer {
                     waited.end_offset,
                 ),
             ),
+            parsed: parsed.parsed,
+            template: parsed.template,
+            parse_note: parsed.note,
         };
         structured_output(&result, output, links)
     }

@@ -1,5 +1,5 @@
 //! The MCP server: tool definitions in groups (connect, io, info, control,
-//! expect, terminal, mode, configure, alerts, transfer), each a thin layer
+//! expect, terminal, mode, configure, alerts, transfer, power), each a thin layer
 //! that parses arguments, calls the port and shapes the result. What
 //! several groups share has a file of its own that imports no group:
 //! `args` (arguments and their limits), `describe` (how descriptions
@@ -7,11 +7,13 @@
 //! `dialogue` (send and wait for a prompt) and `tool_result` (results and
 //! failures as MCP sends them). The server itself is `server` (one
 //! session's state and who calls it), its requests pass `handler`, and
-//! `router` composes the groups' tools. Failures are tool results with
+//! `router` composes the groups' tools. Ports of other sites (`site/port`)
+//! are forwarded through the fleet by `fleet_forward` and run at their
+//! site by `fleet_site` in an in-process session (`loopback`). Failures are tool results with
 //! `isError` and a stable code ([`crate::error`]).
 
 mod alerts;
-mod approval_wait;
+pub(crate) mod approval_wait;
 mod args;
 mod authorize;
 mod client_user;
@@ -25,10 +27,16 @@ mod dialogue;
 mod encoding;
 mod exit_status;
 mod expect;
+mod fleet_forward;
+pub mod fleet_site;
 mod handler;
 mod info;
+mod input_required;
 mod io;
+mod loopback;
 mod mode;
+mod parsed;
+mod power;
 mod resources;
 mod router;
 pub mod scope;

@@ -29,6 +29,13 @@ impl GateServer {
         };
         server
     }
+
+    /// A server for calls forwarded through the fleet to this site, all
+    /// made by `caller`; its session's connections are detached when the
+    /// last clone drops.
+    pub(super) fn for_fleet(gateway: Gateway, caller: crate::access::Caller) -> GateServer {
+        GateServer::new(gateway).fresh_with(Mode::Fleet(Arc::new(caller)))
+    }
 }
 
 /// Every tool, built once per process: their JSON schemas are made
@@ -48,7 +55,8 @@ pub(super) fn shared_tool_router() -> ToolRouter<GateServer> {
                 + GateServer::mode_router()
                 + GateServer::configure_router()
                 + GateServer::alerts_router()
-                + GateServer::transfer_router();
+                + GateServer::transfer_router()
+                + GateServer::power_router();
             for route in router.map.values_mut() {
                 let mut schema = (*route.attr.input_schema).clone();
                 describe::lean_schema(&mut schema);

@@ -60,6 +60,10 @@ pub(super) enum Mode {
     },
     /// A sessionless client's state, kept in [`Stateless`].
     Kept,
+    /// A session at a site for calls forwarded through the fleet
+    /// (`mcp/fleet_site.rs`): one caller, named after the token and the
+    /// serving gateway it came through, which that gateway authorised.
+    Fleet(Arc<Caller>),
 }
 
 /// Detaches a session's connections when the last clone of its server

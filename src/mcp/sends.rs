@@ -14,7 +14,7 @@ use crate::access::Caller;
 use crate::access::guard::{self, NeedsApproval, Sending, Target};
 use crate::access::policy::CliMode;
 use crate::access::rules::{self, Replies};
-use crate::config::{DeviceMode, TokenAccess};
+use crate::config::TokenAccess;
 use crate::error::GateError;
 use crate::gateway::Gateway;
 use crate::settings::LineEnding;
@@ -23,12 +23,11 @@ use crate::settings::LineEnding;
 /// log ends with, and whether that prompt asks for a password.
 fn mode_of(conn: &Connection) -> (CliMode, bool) {
     let log = conn.gateway_port.port.log();
-    match crate::last_prompt::mode_at_end(&conn.profile.prompt, &conn.profile.mode_prompts, log) {
-        Some(DeviceMode::Exec | DeviceMode::Privileged) => (CliMode::Exec, false),
-        Some(DeviceMode::Config) => (CliMode::Config, false),
-        Some(DeviceMode::Password) => (CliMode::Unknown, true),
-        _ => (CliMode::Unknown, false),
-    }
+    guard::judged_mode(crate::last_prompt::mode_at_end(
+        &conn.profile.prompt,
+        &conn.profile.mode_prompts,
+        log,
+    ))
 }
 
 /// The line ending a `line_ending` argument asks for (`default` when it is
@@ -192,6 +191,10 @@ fn judge_all(
         "detect_baud" => send(Sending::Unjudged {
             what: "detect_baud's probing",
         }),
+        "power" => match super::power::cut_described(conn, args) {
+            Some(what) => send(Sending::PowerCut { what: &what }),
+            None => Ok(()),
+        },
         "send_file" | "receive_file" => send(Sending::Unjudged {
             what: "a file transfer",
         }),

@@ -29,6 +29,9 @@ pub struct GateServer {
     /// Cancelled when the client is gone (stdio: stdin closed), so that
     /// its waiting calls end at once; never cancelled over HTTP.
     pub(super) client_gone: tokio_util::sync::CancellationToken,
+    /// The fleet, when this gateway serves it: ports named `site/port`
+    /// are forwarded there (`mcp/fleet_forward.rs`).
+    pub(super) fleet: Option<Arc<crate::fleet::link::Fleet>>,
 }
 
 impl GateServer {
@@ -48,7 +51,15 @@ impl GateServer {
             mode: Mode::Local,
             _release: None,
             client_gone: tokio_util::sync::CancellationToken::new(),
+            fleet: None,
         }
+    }
+
+    /// The same server, forwarding calls on `site/port` names through
+    /// `fleet` when it serves the fleet.
+    pub fn with_fleet(mut self, fleet: Option<crate::fleet::link::Fleet>) -> GateServer {
+        self.fleet = fleet.filter(|f| f.directory.is_some()).map(Arc::new);
+        self
     }
 
     /// The same server, whose waiting calls end when `gone` is cancelled
@@ -78,7 +89,8 @@ impl GateServer {
         })
     }
 
-    fn fresh_with(&self, mode: Mode) -> GateServer {
+    /// A copy of this server in `mode`, with a session of its own.
+    pub(super) fn fresh_with(&self, mode: Mode) -> GateServer {
         self.with_state(
             mode,
             Arc::new(Release {
@@ -98,6 +110,7 @@ impl GateServer {
             mode,
             _release: Some(state),
             client_gone: self.client_gone.clone(),
+            fleet: self.fleet.clone(),
         }
     }
 
@@ -122,6 +135,7 @@ impl GateServer {
     ) -> Result<(Target<'_>, Arc<Caller>), GateError> {
         match &self.mode {
             Mode::Local => Ok((Target::This(self), Arc::new(self.local_caller()))),
+            Mode::Fleet(caller) => Ok((Target::This(self), caller.clone())),
             // Kept states are only ever reached through an `Http` server,
             // which checked the caller; never serve one directly.
             Mode::Kept => Err(forbidden(
@@ -179,6 +193,9 @@ pub(super) fn tool_caller(
 ) -> Result<Arc<Caller>, GateError> {
     if matches!(server.mode, Mode::Local) {
         return Ok(Arc::new(server.local_caller()));
+    }
+    if let Mode::Fleet(caller) = &server.mode {
+        return Ok(caller.clone());
     }
     extensions
         .get::<axum::http::request::Parts>()

@@ -107,6 +107,9 @@ struct Inner {
     /// Who this session is, for the audit trail and the write hold.
     actor: Actor,
     connections: BTreeMap<String, Connection>,
+    /// Connections to ports of other sites (`site/port`), which live at
+    /// the site (`mcp/fleet_forward.rs`); `current` may name one.
+    remote: std::collections::BTreeSet<String>,
     current: Option<String>,
     outputs: VecDeque<RememberedOutput>,
     /// Resource subscriptions by URI: each notifier task stops when its
@@ -180,6 +183,35 @@ impl Session {
             conn.port().record_session_event(&actor, "detach");
         }
         removed
+    }
+
+    /// Notes a connection to `site/port` made through the fleet, and
+    /// makes it current.
+    pub fn add_remote(&self, name: &str) {
+        let mut inner = self.lock();
+        inner.remote.insert(name.to_owned());
+        inner.current = Some(name.to_owned());
+    }
+
+    /// Forgets a connection made through the fleet (the current one falls
+    /// back to another).
+    pub fn remove_remote(&self, name: &str) {
+        let mut inner = self.lock();
+        inner.remote.remove(name);
+        if inner.current.as_deref() == Some(name) {
+            inner.current = inner.connections.keys().next_back().cloned();
+        }
+    }
+
+    /// The current connection, when it is one made through the fleet.
+    pub fn current_remote(&self) -> Option<String> {
+        let inner = self.lock();
+        inner.current.clone().filter(|c| inner.remote.contains(c))
+    }
+
+    /// Every connection made through the fleet, by name.
+    pub fn remotes(&self) -> Vec<String> {
+        self.lock().remote.iter().cloned().collect()
     }
 
     /// Whether this session has a connection by that name.

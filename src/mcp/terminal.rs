@@ -194,7 +194,7 @@ impl GateServer {
              pgdn, f1-f12 (xterm sequences), space, and `text:<literal>` — as a\n\
              list, or one space-separated string. Nothing is appended (no\n\
              implied newline). At most {MAX_KEYS} keys and {}. Unknown names are\n\
-             refused before anything is sent. BREAK is a line condition, not a key.",
+             refused before anything is sent. BREAK: send_break.",
             size(MAX_SEND_BYTES as u64)
         ),
         input_schema = rmcp::handler::server::common::schema_for_input::<SendKeysArgs>().unwrap_or_default()
@@ -259,12 +259,11 @@ impl GateServer {
         description = format!(
             "The current {COLS}×{ROWS} VT100 screen of the port, as a terminal would show\n\
              it: for menus, setup utilities and full-screen programs that draw\n\
-             with cursor movements (read_output shows their raw escapes). `rows`\n\
+             with cursor movements. `rows`\n\
              and `cursor` are 0-based; `highlights` lists reverse-video text (the\n\
              selected menu item). Rebuilt from the last full clear within the\n\
              last {} of output (`from_clear`), else from the last {}.\n\
-             Moves no cursor. The gateway also answers the device's cursor\n\
-             position and device attribute queries, so such programs draw.",
+             Moves no cursor.",
             size(SEARCH_WINDOW),
             size(FALLBACK_WINDOW)
         ),

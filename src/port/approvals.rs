@@ -96,6 +96,12 @@ pub enum Decision {
     },
     /// Nobody decided before the deadline.
     Expired,
+    /// The daemon withdrew it undecided: `why` says why (a reload
+    /// changed the policies it was judged by).
+    Withdrawn {
+        /// Why, as the requester is told.
+        why: String,
+    },
 }
 
 /// What a request asks to send.
@@ -359,6 +365,32 @@ impl Approvals {
         Ok(entry.request)
     }
 
+    /// Ends every request waiting here undecided, telling each requester
+    /// `why`: what they were judged by no longer holds, and a person must
+    /// not approve them under rules that are gone. Audited as withdrawn.
+    pub fn withdraw_all(&self, why: &str) -> usize {
+        let ended: Vec<Entry> = std::mem::take(&mut *self.lock()).into_values().collect();
+        for entry in &ended {
+            self.audit_event(
+                &entry.requester,
+                "approval withdrawn",
+                &entry.request,
+                Some(&entry.requester),
+            );
+            crate::metrics::approval(&self.port, "withdrawn");
+        }
+        let count = ended.len();
+        for entry in ended {
+            let _ = entry.decide.send(Decision::Withdrawn {
+                why: why.to_owned(),
+            });
+        }
+        if count > 0 {
+            self.bump();
+        }
+        count
+    }
+
     /// Takes request `id` out without a decision (it expired, or its call
     /// was withdrawn); whether it was still waiting.
     fn end(&self, id: u64, kind: &str, outcome: &'static str) -> bool {
@@ -466,6 +498,35 @@ impl Ticket {
                 () = cancel.cancelled() => return None,
             }
         }
+    }
+}
+
+impl Ticket {
+    /// Waits for the decision until the request's deadline (then
+    /// [`Decision::Expired`]), keeping the ticket: for a holder that waits
+    /// among other events and withdraws the request by dropping it.
+    pub async fn decided(&mut self) -> Decision {
+        let deadline = self
+            .store
+            .lock()
+            .get(&self.id)
+            .map_or_else(Instant::now, |e| e.deadline);
+        let Some(answer) = self.answer.as_mut() else {
+            return std::future::pending().await;
+        };
+        let decision = tokio::select! {
+            decided = &mut *answer => decided.unwrap_or(Decision::Expired),
+            () = tokio::time::sleep_until(deadline) => {
+                if self.store.end(self.id, "approval expired", "expired") {
+                    Decision::Expired
+                } else {
+                    // Decided just now.
+                    answer.try_recv().unwrap_or(Decision::Expired)
+                }
+            }
+        };
+        self.answer = None;
+        decision
     }
 }
 

@@ -515,6 +515,12 @@ impl Port {
             .map_err(|e| GateError::new(ErrorCode::Timeout, format!("{}: {e}", self.name())))
     }
 
+    /// What tells the port's prompts apart (its preset's prompt and
+    /// modes), for a door that judges what is typed at them.
+    pub fn prompts(&self) -> Option<&super::login_trust::PromptJudge> {
+        self.shared.spec.prompts.as_ref()
+    }
+
     /// The first write that reached the device's command line rather than
     /// a login prompt, if there was one: while there was, a login prompt
     /// may be a program's, and the stored credentials are not typed.
@@ -536,6 +542,35 @@ impl Port {
         self.shared
             .audit
             .record_session(AuditRecord::now(self.name(), actor, kind, b"", false));
+    }
+
+    /// Records that `actor`'s write was refused by its command policy
+    /// (`why`: the refusal, which names the line, escaped and bounded) as
+    /// a port event and in the audit trail, so that attempts leave a trace
+    /// as approvals and denials do.
+    pub fn record_refusal(&self, actor: &Actor, why: &str) {
+        self.record(format!("{} was refused: {why}", actor.describe()));
+        self.shared.audit.record_session(AuditRecord::now(
+            self.name(),
+            actor,
+            "policy refusal",
+            why.as_bytes(),
+            false,
+        ));
+    }
+
+    /// Records a power action on the port's outlets (`what`: the action,
+    /// the outlets and their controllers' answers, or its failure) as a
+    /// port event and in the audit trail, as done by `actor`.
+    pub fn record_power(&self, actor: &Actor, what: &str) {
+        self.record(format!("{} {what}", actor.describe()));
+        self.shared.audit.record_session(AuditRecord::now(
+            self.name(),
+            actor,
+            "power",
+            what.as_bytes(),
+            false,
+        ));
     }
 
     /// Writes for the gateway itself (answers to terminal queries, baud

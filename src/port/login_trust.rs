@@ -43,7 +43,32 @@ impl PromptJudge {
             modes: ModePrompts::new(modes),
         })
     }
+
+    /// The mode of the prompt `log` ends with, if it ends with one.
+    pub fn mode_at_end(&self, log: &OutputLog) -> Option<DeviceMode> {
+        mode_at_end(&self.prompt, &self.modes, log)
+    }
+
+    /// What stands on the device's command line after its prompt, as a
+    /// terminal shows the log's last line (`Router#show ver` gives `show
+    /// ver`); `None` when that line does not begin with a prompt.
+    pub fn typed_after_prompt(&self, log: &OutputLog) -> Option<String> {
+        let head = log.head();
+        let tail = log.copy_range(head.saturating_sub(LINE_TAIL_BYTES).max(log.oldest()), head);
+        let line_start = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let line = crate::clean::clean_field(&tail[line_start..]);
+        // The shortest start of the line that is a prompt.
+        line.char_indices()
+            .map(|(i, c)| i + c.len_utf8())
+            .find(|&end| {
+                crate::last_prompt::last_prompt(&self.prompt, &line.as_bytes()[..end]).is_some()
+            })
+            .map(|end| line[end..].to_owned())
+    }
 }
+
+/// Bytes at the end of the log looked at for the command line.
+const LINE_TAIL_BYTES: u64 = 1024;
 
 /// The write kinds of the mode driver's own steps: its typing of a stored
 /// secret, and the preset's commands it sends to move between modes.
@@ -113,6 +138,24 @@ mod tests {
     fn judge(preset: &str) -> PromptJudge {
         let p = builtin(preset).expect("built-in preset");
         PromptJudge::new(&p.prompt, &p.modes).expect("prompt compiles")
+    }
+
+    #[test]
+    fn the_command_line_is_what_follows_the_prompt_as_a_terminal_shows_it() {
+        let shown = |bytes: &[u8]| {
+            let log = OutputLog::new(4096);
+            log.append(bytes);
+            judge("cisco-ios").typed_after_prompt(&log)
+        };
+        assert_eq!(shown(b"SW1#show ver").as_deref(), Some("show ver"));
+        // Rubbed out and typed again: the terminal shows the last.
+        assert_eq!(
+            shown(b"\r\nSW1>rel\x08 \x08\x08 \x08\x08 \x08reload").as_deref(),
+            Some("reload")
+        );
+        assert_eq!(shown(b"SW1(config-if)#").as_deref(), Some(""));
+        assert_eq!(shown(b"Proceed with reload? [confirm]"), None);
+        assert_eq!(shown(b" --More-- "), None);
     }
 
     fn agent() -> Actor {

@@ -34,7 +34,7 @@ struct Site {
     /// The WebSocket base (`ws://127.0.0.1:PORT`).
     ws: String,
     dir: TempDir,
-    _daemon: Daemon,
+    daemon: Daemon,
     _notify: NotifySocket,
 }
 
@@ -58,6 +58,9 @@ impl Site {
                 ("scrape", SCRAPE, r#"["*"]"#, "metrics"),
             ],
         );
+        // Both decide at consoles opened with them (noc's own requests
+        // only where a policy says self_approve).
+        let tokens = daemon::approving(&tokens, &["noc", "ops"]);
         let config = dir.path().join("serialgate.toml");
         std::fs::write(
             &config,
@@ -88,7 +91,7 @@ impl Site {
             socket: dir.path().join("console.sock"),
             ws,
             dir,
-            _daemon: daemon,
+            daemon,
             _notify: notify,
         }
     }
@@ -560,4 +563,68 @@ async fn the_wait_reports_progress_and_cancelling_it_withdraws_the_request() {
     assert!(message.contains("no request"), "{message}");
     assert_eq!(count(&sim.received(), b"reload in 9"), 0);
     client.cancel().await.ok();
+}
+
+/// A request waits under the rules it was judged by: a reload that keeps
+/// them keeps it waiting (a person still approves it), and one that
+/// changes the policies withdraws it, its caller told to call again and
+/// nothing sent, so that nobody approves a line under rules that are gone.
+#[tokio::test]
+async fn a_reload_that_changes_the_policies_withdraws_what_waits() {
+    let spare = "[policies.spare]\nself_approve = true\n";
+    let mut site = Site::start_with("60s", "guarded", spare).await;
+    let config = site.dir.path().join("serialgate.toml");
+    let written = std::fs::read_to_string(&config).expect("the config");
+    let (mut person, _) = ConsoleConn::attach(&site.socket, "sw1", "watch", json!({})).await;
+
+    // The same policies: the request stays and is approved.
+    let approve_after_reload = async {
+        let list = pending(&mut person, 1).await;
+        std::fs::write(&config, &written).expect("rewrite the config unchanged");
+        site.daemon.signal(libc::SIGHUP);
+        site.daemon.stderr.wait_for("reloaded").await;
+        person
+            .send_json(&json!({"type": "decide", "id": list[0]["id"], "line": "reload in 5", "approve": true}))
+            .await;
+        person.until_json("decided").await
+    };
+    let (sent, decided) = tokio::join!(
+        site.agent
+            .call("send_command", json!({"command": "reload in 5"})),
+        approve_after_reload
+    );
+    assert_eq!(decided["approved"], true, "{decided}");
+    sent.expect("MCP").ok();
+    assert_eq!(site.received("reload in 5"), 1);
+
+    // Changed policies: withdrawn, and a decision after it finds nothing.
+    let (e, late) = {
+        let change = async {
+            let list = pending(&mut person, 1).await;
+            std::fs::write(&config, written.replace(spare, "[policies.spare]\n"))
+                .expect("rewrite the config");
+            site.daemon.signal(libc::SIGHUP);
+            pending(&mut person, 0).await;
+            person
+                .send_json(&json!({"type": "decide", "id": list[0]["id"], "line": "reload", "approve": true}))
+                .await;
+            refusal(&mut person).await
+        };
+        tokio::join!(
+            site.agent
+                .call("send_command", json!({"command": "reload"})),
+            change
+        )
+    };
+    let e = e.expect("MCP").err();
+    assert!(
+        e.starts_with("denied: ")
+            && e.contains("withdrawn undecided")
+            && e.contains("a reload changed the command policies")
+            && e.contains("nothing was sent"),
+        "{e}"
+    );
+    assert!(late.1.contains("no request"), "{late:?}");
+    assert_eq!(site.received("reload"), 0);
+    site.audited("approval withdrawn", "reload").await;
 }

@@ -16,7 +16,7 @@ use serialgate_testkit::daemon::{self, Daemon, NotifySocket};
 use serialgate_testkit::python::python_with;
 use serialgate_testkit::rig::count;
 use tempfile::TempDir;
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{ChildStdout, Command};
 
 const NOC: &str = "noc-secret-0123456789";
@@ -89,11 +89,24 @@ impl Site {
 /// The agent as the SDK runs it, its user answering `answer`, sending
 /// `line`; started, not awaited.
 fn agent(python: &Path, site: &Site, answer: &str, line: &str) -> Running {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/approval_user.py");
+    run_script(python, "approval_user.py", site, answer, line)
+}
+
+/// The agent of `tests/python/approval_mrtr.py`, whose client speaks
+/// without a session and is asked in the call's result, in `scenario`.
+fn sessionless_agent(python: &Path, site: &Site, scenario: &str, line: &str) -> Running {
+    run_script(python, "approval_mrtr.py", site, scenario, line)
+}
+
+/// `tests/python/{script} URL TOKEN how line`, started.
+fn run_script(python: &Path, script: &str, site: &Site, how: &str, line: &str) -> Running {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
     let mut child = Command::new(python)
         .arg(script)
-        .args([&site.url, NOC, answer, line])
-        .stdin(Stdio::null())
+        .args([&site.url, NOC, how, line])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -318,6 +331,126 @@ async fn a_person_deciding_first_withdraws_the_question_from_the_client() {
     let printed = child.finished().await;
     assert_eq!(printed.all("asked").len(), 1, "{:?}", printed.0);
     assert_eq!(printed.get("withdrawn"), true, "{:?}", printed.0);
+    assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
+    assert_eq!(site.received("reload in 5"), 1);
+    let approved = site.audited("approval approved", "reload in 5");
+    assert_ne!(approved["person"], "client_user", "{approved}");
+}
+
+/// Sessionless clients (MCP 2026-07-28) have no channel to be asked on
+/// while a call waits: the call's first round ends `input_required` with
+/// the question, and the second carries the user's answer.
+#[tokio::test]
+async fn a_sessionless_client_user_is_asked_in_the_result_and_approves_once() {
+    let Some(python) = python_with(&["mcp"]) else {
+        return;
+    };
+    let site = Site::start("asks-user").await;
+    let printed = sessionless_agent(&python, &site, "approve", "reload in 5")
+        .finished()
+        .await;
+    assert_eq!(printed.get("protocol"), "2026-07-28", "{:?}", printed.0);
+    let asked = printed.all("asked");
+    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+    let message = asked[0]["message"].as_str().unwrap_or_default();
+    for part in ["\"reload in 5\"", "exec mode", "on sw1", "rule \"reload\""] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
+    assert_eq!(site.received("reload in 5"), 1);
+    let request = site.audited("approval request", "reload in 5");
+    let approved = site.audited("approval approved", "reload in 5");
+    assert_eq!(approved["person"], "client_user", "{approved}");
+    assert_eq!(approved["approval"], request["approval"]);
+
+    for answer in ["deny", "decline"] {
+        let printed = sessionless_agent(&python, &site, answer, "reload")
+            .finished()
+            .await;
+        assert_eq!(printed.all("asked").len(), 1, "{answer}: {:?}", printed.0);
+        assert_eq!(printed.get("is_error"), true, "{answer}");
+        let text = printed.get("text").as_str().unwrap_or_default();
+        assert!(
+            text.starts_with("denied: ") && text.contains("nothing was sent"),
+            "{answer}: {text}"
+        );
+    }
+    assert_eq!(count(&site.sim.received(), b"reload\r"), 0);
+}
+
+/// The state a sessionless call is given is spent once, cannot be forged,
+/// and holds only for the call it was given for.
+#[tokio::test]
+async fn a_sessionless_approval_cannot_be_replayed_forged_or_moved_to_another_line() {
+    let Some(python) = python_with(&["mcp"]) else {
+        return;
+    };
+    let site = Site::start("asks-user").await;
+    let printed = sessionless_agent(&python, &site, "replay", "reload in 5")
+        .finished()
+        .await;
+    assert_eq!(printed.get("result_type"), "InputRequiredResult");
+    assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
+    let replayed = printed.get("replayed");
+    assert_eq!(replayed["is_error"], true, "{replayed}");
+    assert!(
+        replayed["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("already answered"),
+        "{replayed}"
+    );
+    let forged = printed.get("forged");
+    assert_eq!(forged["is_error"], true, "{forged}");
+    assert!(
+        forged["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not one this daemon gave"),
+        "{forged}"
+    );
+    // Sent once, for the approved call only.
+    assert_eq!(site.received("reload in 5"), 1);
+
+    let printed = sessionless_agent(&python, &site, "other", "reload in 7")
+        .finished()
+        .await;
+    let other = printed.get("other");
+    assert_eq!(other["is_error"], true, "{other}");
+    assert!(
+        other["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not one this daemon gave"),
+        "{other}"
+    );
+    assert_eq!(site.received("reload in 7 9"), 0);
+    assert_eq!(site.received("reload in 7"), 0);
+}
+
+/// Between the rounds the request waits in the port's store like any
+/// other: a person who decides first decides, whatever the user answers.
+#[tokio::test]
+async fn a_person_deciding_between_the_rounds_wins_over_the_sessionless_user() {
+    let Some(python) = python_with(&["mcp"]) else {
+        return;
+    };
+    let site = Site::start("asks-user").await;
+    let (mut person, _) = ConsoleConn::attach(&site.socket, "sw1", "watch", json!({})).await;
+    let mut child = sessionless_agent(&python, &site, "person", "reload in 5");
+    child.until("waiting").await;
+    let request = one_pending(&mut person).await;
+    person
+        .send_json(
+            &json!({"type": "decide", "id": request["id"], "line": "reload in 5", "approve": true}),
+        )
+        .await;
+    person.until_json("decided").await;
+    let stdin = child.child.stdin.as_mut().expect("the agent's stdin");
+    stdin.write_all(b"go\n").await.expect("tell the agent");
+    let printed = child.finished().await;
+    // The user said deny after the person approved: the person's decision
+    // stands.
     assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
     assert_eq!(site.received("reload in 5"), 1);
     let approved = site.audited("approval approved", "reload in 5");

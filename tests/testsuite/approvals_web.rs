@@ -159,25 +159,29 @@ async fn a_person_in_the_web_view_denies_one_request_and_approves_another() {
 }
 
 #[tokio::test]
-async fn the_requesters_own_token_and_a_read_token_cannot_decide_in_the_web_view() {
+async fn a_token_without_the_approve_right_and_a_read_token_cannot_decide_in_the_web_view() {
     if !browser_here() {
         return;
     }
     let (site, agent) = guarded_site().await;
     browser::session(move |browser| async move {
-        // The agent's own token, signed in to the web view: four eyes.
+        // The agent's own token, signed in to the web view: a write token
+        // without the approve right decides nothing (an agent must not
+        // approve an agent's line; its own is four eyes besides).
         browser.sign_in(&site.base, AGENT).await;
         browser.until(&row("sw1"), "open").await;
         let asked = ask(&agent, "reload in 5");
         browser.until(&row("sw1"), "1 waiting").await;
         browser.find(".approval .approve").await.click().await.expect("click Approve");
-        let note = browser.until_text("#approval-note", "four eyes").await;
-        assert!(note.starts_with("forbidden: "), "{note}");
+        let note = browser
+            .until_text("#approval-note", "may not decide requests for approval")
+            .await;
+        assert!(note.starts_with("forbidden: ") && note.contains("approve = true"), "{note}");
         // Its console page: the same rule.
         browser.goto(&site.url("/web/console/sw1")).await;
         browser.until_text("#approvals-badge", "1 waiting").await;
         browser.find(".approval .approve").await.click().await.expect("click Approve");
-        browser.until_text("#events", "four eyes").await;
+        browser.until_text("#events", "may not decide requests for approval").await;
 
         // A read token sees the request with its buttons disabled; pressed
         // all the same (the page's own check removed), the daemon refuses.

@@ -72,6 +72,29 @@ impl Terminal {
         Stdio::from(self.slave.try_clone().expect("dup the slave"))
     }
 
+    /// Sets the terminal's window size, as a terminal emulator does when
+    /// its window is resized: the kernel tells the foreground process of
+    /// the terminal it controls (SIGWINCH).
+    pub(super) fn resize(&self, rows: u16, cols: u16) {
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads one `winsize` from the pointer, which
+        // points at one for the whole call; the descriptor is the master,
+        // open for as long as `self`.
+        let done = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(self.master.get_ref()),
+                libc::TIOCSWINSZ,
+                &size,
+            )
+        };
+        assert_eq!(done, 0, "TIOCSWINSZ: {}", io::Error::last_os_error());
+    }
+
     /// Types `keys` as a person would.
     pub(super) fn type_keys(&self, keys: &[u8]) {
         let mut rest = keys;

@@ -43,12 +43,21 @@ impl Router {
     /// As [`Router::start`], vtysh's program changed by `program` first
     /// (an environment variable).
     async fn start_with(program: impl FnOnce(Program) -> Program) -> Router {
+        Self::start_configured(program, "").await
+    }
+
+    /// As [`Router::start`], `port_keys` added to the port's table.
+    async fn start_under(port_keys: &str) -> Router {
+        Self::start_configured(|vtysh| vtysh, port_keys).await
+    }
+
+    async fn start_configured(program: impl FnOnce(Program) -> Program, port_keys: &str) -> Router {
         let frr = Frr::start().await.expect("FRRouting");
         let dir = tempfile::tempdir().expect("temp dir");
         let link = dir.path().join("r1");
         let line = ProgramLine::spawn(program(frr.vtysh()), &link).expect("program line");
         let config = format!(
-            "[ports.r1]\ndevice = {:?}\npreset = \"frr\"\n",
+            "[ports.r1]\ndevice = {:?}\npreset = \"frr\"\n{port_keys}",
             link.display()
         );
         let client = Rig::client_with(&dir, &config).await;
@@ -424,4 +433,125 @@ async fn send_config_judges_each_line_and_save_writes_frr_conf() {
         saved.contains("\nip route 192.168.50.0/24 Null0\n"),
         "{saved}"
     );
+}
+
+/// The guardrails on a router CLI nobody here wrote: under `locked`, the
+/// frr preset's `no router <any>` in configuration mode is denied in
+/// every spelling and by every path an agent has (a change, a command
+/// in the configuration node or in the BGP node, abbreviations, spaces,
+/// a tab for vtysh's completion, history recall, a line split across
+/// calls, raw bytes), and BGP is still configured afterwards, as vtysh
+/// run directly shows; ordinary changes still go through.
+#[tokio::test]
+async fn no_router_bgp_is_denied_in_every_spelling_and_bgp_stays_configured() {
+    if !here() {
+        return;
+    }
+    let router = Router::start_under("policy = \"locked\"\n").await;
+    let lines = lab_config();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    router.frr.vtysh_c(&refs).await.expect("configure");
+    let bgp_configured = |running: &str| running.lines().any(|l| l == "router bgp 65001");
+    assert!(bgp_configured(&router.direct("show running-config").await));
+
+    // A change holding the line: none of its lines is sent.
+    let e = router
+        .client
+        .call(
+            "send_config",
+            json!({"lines": ["ip route 192.168.60.0/24 Null0", "no router bgp 65001"], "timeout": 30}),
+        )
+        .await
+        .expect("mcp")
+        .err();
+    assert!(e.starts_with("denied: ") && e.contains("no router"), "{e}");
+
+    router
+        .ok("set_mode", json!({"mode": "config", "timeout": 30}))
+        .await;
+    let mut attempts: Vec<(&str, Value)> = [
+        "no router bgp 65001",
+        "no router bgp",
+        "no rou bgp 65001",
+        "no   router   bgp 65001",
+        "  no router bgp 65001",
+        "NO ROUTER BGP 65001",
+        "no r b 65001",
+    ]
+    .into_iter()
+    .map(|c| ("send_command", json!({"command": c, "timeout": 30})))
+    .collect();
+    attempts.extend([
+        // vtysh completes `rou` to `router` on a tab.
+        ("send_text", json!({"text": "no rou\tbgp 65001"})),
+        // The words split across two calls.
+        (
+            "send_text",
+            json!({"text": "no router", "line_ending": "none"}),
+        ),
+        // History recall of a line typed before (the lab's own).
+        ("send_keys", json!({"keys": ["up", "enter"]})),
+        (
+            "send_hex",
+            json!({"hex": "6e6f20726f75746572206267702036353030310d"}),
+        ),
+    ]);
+    for (tool, args) in &attempts {
+        let e = router
+            .client
+            .call(tool, args.clone())
+            .await
+            .expect("mcp")
+            .err();
+        assert!(e.starts_with("denied: "), "{tool} {args}: {e}");
+    }
+    // In the BGP node too (`r1(config-router)#`).
+    let reply = router
+        .ok(
+            "send_command",
+            json!({"command": "router bgp 65001", "timeout": 30}),
+        )
+        .await;
+    assert!(
+        text(&reply, "prompt_text").contains("config-router"),
+        "{reply}"
+    );
+    let e = router
+        .client
+        .call(
+            "send_command",
+            json!({"command": "no router bgp 65001", "timeout": 30}),
+        )
+        .await
+        .expect("mcp")
+        .err();
+    assert!(e.starts_with("denied: "), "{e}");
+    router
+        .ok("set_mode", json!({"mode": "privileged", "timeout": 30}))
+        .await;
+
+    let running = router.direct("show running-config").await;
+    assert!(bgp_configured(&running), "BGP removed: {running}");
+    assert!(!running.contains("192.168.60.0"), "{running}");
+
+    // The allowed side: an ordinary change in the BGP node goes through.
+    let reply = router
+        .ok(
+            "send_config",
+            json!({"lines": ["router bgp 65001", "neighbor 10.0.0.77 remote-as 65077", "exit", "ip route 192.168.61.0/24 Null0"], "timeout": 30}),
+        )
+        .await;
+    assert_eq!(num(&reply, "applied"), 4, "{reply}");
+    let running = router.direct("show running-config").await;
+    assert!(
+        running
+            .lines()
+            .any(|l| l == " neighbor 10.0.0.77 remote-as 65077"),
+        "{running}"
+    );
+    assert!(
+        running.contains("ip route 192.168.61.0/24 Null0"),
+        "{running}"
+    );
+    assert!(bgp_configured(&running));
 }

@@ -146,6 +146,7 @@ async fn the_tool_list_is_the_contract() {
         "alerts",
         "send_file",
         "receive_file",
+        "power",
     ];
     want.sort();
     assert_eq!(names, want);
@@ -177,6 +178,7 @@ async fn the_tool_list_is_the_contract() {
                 .len()
         })
         .sum();
+    eprintln!("the model-visible tool surface: {visible} bytes");
     assert!(
         visible <= 32_000,
         "the model-visible tool surface is {visible} bytes"

@@ -116,7 +116,7 @@ impl Door {
         let people = people_toml(dir.path());
         let tokens = daemon::tokens_toml(dir.path(), &[("noc", NOC, r#"["*"]"#, "write")]);
         let text = format!(
-            "[server]\nssh_listen = \"127.0.0.1:0\"\nstate_dir = \"state\"\n\n{tokens}{people}\n\
+            "[server]\nssh_listen = \"127.0.0.1:0\"\nstate_dir = \"state\"\nlog_dir = \"logs\"\n\n{tokens}{people}\n\
              [ports.sw1]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n{sw1}\n\
              [ports.sw2]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n",
             link.display(),
@@ -193,6 +193,44 @@ impl Door {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Child {
+        self.ssh_command(terminal, user, key, args, env)
+            .spawn()
+            .expect("spawn ssh")
+    }
+
+    /// [`Door::ssh`] on `terminal` as its controlling terminal, in a
+    /// session of its own, as a person's shell runs it: resizing the
+    /// terminal signals it.
+    pub(super) fn ssh_controlling(
+        &self,
+        terminal: &Terminal,
+        user: &str,
+        key: &str,
+        args: &[&str],
+    ) -> Child {
+        let mut cmd = self.ssh_command(Some(terminal), user, key, args, &[]);
+        // SAFETY: between fork and exec the closure calls only
+        // async-signal-safe functions (setsid, ioctl) on descriptor 0,
+        // which the spawn has already made the terminal's slave.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn().expect("spawn ssh")
+    }
+
+    fn ssh_command(
+        &self,
+        terminal: Option<&Terminal>,
+        user: &str,
+        key: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Command {
         let mut cmd = Command::new("ssh");
         cmd.arg("-F")
             .arg("/dev/null")
@@ -236,7 +274,16 @@ impl Door {
         if !args.contains(&"127.0.0.1") {
             cmd.arg("127.0.0.1");
         }
-        cmd.spawn().expect("spawn ssh")
+        cmd
+    }
+
+    /// The audit trail's records so far.
+    fn audit(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.path().join("logs/audit.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 
     /// An agent over MCP with the `noc` token.
@@ -618,4 +665,123 @@ async fn netmiko_reaches_the_switch_through_the_door_and_reads_exactly_what_it_p
         "{netmiko}"
     );
     assert_eq!(lines(&netmiko), lines(&agents));
+}
+
+/// Waits until the port's events say `event`.
+async fn port_event(agent: &GateClient, event: &str) {
+    serialgate_testkit::wait::eventually(
+        &format!("{event:?} in the port's events"),
+        DEADLINE,
+        async || {
+            let status = agent
+                .call("status", json!({}))
+                .await
+                .map_err(|e| e.to_string())?
+                .ok();
+            serialgate_testkit::wait::when(status.to_string(), |s| s.contains(event))
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn openssh_break_escape_reaches_the_port_for_a_writer_and_is_refused_to_a_watcher() {
+    if !have_openssh() {
+        return;
+    }
+    let door = Door::start().await;
+    let agent = door.agent().await;
+    agent
+        .call("connect", json!({"port": "sw1"}))
+        .await
+        .expect("MCP")
+        .ok();
+
+    // bob may only read: his `~B` is not sent, and he is told why.
+    let mut bob_terminal = Terminal::open();
+    let mut bob = door.ssh(Some(&bob_terminal), "bob:sw1", "bob", &["-tt"]);
+    bob_terminal.read_until("spying on sw1 as bob on ssh").await;
+    bob_terminal.type_keys(b"\r~B");
+    bob_terminal
+        .read_until("spying: you never write (attach without --spy to write)")
+        .await;
+
+    // alice holds the write: OpenSSH's `~B` (a `break` request of 1000 ms)
+    // goes to the line as Ctrl-] b does, and the audit trail has it.
+    let mut terminal = Terminal::open();
+    let mut ssh = door.ssh(Some(&terminal), "alice:sw1", "alice", &["-tt"]);
+    terminal
+        .read_until("attached to sw1 as alice on ssh: you hold the write")
+        .await;
+    terminal.type_keys(b"\r~B");
+    terminal.read_until("sending BREAK").await;
+    port_event(&agent, "sent BREAK for 1000 ms").await;
+    let breaks: Vec<_> = door
+        .audit()
+        .into_iter()
+        .filter(|r| r["kind"] == "break")
+        .collect();
+    assert_eq!(breaks.len(), 1, "one BREAK, alice's: {breaks:?}");
+    assert!(breaks[0].to_string().contains("alice"), "{breaks:?}");
+    let status = agent.call("status", json!({})).await.expect("MCP").ok();
+    assert!(
+        !status.to_string().contains("sent BREAK for 250 ms"),
+        "{status}"
+    );
+
+    terminal.type_keys(b"\x1d.");
+    assert_eq!(exit_code(&mut ssh).await, Some(0));
+    bob_terminal.type_keys(b"\x1d.");
+    assert_eq!(exit_code(&mut bob).await, Some(0));
+}
+
+/// Replays the port's last lines (`Ctrl-] r`); how many of `lines` the
+/// replay showed.
+async fn replayed(terminal: &mut Terminal) -> usize {
+    terminal.type_keys(b"\x1dr");
+    terminal.read_until("replay of the last lines:").await;
+    let screen = terminal.read_until("end of replay").await;
+    let start = screen
+        .rfind("replay of the last lines:")
+        .expect("the replay's start");
+    screen[start..].matches("output line ").count()
+}
+
+#[tokio::test]
+async fn the_terminal_height_sets_the_replay_at_attach_and_after_a_resize() {
+    if !have_openssh() {
+        return;
+    }
+    let door = Door::start().await;
+    let mut terminal = Terminal::open();
+    terminal.resize(12, 100);
+    let mut ssh = door.ssh_controlling(&terminal, "alice:sw1", "alice", &["-tt"]);
+    terminal
+        .read_until("attached to sw1 as alice on ssh: you hold the write")
+        .await;
+    let mut output = String::new();
+    for n in 1..=40 {
+        output.push_str(&format!("output line {n:02}\r\n"));
+    }
+    door.sim.inject(output.as_bytes()).await;
+    terminal.read_until("output line 40").await;
+
+    // 12 rows (ssh's pty-req): a screenful is 9 lines under serialgate's own.
+    assert_eq!(replayed(&mut terminal).await, 9);
+    // The window grows: ssh's window-change, and a replay fills it.
+    terminal.resize(30, 100);
+    assert_eq!(replayed(&mut terminal).await, 27);
+    terminal.type_keys(b"\x1d.");
+    assert_eq!(exit_code(&mut ssh).await, Some(0));
+
+    // A new attach replays a screenful of the terminal it starts on.
+    let mut terminal = Terminal::open();
+    terminal.resize(8, 80);
+    let mut ssh = door.ssh_controlling(&terminal, "alice:sw1", "alice", &["-tt"]);
+    let screen = terminal.read_until("line(s) follow").await;
+    assert!(screen.contains("the last 5 line(s) follow"), "{screen}");
+    let screen = terminal.read_until("output line 40").await;
+    assert_eq!(screen.matches("output line ").count(), 5, "{screen}");
+    terminal.type_keys(b"\x1d.");
+    assert_eq!(exit_code(&mut ssh).await, Some(0));
 }

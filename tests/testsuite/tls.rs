@@ -11,15 +11,17 @@
 //! certificate another CA signed; a key file others may read stops the
 //! daemon at start.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 
+use rustls_pki_types::pem::PemObject;
 use serialgate_sim::pty::Pty;
 use serialgate_sim::{self as sim, Profile};
 use serialgate_testkit::daemon::{self, Daemon, NotifySocket, WITHIN};
 use serialgate_testkit::python::python_with;
 use serialgate_testkit::skip::skipped;
+use serialgate_testkit::tls::{TestCa, client_config};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::Command;
@@ -31,7 +33,7 @@ const NOC: &str = "noc-secret-0123456789abcdef";
 
 /// Whether the `openssl` CLI is here; else the test is skipped (and fails
 /// under CI).
-fn have_openssl() -> bool {
+pub(super) fn have_openssl() -> bool {
     let found = std::process::Command::new("openssl")
         .arg("version")
         .stdout(Stdio::null())
@@ -41,115 +43,6 @@ fn have_openssl() -> bool {
         skipped("the openssl CLI is not installed (Debian: openssl)");
     }
     found
-}
-
-/// Runs `openssl ARGS` in `dir`; panics with its stderr on failure.
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A CA made for one test: its certificate (`NAME.pem`) and key.
-struct TestCa {
-    dir: PathBuf,
-    name: String,
-}
-
-impl TestCa {
-    fn new(dir: &Path, name: &str) -> TestCa {
-        openssl(
-            dir,
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                &format!("{name}.key"),
-                "-out",
-                &format!("{name}.pem"),
-                "-days",
-                "2",
-                "-subj",
-                &format!("/CN=serialgate test CA {name}"),
-                "-addext",
-                "basicConstraints=critical,CA:TRUE",
-                "-addext",
-                "keyUsage=critical,keyCertSign,cRLSign",
-            ],
-        );
-        TestCa {
-            dir: dir.to_owned(),
-            name: name.to_owned(),
-        }
-    }
-
-    fn cert(&self) -> PathBuf {
-        self.dir.join(format!("{}.pem", self.name))
-    }
-
-    /// A server certificate for 127.0.0.1 and localhost, subject
-    /// `CN=localhost, O=org`, written to `NAME.pem` and `NAME.key` (600).
-    fn issue(&self, name: &str, org: &str) -> (PathBuf, PathBuf) {
-        let ext = self.dir.join(format!("{name}.ext"));
-        std::fs::write(
-            &ext,
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n\
-             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
-        )
-        .unwrap();
-        openssl(
-            &self.dir,
-            &[
-                "req",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                &format!("{name}.key"),
-                "-out",
-                &format!("{name}.csr"),
-                "-subj",
-                &format!("/CN=localhost/O={org}"),
-            ],
-        );
-        openssl(
-            &self.dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &format!("{name}.csr"),
-                "-CA",
-                &format!("{}.pem", self.name),
-                "-CAkey",
-                &format!("{}.key", self.name),
-                "-CAcreateserial",
-                "-out",
-                &format!("{name}.pem"),
-                "-days",
-                "2",
-                "-extfile",
-                &format!("{name}.ext"),
-            ],
-        );
-        let key = self.dir.join(format!("{name}.key"));
-        chmod(&key, 0o600);
-        (self.dir.join(format!("{name}.pem")), key)
-    }
 }
 
 fn chmod(path: &Path, mode: u32) {
@@ -233,20 +126,10 @@ async fn s_client(addr: &str, ca: &Path, args: &[&str]) -> (bool, String) {
 /// An HTTPS client trusting only `ca`, made with the daemon's own rustls:
 /// `GET path` with `Connection: close`; the whole answer as text.
 async fn https_get(addr: &str, ca: &Path, path: &str) -> String {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let config = client_config(ca).expect("a client config trusting the CA");
     let tcp = TcpStream::connect(addr).await.unwrap();
     let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    let mut tls = tokio_rustls::TlsConnector::from(config)
         .connect(name, tcp)
         .await
         .expect("a verified TLS handshake");
@@ -262,8 +145,6 @@ async fn https_get(addr: &str, ca: &Path, path: &str) -> String {
         .ok();
     String::from_utf8_lossy(&answer).into_owned()
 }
-
-use rustls_pki_types::pem::PemObject;
 
 #[tokio::test]
 async fn the_python_sdk_runs_show_version_over_https_trusting_the_test_ca() {

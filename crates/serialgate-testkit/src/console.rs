@@ -103,13 +103,31 @@ impl ConsoleConn {
     /// plus `extra` fields; returns the `attached` message.
     pub async fn attach(path: &Path, port: &str, mode: &str, extra: Value) -> (ConsoleConn, Value) {
         let mut conn = ConsoleConn::connect(path).await;
+        let attached = conn.hello(port, mode, extra).await;
+        (conn, attached)
+    }
+
+    /// Says hello (`port`, `mode`, plus `extra` fields); the `attached`.
+    async fn hello(&mut self, port: &str, mode: &str, extra: Value) -> Value {
         let mut hello = serde_json::json!({"type": "hello", "port": port, "mode": mode});
         if let (Some(h), Value::Object(extra)) = (hello.as_object_mut(), extra) {
             h.extend(extra);
         }
-        conn.send_json(&hello).await;
-        let attached = conn.until_json("attached").await;
-        (conn, attached)
+        self.send_json(&hello).await;
+        self.until_json("attached").await
+    }
+
+    /// [`ConsoleConn::attach`] over the WebSocket at `url` with `token`.
+    pub async fn attach_ws(
+        url: &str,
+        token: Option<&str>,
+        port: &str,
+        mode: &str,
+        extra: Value,
+    ) -> Result<(ConsoleConn, Value), String> {
+        let mut conn = ConsoleConn::connect_ws(url, token).await?;
+        let attached = conn.hello(port, mode, extra).await;
+        Ok((conn, attached))
     }
 
     /// Sends raw bytes as they are (to send broken frames on the socket;

@@ -287,3 +287,13 @@ pub fn tokens_toml(dir: &Path, tokens: &[TestToken<'_>]) -> String {
     }
     toml
 }
+
+/// `toml` (of [`tokens_toml`]) with `approve = true` on the tokens named
+/// `names`: consoles and web views opened with them may decide requests
+/// for approval.
+pub fn approving(toml: &str, names: &[&str]) -> String {
+    names.iter().fold(toml.to_owned(), |toml, name| {
+        let line = format!("secret_file = \"{name}.token\"\n");
+        toml.replace(&line, &format!("{line}approve = true\n"))
+    })
+}

@@ -123,6 +123,8 @@ fn write_config(dir: &Path, server: &str, sw1_extra: &str, noc_access: &str) -> 
             ("agent", AGENT, r#"["sw*"]"#, "write"),
         ],
     );
+    // noc is the people's token: it decides the agent's requests.
+    let tokens = crate::daemon::approving(&tokens, &["noc"]);
     let config = dir.join("serialgate.toml");
     std::fs::write(
         &config,

@@ -528,6 +528,27 @@ impl Session {
         self.send(&message);
     }
 
+    /// A BREAK the person asked for (`Ctrl-] b`, or the SSH door's
+    /// `~B` with its length): sent unless they watch only.
+    pub(crate) fn request_break(&mut self, ms: Option<u64>) {
+        if self.mode == Mode::Spy {
+            self.say_spying_never_writes();
+            return;
+        }
+        self.say("sending BREAK");
+        self.send(&ClientMessage::Break { ms });
+    }
+
+    fn say_spying_never_writes(&mut self) {
+        self.say_quietly("spying: you never write (attach without --spy to write)");
+    }
+
+    /// Sets how many lines `Ctrl-] r` replays (the SSH door follows the
+    /// person's window height).
+    pub(crate) fn set_replay_lines(&mut self, lines: u32) {
+        self.replay_lines = lines;
+    }
+
     /// Keys the person typed.
     pub(crate) fn on_keys(&mut self, bytes: &[u8]) -> Option<End> {
         for action in self.escape.feed(bytes) {
@@ -545,13 +566,8 @@ impl Session {
                     self.send(&ClientMessage::Replay { lines });
                 }
                 Action::Who => self.send(&ClientMessage::Who),
-                Action::Break | Action::Force | Action::Acquire if spying => {
-                    self.say_quietly("spying: you never write (attach without --spy to write)");
-                }
-                Action::Break => {
-                    self.say("sending BREAK");
-                    self.send(&ClientMessage::Break { ms: None });
-                }
+                Action::Break => self.request_break(None),
+                Action::Force | Action::Acquire if spying => self.say_spying_never_writes(),
                 Action::Force => self.send(&ClientMessage::Force),
                 Action::Acquire => self.send(&ClientMessage::Acquire),
                 Action::Release => self.send(&ClientMessage::Release),

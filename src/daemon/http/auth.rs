@@ -373,7 +373,9 @@ mod tests {
             ports: vec!["*".into()],
             access: TokenAccess::Read,
             use_credentials: false,
+            power: false,
             policy: None,
+            approve: false,
         }
     }
 

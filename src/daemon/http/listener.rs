@@ -300,6 +300,10 @@ pub async fn serve(
             drop(stream);
             continue;
         };
+        // A console's echo and the rest of a line often go out as two
+        // small frames: without this, Nagle holds the second until the
+        // client's delayed ACK, some 40 ms later.
+        let _ = stream.set_nodelay(true);
         let held = Held {
             slot,
             book: book.clone(),

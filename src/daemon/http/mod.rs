@@ -106,6 +106,7 @@ fn app(
     in_flight: InFlight,
     limits: &ListenerLimits,
     cancel: CancellationToken,
+    fleet: Option<crate::fleet::link::Fleet>,
 ) -> anyhow::Result<Router> {
     let tls = config.server.tls.is_on();
     let auth = match config.server.auth {
@@ -128,7 +129,7 @@ fn app(
     // it again by offset (read_output, the output resource).
     sessions.session_config.completed_cache_ttl = std::time::Duration::ZERO;
     let sessions = Arc::new(sessions);
-    let template = GateServer::for_http(gateway.clone(), stateless);
+    let template = GateServer::for_http(gateway.clone(), stateless).with_fleet(fleet);
     let max_body = http_config.max_request_body_bytes;
     let service =
         StreamableHttpService::new(move || Ok(template.fresh()), sessions.clone(), http_config);
@@ -245,6 +246,7 @@ pub async fn serve_http(
     let gateway = Gateway::start(config.clone(), shutdown.clone());
     super::console_socket::start(&gateway, &shutdown)?;
     super::ssh::start(&gateway, &shutdown).await?;
+    let fleet = super::fleet::start(&gateway, &shutdown).await?;
     if let Some(listen) = &config.server.metrics_listen {
         super::metrics_http::start_listener(listen, &gateway, cancel.clone()).await?;
     }
@@ -256,6 +258,7 @@ pub async fn serve_http(
         in_flight.clone(),
         &limits,
         cancel.clone(),
+        fleet,
     )?;
     tracing::info!(
         "HTTP: at most {} connections ({} without a token yet, {} per token), {:?} to send a request's headers",

@@ -4,19 +4,22 @@
 //! port ([`super::terminal`]); port forwarding (local, remote, dynamic),
 //! agent and X11 forwarding, subsystems (sftp), exec of anything but a
 //! port name and environment variables beyond `TERM` and `LANG` are
-//! refused and logged. What the person may do once in is asked of
-//! [`crate::access`], never decided here.
+//! refused and logged. The terminal's size (pty-req, window-change) and a
+//! BREAK (RFC 4335 `break`, OpenSSH's `~B`) are passed on to the console
+//! ([`super::terminal::Requests`]). What the person may do once in is
+//! asked of [`crate::access`], never decided here.
 
 use std::net::{IpAddr, Ipv4Addr};
 
 use russh::keys::PublicKey;
 use russh::server::{Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, VerifiedPublicKey};
 use russh::{ChannelId, ChannelOpenFailure, MethodKind, MethodSet};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::limits::{Admission, Gate};
 use super::target::{Login, parse_exec, parse_user};
-use super::terminal::{self, Start};
+use super::terminal::{self, Requests, Start, WindowSize};
 use crate::access::Caller;
 use crate::error::shown;
 use crate::gateway::Gateway;
@@ -43,6 +46,11 @@ pub struct Connection {
     channel: Option<ChannelId>,
     /// Tells the session task how to start (shell or exec), once.
     start: Option<tokio::sync::oneshot::Sender<Start>>,
+    /// The terminal's size as the client last said, for the session task.
+    size: watch::Sender<WindowSize>,
+    /// BREAKs asked for on the session channel (their length in ms), for
+    /// the session task.
+    breaks: Option<mpsc::Sender<u32>>,
 }
 
 impl Connection {
@@ -64,6 +72,8 @@ impl Connection {
             signed_in: None,
             channel: None,
             start: None,
+            size: watch::Sender::new(WindowSize::default()),
+            breaks: None,
         }
     }
 
@@ -120,6 +130,13 @@ impl Connection {
     /// Whether `channel` is the session channel of this connection.
     fn ours(&self, channel: ChannelId) -> bool {
         self.channel == Some(channel)
+    }
+
+    /// The terminal is `cols` by `rows` now.
+    fn resized(&self, cols: u32, rows: u32) {
+        let size = WindowSize { cols, rows };
+        tracing::debug!(peer = %self.peer, "ssh: the terminal is {cols}x{rows}");
+        self.size.send_replace(size);
     }
 
     /// Hands the session task how to start; a second shell or exec is refused.
@@ -239,8 +256,15 @@ impl russh::server::Handler for Connection {
             return Ok(());
         }
         let (start_tx, start_rx) = tokio::sync::oneshot::channel();
+        let (breaks_tx, breaks_rx) = mpsc::channel(terminal::PENDING_BREAKS);
         self.channel = Some(channel.id());
         self.start = Some(start_tx);
+        self.breaks = Some(breaks_tx);
+        let requests = Requests {
+            start: start_rx,
+            size: self.size.subscribe(),
+            breaks: breaks_rx,
+        };
         reply.accept().await;
         tokio::spawn(terminal::run(
             self.gateway.clone(),
@@ -248,7 +272,7 @@ impl russh::server::Handler for Connection {
             signed_in.key.clone(),
             signed_in.login.port.clone(),
             channel,
-            start_rx,
+            requests,
             self.shutdown.clone(),
         ));
         Ok(())
@@ -384,17 +408,52 @@ impl russh::server::Handler for Connection {
         &mut self,
         channel: ChannelId,
         _term: &str,
-        _cols: u32,
-        _rows: u32,
+        cols: u32,
+        rows: u32,
         _pix_width: u32,
         _pix_height: u32,
         _modes: &[(russh::Pty, u32)],
         session: &mut Session,
     ) -> Result<(), Self::Error> {
         if self.ours(channel) {
+            self.resized(cols, rows);
             return session.channel_success(channel);
         }
         self.fail(channel, session, "a terminal on another channel")
+    }
+
+    async fn window_change_request(
+        &mut self,
+        channel: ChannelId,
+        cols: u32,
+        rows: u32,
+        _pix_width: u32,
+        _pix_height: u32,
+        _session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        // No reply: the request never wants one.
+        if self.ours(channel) {
+            self.resized(cols, rows);
+        }
+        Ok(())
+    }
+
+    async fn break_request(
+        &mut self,
+        channel: ChannelId,
+        length_ms: u32,
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        let passed = self.ours(channel)
+            && self
+                .breaks
+                .as_ref()
+                .is_some_and(|breaks| breaks.try_send(length_ms).is_ok());
+        if passed {
+            return session.channel_success(channel);
+        }
+        tracing::info!(peer = %self.peer, "ssh: a BREAK was not sent: no console on the channel takes it yet, or BREAKs are already waiting");
+        session.channel_failure(channel)
     }
 
     async fn shell_request(

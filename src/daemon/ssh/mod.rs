@@ -5,8 +5,9 @@
 //! - [`host_key`]: the gateway's Ed25519 host key, made once in `state_dir`;
 //! - `limits`: connection caps, the deadline to authenticate, failed
 //!   attempts throttled by address and by user;
-//! - `handler`: one connection: public-key authentication, and the
-//!   refusal of everything but a terminal on a port;
+//! - `handler`: one connection: public-key authentication, the refusal
+//!   of everything but a terminal on a port, and the terminal's size and
+//!   BREAKs passed on to it;
 //! - `target`: the port a user name or a command asks for;
 //! - `terminal`: the port menu and a port's console, the attach protocol
 //!   read through the console client's own session.

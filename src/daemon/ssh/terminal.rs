@@ -7,13 +7,19 @@
 //! a letter) as at `serialgate console`. Access is asked of
 //! [`crate::access`] by the attachment, and kept current by the person's
 //! [`Standing`]: a reload that removes them or their key ends the session.
+//!
+//! Two things the handler hears on the channel reach the console here
+//! ([`Requests`]): a BREAK (OpenSSH's `~B`) is asked for as `Ctrl-] b`
+//! asks, and the terminal's height sets how many lines of output an
+//! attach and `Ctrl-] r` replay (a screenful). The console protocol has
+//! no window size, and a serial device is never told one.
 
 use std::time::Duration;
 
 use russh::ChannelMsg;
 use russh::keys::PublicKey;
 use russh::server::Msg;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::target::{PortRequest, parse_exec};
@@ -24,7 +30,7 @@ use crate::console::attachment::{self, OUTGOING_FRAMES, Person, SSH_CLIENT};
 use crate::console::client::render::{ports_table, shown};
 use crate::console::client::{End, Session};
 use crate::console::protocol::{
-    ClientMessage, DEFAULT_REPLAY_LINES, Frame, Hello, Mode, ServerMessage,
+    ClientMessage, DEFAULT_REPLAY_LINES, Frame, Hello, MAX_REPLAY_LINES, Mode, ServerMessage,
 };
 use crate::gateway::Gateway;
 
@@ -38,6 +44,61 @@ pub enum Start {
     /// A refused exec or subsystem: why, said to the person.
     Refused(String),
 }
+
+/// The person's terminal as their client last said (pty-req,
+/// window-change); 0 by 0 until it says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowSize {
+    /// Columns.
+    pub cols: u32,
+    /// Rows.
+    pub rows: u32,
+}
+
+/// Rows of a screen that are not the replay: the two lines saying who
+/// attached, and the line the cursor is left on.
+const ROWS_NOT_REPLAYED: u32 = 3;
+
+impl WindowSize {
+    /// How many lines of output fill the screen under serialgate's own
+    /// lines: what an attach and `Ctrl-] r` replay. The default when the
+    /// client gave no size.
+    fn screenful(self) -> u32 {
+        if self.rows == 0 {
+            return DEFAULT_REPLAY_LINES;
+        }
+        self.rows
+            .saturating_sub(ROWS_NOT_REPLAYED)
+            .clamp(1, MAX_REPLAY_LINES)
+    }
+}
+
+/// What the handler passes on from the session channel's requests.
+pub struct Requests {
+    /// How to start (shell or exec), once.
+    pub start: oneshot::Receiver<Start>,
+    /// The terminal's size, kept current.
+    pub size: watch::Receiver<WindowSize>,
+    /// BREAKs asked for (`~B`), with their length in ms.
+    pub breaks: mpsc::Receiver<u32>,
+}
+
+impl Requests {
+    /// Passes on to `session` what has come since it last looked, in the
+    /// order the client asked: the handler hears a request before the keys
+    /// sent after it reach the channel.
+    fn apply(&mut self, session: &mut Session) {
+        if self.size.has_changed().unwrap_or(false) {
+            session.set_replay_lines(self.size.borrow_and_update().screenful());
+        }
+        while let Ok(length_ms) = self.breaks.try_recv() {
+            session.request_break(Some(u64::from(length_ms)));
+        }
+    }
+}
+
+/// BREAKs that may wait for the console: more are refused.
+pub const PENDING_BREAKS: usize = 4;
 
 /// How long a channel may take to ask for a shell or a command.
 const START_DEADLINE: Duration = Duration::from_secs(20);
@@ -57,11 +118,11 @@ pub async fn run(
     key: PublicKey,
     from_user: Option<PortRequest>,
     channel: russh::Channel<Msg>,
-    start: oneshot::Receiver<Start>,
+    mut requests: Requests,
     shutdown: CancellationToken,
 ) {
     let (mut reader, writer) = channel.split();
-    let request = match tokio::time::timeout(START_DEADLINE, start).await {
+    let request = match tokio::time::timeout(START_DEADLINE, &mut requests.start).await {
         Ok(Ok(Start::Port(request))) => Some(request),
         Ok(Ok(Start::Shell)) => from_user,
         Ok(Ok(Start::Refused(why))) => {
@@ -81,7 +142,9 @@ pub async fn run(
         key,
         shutdown,
     };
-    let code = door.serve(&mut reader, &writer, request).await;
+    let code = door
+        .serve(&mut reader, &writer, &mut requests, request)
+        .await;
     finish(&writer, code).await;
 }
 
@@ -115,6 +178,7 @@ impl Door {
         &self,
         reader: &mut Reader,
         writer: &Writer,
+        requests: &mut Requests,
         request: Option<PortRequest>,
     ) -> u32 {
         let mut request = request;
@@ -127,7 +191,7 @@ impl Door {
                     None => return 0,
                 },
             };
-            match self.attach(reader, writer, &picked).await {
+            match self.attach(reader, writer, requests, &picked).await {
                 Attach::Ended(end) => {
                     return match end {
                         End::Detached | End::InputClosed => 0,
@@ -217,26 +281,35 @@ impl Door {
     }
 
     /// Attaches to `request`'s port and runs the console until it ends.
-    async fn attach(&self, reader: &mut Reader, writer: &Writer, request: &PortRequest) -> Attach {
+    async fn attach(
+        &self,
+        reader: &mut Reader,
+        writer: &Writer,
+        requests: &mut Requests,
+        request: &PortRequest,
+    ) -> Attach {
         // A person who may not write watches only, and is told so.
         let mode = if request.spy || self.caller.access < TokenAccess::Write {
             Mode::Spy
         } else {
             Mode::Attach
         };
+        // A BREAK asked for at the menu was for no port: not this one's.
+        while requests.breaks.try_recv().is_ok() {}
+        let replay_lines = requests.size.borrow_and_update().screenful();
         let hello = ClientMessage::Hello(Hello {
             port: request.port.clone(),
             mode,
             from: None,
             log: None,
-            replay_lines: Some(DEFAULT_REPLAY_LINES),
+            replay_lines: Some(replay_lines),
             client: Some(SSH_CLIENT.to_owned()),
         });
         let (in_tx, mut out_rx, answer) = match self.ask(hello).await {
             Ok(asked) => asked,
             Err(e) => return Attach::Refused(e),
         };
-        let mut session = Session::new(&request.port, mode, DEFAULT_REPLAY_LINES);
+        let mut session = Session::new(&request.port, mode, replay_lines);
         match answer {
             ServerMessage::Error { code, message } => {
                 return Attach::Refused(format!("{code}: {message}"));
@@ -266,14 +339,22 @@ impl Door {
                         None => Some(End::ServerClosed),
                     },
                     message = reader.wait() => match message {
-                        Some(ChannelMsg::Data { data }) => session.on_keys(&data),
-                        Some(ChannelMsg::WindowChange { col_width, row_height, .. }) => {
-                            tracing::debug!(person = %self.caller.name, "ssh: window is {col_width}x{row_height}");
-                            None
+                        Some(ChannelMsg::Data { data }) => {
+                            // What the client asked before these keys, first.
+                            requests.apply(&mut session);
+                            session.on_keys(&data)
                         }
                         Some(ChannelMsg::Eof | ChannelMsg::Close) | None => Some(End::InputClosed),
                         Some(_) => None,
                     },
+                    Some(length_ms) = requests.breaks.recv() => {
+                        session.request_break(Some(u64::from(length_ms)));
+                        None
+                    }
+                    Ok(()) = requests.size.changed() => {
+                        session.set_replay_lines(requests.size.borrow_and_update().screenful());
+                        None
+                    }
                 };
                 for frame in session.take_outbox() {
                     if in_tx.send(frame).await.is_err() {

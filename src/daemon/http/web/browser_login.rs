@@ -477,7 +477,9 @@ mod tests {
             ports: vec!["*".into()],
             access: crate::config::TokenAccess::Read,
             use_credentials: false,
+            power: false,
             policy: None,
+            approve: false,
         }
     }
 
@@ -574,7 +576,9 @@ mod tests {
             ports: vec!["*".into()],
             access: crate::config::TokenAccess::Read,
             use_credentials: false,
+            power: false,
             policy: None,
+            approve: false,
         };
         let id = sessions.create(&token).unwrap();
         let file = state.join(STORE_FILE);

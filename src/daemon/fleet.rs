@@ -1,0 +1,40 @@
+//! Joining the fleet at start (`[fleet]`): the NATS connection, this
+//! site's announcements and the calls forwarded to its ports, and for a
+//! serving gateway the directory its doors show.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::fleet::link::Fleet;
+use crate::gateway::Gateway;
+
+/// Joins the fleet the config in force names, if any. A change of
+/// `[fleet]` takes effect at the next start.
+pub async fn start(
+    gateway: &Gateway,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Option<Fleet>> {
+    let Some(config) = gateway.config().fleet.clone() else {
+        return Ok(None);
+    };
+    let fleet = Fleet::join(&config, shutdown.child_token()).await?;
+    crate::fleet::announcer::start(
+        fleet.client().clone(),
+        config.site.clone(),
+        gateway.clone(),
+        shutdown.child_token(),
+    );
+    crate::mcp::fleet_site::serve_calls(gateway.clone(), fleet.clone(), shutdown.child_token())
+        .await
+        .map_err(|e| anyhow::anyhow!("fleet: cannot take calls for site {}: {e}", config.site))?;
+    tracing::info!(
+        "fleet: site {} joined through {}{}",
+        config.site,
+        config.urls.join(", "),
+        if config.serve {
+            "; serving every site's ports"
+        } else {
+            ""
+        }
+    );
+    Ok(Some(fleet))
+}

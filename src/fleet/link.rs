@@ -1,0 +1,169 @@
+//! The gateway's connection to the fleet's NATS servers, made from
+//! `[fleet]`, and the handle the doors use: this gateway's site and name,
+//! the directory when it serves, and forwarded calls with a deadline.
+
+use std::time::Duration;
+
+use async_nats::{ConnectOptions, ServerAddr};
+use tokio_util::sync::CancellationToken;
+
+use super::directory::Directory;
+use super::subjects;
+use super::wire::{CallAnswer, ForwardedCall, MAX_CALL};
+use crate::config::fleet::{FleetConfig, FleetCredentials};
+use crate::error::{ErrorCode, GateError};
+
+/// How long the first connection may take before the daemon goes on
+/// without it (it keeps trying in the background).
+pub const CONNECT_DEADLINE: Duration = Duration::from_secs(5);
+
+/// This gateway in the fleet. A cheap clonable handle.
+#[derive(Clone)]
+pub struct Fleet {
+    client: async_nats::Client,
+    /// This gateway's site.
+    pub site: String,
+    /// This gateway's name in the fleet, for the sites' audit trails:
+    /// its site and process (`hub:4711`).
+    pub gateway: String,
+    /// The fleet's ports, when this gateway serves them.
+    pub directory: Option<Directory>,
+}
+
+/// The options of a connection as `[fleet]` asks for it.
+fn options(config: &FleetConfig) -> Result<ConnectOptions, String> {
+    let mut options = match &config.credentials {
+        None => ConnectOptions::new(),
+        Some(FleetCredentials::Creds(text)) => ConnectOptions::with_credentials(text)
+            .map_err(|e| format!("the credentials file does not read as a .creds file: {e}"))?,
+        Some(FleetCredentials::Seed(seed)) => ConnectOptions::new().nkey(seed.to_string()),
+    };
+    if config.urls.iter().any(|u| u.starts_with("tls://")) {
+        options = options.require_tls(true);
+        if let Some(ca) = &config.ca_file {
+            options = options.add_root_certificates(ca.clone());
+        }
+    }
+    Ok(options
+        .name(format!("serialgate {}", config.site))
+        .connection_timeout(CONNECT_DEADLINE)
+        .request_timeout(Some(Duration::from_secs(30)))
+        // A site cut off keeps trying for as long as it runs.
+        .max_reconnects(None)
+        .retry_on_initial_connect()
+        .event_callback(|event| async move {
+            match event {
+                async_nats::Event::Connected => tracing::info!("fleet: connected to NATS"),
+                async_nats::Event::Disconnected => {
+                    tracing::warn!("fleet: disconnected from NATS; reconnecting")
+                }
+                other => tracing::warn!("fleet: NATS: {other}"),
+            }
+        }))
+}
+
+impl Fleet {
+    /// Joins the fleet `config` describes: connects (retrying in the
+    /// background), and when it serves, listens to every site's
+    /// announcements. Nothing of a site's own work waits for NATS.
+    pub async fn join(config: &FleetConfig, stop: CancellationToken) -> anyhow::Result<Fleet> {
+        let addrs: Vec<ServerAddr> = config
+            .urls
+            .iter()
+            .map(|u| u.parse::<ServerAddr>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| anyhow::anyhow!("fleet.urls: {e}"))?;
+        let client = options(config)
+            .map_err(|e| anyhow::anyhow!("fleet.credentials: {e}"))?
+            .connect(addrs)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "fleet: cannot reach NATS at {}: {e}",
+                    config.urls.join(", ")
+                )
+            })?;
+        let directory = if config.serve {
+            let directory = Directory::default();
+            directory
+                .clone()
+                .listen(client.clone(), config.site.clone(), stop)
+                .await
+                .map_err(|e| anyhow::anyhow!("fleet: cannot hear the sites' announcements: {e}"))?;
+            Some(directory)
+        } else {
+            None
+        };
+        Ok(Fleet {
+            client,
+            site: config.site.clone(),
+            gateway: format!("{}:{}", config.site, std::process::id()),
+            directory,
+        })
+    }
+
+    /// The NATS client, for the tasks of the fleet (announcing, serving
+    /// calls).
+    pub fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
+    /// Sends `call` to `site` and waits at most `deadline` for its answer.
+    /// A site nobody answers for fails at once (NATS says there are no
+    /// responders); one that does not answer in time is `timeout`.
+    pub async fn forward(
+        &self,
+        site: &str,
+        call: &ForwardedCall,
+        deadline: Duration,
+    ) -> Result<CallAnswer, GateError> {
+        let payload = serde_json::to_vec(call).map_err(|e| {
+            GateError::new(
+                ErrorCode::InvalidArgument,
+                format!("the call cannot be forwarded: {e}"),
+            )
+        })?;
+        if payload.len() > MAX_CALL {
+            return Err(GateError::invalid(format!(
+                "the call's arguments are {} bytes, more than the {MAX_CALL} a call through the fleet may have",
+                payload.len()
+            )));
+        }
+        let request = async_nats::Request::new()
+            .payload(payload.into())
+            .timeout(Some(deadline));
+        let answer = self
+            .client
+            .send_request(subjects::calls(site), request)
+            .await
+            .map_err(|e| match e.kind() {
+                async_nats::RequestErrorKind::NoResponders => GateError::new(
+                    ErrorCode::PortUnavailable,
+                    format!("site {site}'s gateway is not answering through the fleet (no responders); try again when list_ports shows the site back"),
+                ),
+                async_nats::RequestErrorKind::TimedOut => GateError::new(
+                    ErrorCode::Timeout,
+                    format!("site {site} did not answer within {deadline:?}; the call may still have run there (read_output shows what the device did)"),
+                ),
+                _ => GateError::new(
+                    ErrorCode::PortUnavailable,
+                    format!("the call could not reach site {site}: {e}"),
+                ),
+            })?;
+        if answer.payload.len() > MAX_CALL {
+            return Err(GateError::new(
+                ErrorCode::PortUnavailable,
+                format!(
+                    "site {site} answered with {} bytes, more than {MAX_CALL}",
+                    answer.payload.len()
+                ),
+            ));
+        }
+        serde_json::from_slice(&answer.payload).map_err(|e| {
+            GateError::new(
+                ErrorCode::PortUnavailable,
+                format!("site {site} answered with something that is no answer: {e}"),
+            )
+        })
+    }
+}

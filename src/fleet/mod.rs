@@ -1,0 +1,21 @@
+//! The fleet: gateways of many sites joined over NATS, so that a serving
+//! gateway offers every site's ports as `site/port`.
+//!
+//! - `subjects`: the NATS subjects a site serves and announces on;
+//! - `wire`: what travels on them (announcements, forwarded calls),
+//!   bounded and cleaned where a member's text is read;
+//! - `link`: the connection to NATS from `[fleet]` (credentials, TLS,
+//!   deadlines), the handle the doors use;
+//! - `directory`: a serving gateway's view of every site's ports, with
+//!   when each site was last heard from;
+//! - `announcer`: a site gateway announcing its ports.
+//!
+//! Running a forwarded call is the MCP tools' (`mcp/fleet_site.rs`), and
+//! forwarding one is the MCP handler's (`mcp/fleet_forward.rs`): this
+//! room knows NATS, not the tools.
+
+pub mod announcer;
+pub mod directory;
+pub mod link;
+pub mod subjects;
+pub mod wire;

@@ -1,0 +1,191 @@
+//! What travels between the fleet's gateways, as JSON: a site's
+//! announcement of its ports, a tool call forwarded to a site, and its
+//! answer. A member is not trusted with what the others show: an
+//! announcement is bounded (its size, its ports, every name and text)
+//! and cleaned before a serving gateway keeps it, and what cannot be
+//! kept is dropped and counted.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::config::TokenAccess;
+use crate::port::PortState;
+
+/// The wire format's version; a message of another is refused.
+pub const VERSION: u32 = 1;
+/// Largest announcement a serving gateway reads.
+pub const MAX_ANNOUNCEMENT: usize = 256 * 1024;
+/// Most ports a serving gateway keeps of one site's announcement.
+pub const MAX_PORTS_PER_SITE: usize = 1024;
+/// Longest port name kept (a configured name is shorter).
+pub const MAX_PORT_NAME: usize = 64;
+/// Longest preset name or write holder kept, after cleaning.
+pub const MAX_TEXT: usize = 128;
+/// Largest forwarded call or answer (NATS's default payload limit).
+pub const MAX_CALL: usize = 1024 * 1024;
+
+/// A site's ports as it announces them.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Announcement {
+    /// [`VERSION`].
+    pub v: u32,
+    /// Every port of the site.
+    pub ports: Vec<AnnouncedPort>,
+}
+
+/// One port as a site announces it, and (cleaned) as a serving gateway
+/// keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnnouncedPort {
+    /// The port's name at its site.
+    pub name: String,
+    /// Its state there.
+    pub state: PortState,
+    /// Its preset.
+    pub preset: String,
+    /// Who holds it for writing, as the site shows it.
+    pub writer: Option<String>,
+    /// How many people watch it at a console.
+    pub people: u32,
+}
+
+/// What a serving gateway kept of an announcement.
+#[derive(Debug)]
+pub struct Heard {
+    /// The ports kept, cleaned.
+    pub ports: Vec<AnnouncedPort>,
+    /// How many were dropped (bad names, over [`MAX_PORTS_PER_SITE`]).
+    pub dropped: usize,
+}
+
+/// A text of a member bounded and cleaned as the gateway shows device
+/// text ([`crate::clean::clean_field`]), then cut to [`MAX_TEXT`] bytes.
+fn cleaned(text: &str) -> String {
+    let bounded = &text.as_bytes()[..text.len().min(MAX_TEXT * 4)];
+    // Cleaned as device text, then one line: a line end a member sends
+    // would start a line of its own in a log or a list.
+    let mut clean: String = crate::clean::clean_field(bounded)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if clean.len() > MAX_TEXT {
+        let cut = (0..=MAX_TEXT)
+            .rev()
+            .find(|&i| clean.is_char_boundary(i))
+            .unwrap_or(0);
+        clean.truncate(cut);
+    }
+    clean
+}
+
+/// Whether a site's port name may be shown as `site/port`: a configured
+/// name's characters, at most [`MAX_PORT_NAME`] bytes.
+pub fn plain_port_name(name: &str) -> bool {
+    name.len() <= MAX_PORT_NAME
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// Reads an announcement as a serving gateway keeps it; `Err` says why
+/// the whole message was dropped.
+pub fn read_announcement(payload: &[u8]) -> Result<Heard, String> {
+    if payload.len() > MAX_ANNOUNCEMENT {
+        return Err(format!(
+            "{} bytes, more than the {MAX_ANNOUNCEMENT} an announcement may have",
+            payload.len()
+        ));
+    }
+    let raw: Announcement =
+        serde_json::from_slice(payload).map_err(|e| format!("not an announcement: {e}"))?;
+    if raw.v != VERSION {
+        return Err(format!("version {} (this gateway reads {VERSION})", raw.v));
+    }
+    let total = raw.ports.len();
+    let mut ports: Vec<AnnouncedPort> = raw
+        .ports
+        .into_iter()
+        .filter(|p| plain_port_name(&p.name))
+        .take(MAX_PORTS_PER_SITE)
+        .map(|p| AnnouncedPort {
+            preset: cleaned(&p.preset),
+            writer: p.writer.as_deref().map(cleaned),
+            ..p
+        })
+        .collect();
+    ports.sort_by(|a, b| a.name.cmp(&b.name));
+    ports.dedup_by(|a, b| a.name == b.name);
+    Ok(Heard {
+        dropped: total - ports.len(),
+        ports,
+    })
+}
+
+/// A tool call a serving gateway forwards to the site that owns the port.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ForwardedCall {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The serving gateway it came through.
+    pub gateway: String,
+    /// The calling MCP session's number at the serving gateway: calls of
+    /// one session share one session at the site (connections, cursors).
+    pub session: u64,
+    /// The token the serving gateway authorised the call for.
+    pub token: String,
+    /// That token's access.
+    pub access: TokenAccess,
+    /// Whether the token may log in with stored credentials.
+    pub use_credentials: bool,
+    /// The agent's client, as it named itself.
+    pub client: String,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments, port names as the site knows them.
+    pub arguments: Map<String, Value>,
+}
+
+/// A site's answer: the tool's result as MCP sends it, or why the site
+/// could not run the call.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallAnswer {
+    /// The `CallToolResult`, as JSON.
+    Result(Value),
+    /// The call was not run: an error message starting with its code.
+    Refused(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_hostile_announcement_is_bounded_and_cleaned() {
+        let long = "x".repeat(10_000);
+        let payload = json!({"v": 1, "ports": [
+            {"name": "sw1", "state": "open", "preset": "cisco\u{1b}]0;pwned\u{7}_ios\u{1b}[31m", "writer": format!("a\r\nb{long}"), "people": 2},
+            {"name": "bad\nname", "state": "open", "preset": "p", "writer": null, "people": 0},
+            {"name": long, "state": "open", "preset": "p", "writer": null, "people": 0},
+            {"name": "sw1", "state": "lost", "preset": "p", "writer": null, "people": 0},
+        ]});
+        let heard = read_announcement(payload.to_string().as_bytes()).unwrap();
+        assert_eq!(heard.ports.len(), 1);
+        assert_eq!(heard.dropped, 3);
+        assert_eq!(heard.ports[0].preset, "cisco_ios");
+        let writer = heard.ports[0].writer.as_ref().unwrap();
+        assert!(
+            writer.len() <= MAX_TEXT && !writer.contains(char::is_control),
+            "{writer:?}"
+        );
+        assert!(read_announcement(&vec![b' '; MAX_ANNOUNCEMENT + 1]).is_err());
+        assert!(read_announcement(b"{\"v\":2,\"ports\":[]}").is_err());
+        let unknown_state = json!({"v": 1, "ports": [{"name": "a", "state": "on fire", "preset": "", "writer": null, "people": 0}]});
+        assert!(read_announcement(unknown_state.to_string().as_bytes()).is_err());
+    }
+}

@@ -1,0 +1,214 @@
+//! A serving gateway forwarding a tool call on a port of another site
+//! (`site/port`) through the fleet: the call is authorised here by the
+//! access rules, as a local call is (a token's `ports` globs match
+//! `site/port`), then sent whole (tool, arguments, who) to the site,
+//! which runs it as a local call (`mcp/fleet_site.rs`). Every port tool
+//! is forwarded alike; what the fleet does not offer yet is refused here.
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use serde_json::Value;
+
+use super::authorize::str_arg;
+use super::session::Session;
+use crate::access::Caller;
+use crate::access::rules::{self, Replies, Scope, ToolCall};
+use crate::config::TokenAccess;
+use crate::error::{ErrorCode, GateError, shown};
+use crate::fleet::link::Fleet;
+use crate::fleet::wire::{CallAnswer, ForwardedCall, VERSION, plain_port_name};
+use crate::gateway::Gateway;
+
+/// Tools that do not work on a port of another site yet, and why.
+const NOT_YET: &[(&str, &str)] = &[
+    ("send_file", "files_dir is the site's"),
+    ("receive_file", "files_dir is the site's"),
+];
+
+/// Most characters of a site's refusal an agent is shown.
+const MAX_REFUSAL: usize = 2048;
+
+/// A port of another site a call names.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RemotePort {
+    /// The site.
+    pub site: String,
+    /// The port's name there.
+    pub port: String,
+}
+
+impl RemotePort {
+    /// `site/port`, as this gateway shows it.
+    pub fn full(&self) -> String {
+        format!("{}/{}", self.site, self.port)
+    }
+}
+
+/// `site/port` read from a name; `None` for a local name or device path.
+fn split(name: &str) -> Option<RemotePort> {
+    if name.starts_with('/') || crate::remote::RemoteAddr::is_url(name) {
+        return None;
+    }
+    let (site, port) = name.split_once('/')?;
+    Some(RemotePort {
+        site: site.to_owned(),
+        port: port.to_owned(),
+    })
+}
+
+/// The port of another site `request` acts on, if any: its `port` (for
+/// `connect`), its `connection`, else the session's current connection
+/// when that is one made through the fleet.
+pub fn remote_target(session: &Session, request: &CallToolRequestParams) -> Option<RemotePort> {
+    let scope = rules::classify(&request.name).1;
+    match scope {
+        Scope::Global => None,
+        Scope::Connect => str_arg(request, "port").and_then(split),
+        Scope::Connection => match str_arg(request, "connection") {
+            Some(c) => split(c),
+            None => session.current_remote().as_deref().and_then(split),
+        },
+    }
+}
+
+/// Forwards `request` on `target` for `caller`, whose session is
+/// `session`: authorised here, refused at once when the site is
+/// unreachable, else run at the site within a deadline.
+pub async fn forward(
+    fleet: Option<&Fleet>,
+    gateway: &Gateway,
+    caller: &Caller,
+    session: &Session,
+    client: &str,
+    request: CallToolRequestParams,
+    target: RemotePort,
+) -> Result<CallToolResponse, GateError> {
+    let full = target.full();
+    let tool = request.name.to_string();
+    let call = ToolCall {
+        tool: &tool,
+        port: (rules::classify(&tool).1 == Scope::Connect).then_some(full.as_str()),
+        name: None,
+        connection: (rules::classify(&tool).1 == Scope::Connection).then(|| full.clone()),
+        take_over: false,
+        replies: Replies::Default,
+        session: session.actor().session,
+    };
+    // The one access decision, on the name this gateway shows.
+    rules::authorize(caller, gateway, &call)?;
+    let Some(fleet) = fleet else {
+        return Err(GateError::new(
+            ErrorCode::PortUnavailable,
+            format!(
+                "{} names a port of another site, and this gateway does not serve the fleet ([fleet] serve = true)",
+                shown(&full)
+            ),
+        ));
+    };
+    if let Some((_, why)) = NOT_YET.iter().find(|(t, _)| *t == tool) {
+        return Err(GateError::invalid(format!(
+            "{tool} is not yet offered through the fleet ({why}); use it at site {}'s own gateway",
+            target.site
+        )));
+    }
+    if caller.policy.is_some() && rules::classify(&tool).0 >= TokenAccess::Write {
+        return Err(GateError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{} writes under a command policy, which is not yet applied through the fleet; use a token without a policy, or site {}'s own gateway",
+                caller.name, target.site
+            ),
+        ));
+    }
+    if !plain_port_name(&target.port) {
+        return Err(GateError::invalid(format!(
+            "{} is no port of a site: write site/port with the port's name (device paths are opened at the site's own gateway)",
+            shown(&full)
+        )));
+    }
+    if let Some(directory) = &fleet.directory {
+        directory.reachable_port(&target.site, &target.port)?;
+    }
+    let mut arguments = request.arguments.unwrap_or_default();
+    for key in ["port", "connection"] {
+        if arguments.get(key).and_then(Value::as_str) == Some(full.as_str()) {
+            arguments.insert(key.to_owned(), Value::String(target.port.clone()));
+        }
+    }
+    let deadline = super::fleet_site::call_deadline(&arguments);
+    tracing::info!(
+        "token {:?} calls {tool} on {full} through the fleet",
+        caller.name
+    );
+    let forwarded = ForwardedCall {
+        v: VERSION,
+        gateway: fleet.gateway.clone(),
+        session: session.actor().session,
+        token: caller.name.clone(),
+        access: caller.access,
+        use_credentials: caller.use_credentials,
+        client: client.to_owned(),
+        tool: tool.clone(),
+        arguments,
+    };
+    let answer = fleet.forward(&target.site, &forwarded, deadline).await?;
+    let mut result: CallToolResult = match answer {
+        CallAnswer::Result(value) => serde_json::from_value(value).map_err(|e| {
+            GateError::new(
+                ErrorCode::PortUnavailable,
+                format!("site {} answered with no tool result: {e}", target.site),
+            )
+        })?,
+        CallAnswer::Refused(message) => return Err(coded(&message)),
+    };
+    if result.is_error != Some(true) {
+        // The site names the port as it knows it; here it is site/port.
+        if let Some(Value::Object(fields)) = result.structured_content.as_mut() {
+            for key in ["connection", "port", "name"] {
+                if fields.get(key).and_then(Value::as_str) == Some(target.port.as_str()) {
+                    fields.insert(key.to_owned(), Value::String(full.clone()));
+                }
+            }
+        }
+        match &*tool {
+            "connect" => session.add_remote(&full),
+            "disconnect" => session.remove_remote(&full),
+            _ => {}
+        }
+    }
+    Ok(result.into())
+}
+
+/// A site's refusal as an error with the code its text starts with.
+fn coded(message: &str) -> GateError {
+    // A site's text, bounded and printable before an agent reads it.
+    let message: String = message
+        .chars()
+        .take(MAX_REFUSAL)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    for code in ErrorCode::ALL {
+        if let Some(rest) = message.strip_prefix(&format!("{}: ", code.as_str())) {
+            return GateError::new(code, rest.to_owned());
+        }
+    }
+    GateError::new(ErrorCode::PortUnavailable, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn site_port_names_are_told_from_local_ones_and_paths() {
+        assert_eq!(
+            split("dc1/sw1"),
+            Some(RemotePort {
+                site: "dc1".into(),
+                port: "sw1".into()
+            })
+        );
+        assert_eq!(split("sw1"), None);
+        assert_eq!(split("/dev/ttyUSB0"), None);
+        assert_eq!(split("telnet://host:2001/x"), None);
+    }
+}

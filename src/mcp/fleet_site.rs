@@ -1,0 +1,249 @@
+//! A site gateway serving the calls the fleet forwards to its ports.
+//!
+//! Each call names the serving gateway, its session and the token that
+//! gateway authorised; the calls of one (gateway, session, token) share a
+//! session here ([`Loopback`]), so `connect` then `send_command` use one
+//! connection and cursor, and run as local calls do, under a caller named
+//! `token@gateway` (`Caller::via_fleet`): the audit trail and the write
+//! hold name both. Only what NATS lets reach this site's call subject
+//! arrives here (the subject permissions of the fleet's credentials).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::loopback::Loopback;
+use super::server::GateServer;
+use crate::access::Caller;
+use crate::fleet::link::Fleet;
+use crate::fleet::subjects;
+use crate::fleet::wire::{CallAnswer, ForwardedCall, MAX_CALL, VERSION};
+use crate::gateway::Gateway;
+
+/// How long a forwarded session is kept without a call.
+const SESSION_IDLE: Duration = Duration::from_secs(60 * 60);
+/// Most forwarded sessions one token of one serving gateway keeps; its
+/// least recently used goes, so that a token opening sessions in a loop
+/// ends only its own, never another token's connections and holds.
+const MAX_SESSIONS_PER_TOKEN: usize = 64;
+/// Most forwarded sessions kept at once; the least recently used goes.
+const MAX_SESSIONS: usize = 1024;
+
+type Key = (String, u64, String);
+
+struct Kept<T> {
+    session: T,
+    last_used: Instant,
+}
+
+/// The forwarded sessions (a [`Loopback`] each), by serving gateway,
+/// session and token.
+#[derive(Clone)]
+struct Sessions<T = Arc<Loopback>> {
+    kept: Arc<Mutex<HashMap<Key, Kept<T>>>>,
+}
+
+impl<T> Default for Sessions<T> {
+    fn default() -> Self {
+        Sessions {
+            kept: Arc::default(),
+        }
+    }
+}
+
+impl<T: Clone> Sessions<T> {
+    /// The session of `key`, if one is kept; expired ones are dropped.
+    fn get(&self, key: &Key) -> Option<T> {
+        let mut kept = crate::sync::lock(&self.kept);
+        kept.retain(|_, k| k.last_used.elapsed() < SESSION_IDLE);
+        let k = kept.get_mut(key)?;
+        k.last_used = Instant::now();
+        Some(k.session.clone())
+    }
+
+    fn insert(&self, key: Key, session: T) -> T {
+        let mut kept = crate::sync::lock(&self.kept);
+        let same_token = |k: &Key| k.0 == key.0 && k.2 == key.2;
+        if !kept.contains_key(&key)
+            && kept.keys().filter(|k| same_token(k)).count() >= MAX_SESSIONS_PER_TOKEN
+            && let Some(oldest) = kept
+                .iter()
+                .filter(|(k, _)| same_token(k))
+                .min_by_key(|(_, k)| k.last_used)
+                .map(|(key, _)| key.clone())
+        {
+            kept.remove(&oldest);
+        }
+        if kept.len() >= MAX_SESSIONS
+            && let Some(oldest) = kept
+                .iter()
+                .min_by_key(|(_, k)| k.last_used)
+                .map(|(key, _)| key.clone())
+        {
+            kept.remove(&oldest);
+        }
+        kept.entry(key)
+            .or_insert(Kept {
+                session,
+                last_used: Instant::now(),
+            })
+            .session
+            .clone()
+    }
+}
+
+/// The deadline of a forwarded call: the tool's own `timeout` (seconds)
+/// and a margin, at least 30 s, at most the longest wait and a margin.
+pub fn call_deadline(arguments: &serde_json::Map<String, serde_json::Value>) -> Duration {
+    let asked = arguments
+        .get("timeout")
+        .and_then(|t| t.as_f64().or_else(|| t.as_str()?.trim().parse().ok()))
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .unwrap_or(0.0)
+        .min(super::args::MAX_TIMEOUT_S);
+    Duration::from_secs_f64(asked.max(20.0) + 10.0)
+}
+
+/// Why a forwarded call is refused before it runs, if it is.
+fn refused(call: &ForwardedCall) -> Option<String> {
+    if call.v != VERSION {
+        return Some(format!(
+            "invalid_argument: the call is of wire version {}, and this site reads {VERSION}",
+            call.v
+        ));
+    }
+    let plain = |s: &str, max: usize| {
+        !s.is_empty()
+            && s.len() <= max
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+    };
+    if !plain(&call.tool, 64) || !plain(&call.gateway, 64) || call.token.is_empty() {
+        return Some(
+            "invalid_argument: the call names no tool, gateway or token this site takes".into(),
+        );
+    }
+    None
+}
+
+/// Runs one forwarded call; the answer to send back.
+async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallAnswer {
+    if payload.len() > MAX_CALL {
+        return CallAnswer::Refused(format!(
+            "invalid_argument: the call is {} bytes, more than {MAX_CALL}",
+            payload.len()
+        ));
+    }
+    let call: ForwardedCall = match serde_json::from_slice(payload) {
+        Ok(c) => c,
+        Err(e) => return CallAnswer::Refused(format!("invalid_argument: no call: {e}")),
+    };
+    if let Some(why) = refused(&call) {
+        return CallAnswer::Refused(why);
+    }
+    let key = (call.gateway.clone(), call.session, call.token.clone());
+    let session = match sessions.get(&key) {
+        Some(s) => s,
+        None => {
+            let caller = Caller::via_fleet(
+                &call.token,
+                &call.gateway,
+                call.access,
+                call.use_credentials,
+            );
+            let server = GateServer::for_fleet(gateway.clone(), caller);
+            let client = format!(
+                "{}@{}",
+                crate::error::label(&call.client),
+                crate::error::label(&call.gateway)
+            );
+            match Loopback::start(server, &client).await {
+                Ok(s) => sessions.insert(key, Arc::new(s)),
+                Err(e) => return CallAnswer::Refused(e.to_string()),
+            }
+        }
+    };
+    tracing::info!(
+        "fleet: {} calls {} through {}",
+        crate::error::label(&call.token),
+        call.tool,
+        crate::error::label(&call.gateway)
+    );
+    let deadline = call_deadline(&call.arguments);
+    match session.call(&call.tool, call.arguments, deadline).await {
+        Ok(result) => CallAnswer::Result(result),
+        Err(e) => CallAnswer::Refused(e.to_string()),
+    }
+}
+
+/// Serves the calls forwarded to `fleet`'s site until `stop`.
+pub async fn serve_calls(
+    gateway: Gateway,
+    fleet: Fleet,
+    stop: CancellationToken,
+) -> Result<(), async_nats::SubscribeError> {
+    let client = fleet.client().clone();
+    let mut calls = client.subscribe(subjects::calls(&fleet.site)).await?;
+    let sessions = Sessions::default();
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                () = stop.cancelled() => break,
+                m = calls.next() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            let Some(reply) = message.reply.clone() else {
+                continue;
+            };
+            let (gateway, sessions, client) = (gateway.clone(), sessions.clone(), client.clone());
+            tokio::spawn(async move {
+                let answer = answer(&gateway, &sessions, &message.payload).await;
+                let mut bytes = serde_json::to_vec(&answer).unwrap_or_default();
+                if bytes.len() > MAX_CALL {
+                    bytes = serde_json::to_vec(&CallAnswer::Refused(format!(
+                        "invalid_argument: the result is {} bytes, more than the {MAX_CALL} a call through the fleet may answer; read the output in pages with read_output (max_bytes)",
+                        bytes.len()
+                    )))
+                    .unwrap_or_default();
+                }
+                if let Err(e) = client.publish(reply, bytes.into()).await {
+                    tracing::warn!("fleet: the answer to a forwarded call was not sent: {e}");
+                }
+            });
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(gateway: &str, session: u64, token: &str) -> Key {
+        (gateway.to_owned(), session, token.to_owned())
+    }
+
+    #[test]
+    fn a_token_opening_sessions_in_a_loop_ends_only_its_own() {
+        let sessions: Sessions<u64> = Sessions::default();
+        sessions.insert(key("hub", 0, "ops"), 0);
+        for n in 1..=(MAX_SESSIONS_PER_TOKEN as u64 * 3) {
+            sessions.insert(key("hub", n, "reader"), n);
+        }
+        assert_eq!(sessions.get(&key("hub", 0, "ops")), Some(0));
+        let readers = (1..=(MAX_SESSIONS_PER_TOKEN as u64 * 3))
+            .filter(|n| sessions.get(&key("hub", *n, "reader")).is_some())
+            .count();
+        assert_eq!(readers, MAX_SESSIONS_PER_TOKEN);
+        // the newest are kept
+        let newest = MAX_SESSIONS_PER_TOKEN as u64 * 3;
+        assert_eq!(sessions.get(&key("hub", newest, "reader")), Some(newest));
+        // a kept key is found again, not replaced
+        assert_eq!(sessions.insert(key("hub", 0, "ops"), 99), 0);
+    }
+}

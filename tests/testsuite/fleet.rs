@@ -1,0 +1,545 @@
+//! A fleet on NATS, end to end: a hub `nats-server` and one leaf-node
+//! server per site (each leaf dials the hub with its site's user, whose
+//! permissions allow only that site's subjects), two site gateways each
+//! with a simulated Cisco switch, and a serving gateway over HTTP that
+//! dials the hub with an nkey. Agents use the serving gateway's MCP
+//! endpoint with their tokens; the fault is a leaf killed (the site's
+//! uplink cut) and started again.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use serialgate_sim::{self as sim, Profile, SimHandle};
+use serialgate_testkit::client::GateClient;
+use serialgate_testkit::daemon::{self, Daemon, NotifySocket};
+use serialgate_testkit::nats::{self, NatsServer};
+use serialgate_testkit::{rig, skip, wait};
+use tempfile::TempDir;
+
+/// How long any one expected thing may take.
+const DEADLINE: Duration = Duration::from_secs(20);
+const OPS: &str = "ops-secret-0123456789";
+const DC1_ONLY: &str = "dc1only-secret-0123456789";
+const ROOT: &str = "root-secret-0123456789";
+/// The sites that have a gateway; `dc3` has only credentials (the rogue).
+const SITES: [&str; 2] = ["dc1", "dc2"];
+
+/// A site user's password on the hub (what its leaf dials with).
+fn site_password(site: &str) -> String {
+    format!("{site}-leaf-secret")
+}
+
+/// The hub's config: the leaf-node listener and who may do what. A site
+/// publishes its own announcements and answers (`allow_responses`) the
+/// calls of its own subject; the serving gateway sends calls and hears
+/// announcements.
+fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
+    // The serving gateway is a site too (`hub`): it announces its own
+    // ports and answers for them.
+    let mut users = format!(
+        "    {{ nkey: \"{serving_nkey}\", permissions: {{ publish: [\"serialgate.site.*.call\", \"serialgate.announce.hub\"], subscribe: [\"serialgate.announce.*\", \"serialgate.site.hub.call\", \"_INBOX.>\"], allow_responses: true }} }}\n"
+    );
+    for site in ["dc1", "dc2", "dc3"] {
+        users.push_str(&format!(
+            "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.call\"], allow_responses: true }} }}\n",
+            site_password(site)
+        ));
+    }
+    format!(
+        "leafnodes {{ listen: \"127.0.0.1:{leaf_port}\" }}\nauthorization {{\n  users = [\n{users}  ]\n}}\n"
+    )
+}
+
+/// The whole fleet; what NATS refused is printed when it ends, for a
+/// failing test's reader.
+struct Fleet {
+    dir: TempDir,
+    _hub: NatsServer,
+    hub_url: String,
+    /// dc1's and dc2's leaf servers.
+    leaves: Vec<NatsServer>,
+    sims: Vec<SimHandle>,
+    sites: Vec<Daemon>,
+    serving: Daemon,
+    url: String,
+    _notify: Vec<NotifySocket>,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for (name, server) in
+            std::iter::once(("hub", &self._hub)).chain(self.leaves.iter().map(|l| ("leaf", l)))
+        {
+            for line in server
+                .logged()
+                .lines()
+                .filter(|l| l.contains("Violation") || l.contains("[ERR]"))
+            {
+                eprintln!("[nats {name}] {line}");
+            }
+        }
+    }
+}
+
+impl Fleet {
+    /// Starts everything, or says why it cannot (no nats-server).
+    async fn start() -> Option<Fleet> {
+        let Some(binary) = nats::binary() else {
+            skip::skipped("nats-server is not installed (Debian: apt install nats-server)");
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+        let key = nkeys::KeyPair::new_user();
+        let seed = dir.path().join("serving.nk");
+        write_private(&seed, &key.seed().expect("seed"));
+        let leaf_port = nats::free_port();
+        let hub = NatsServer::start(
+            &binary,
+            dir.path(),
+            "hub",
+            &hub_config(leaf_port, &key.public_key()),
+        )
+        .await;
+        let mut leaves = Vec::new();
+        let mut sims = Vec::new();
+        let mut sites = Vec::new();
+        let mut notify = Vec::new();
+        for site in SITES {
+            let leaf = NatsServer::start(
+                &binary,
+                dir.path(),
+                &format!("leaf-{site}"),
+                &format!(
+                    "leafnodes {{ remotes = [ {{ url: \"nats-leaf://{site}:{}@127.0.0.1:{leaf_port}\" }} ] }}\n",
+                    site_password(site)
+                ),
+            )
+            .await;
+            let link = dir.path().join(format!("{site}-core-sw1"));
+            sims.push(
+                sim::spawn(Profile::CiscoIos, Some(link.clone()))
+                    .await
+                    .expect("simulated switch"),
+            );
+            let config = dir.path().join(format!("{site}.toml"));
+            std::fs::write(
+                &config,
+                format!(
+                    "[server]\nauth = \"none\"\nlog_dir = \"logs-{site}\"\n\n\
+                     [ports.core-sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n\
+                     [fleet]\nurls = [\"{}\"]\nsite = \"{site}\"\n",
+                    link.display(),
+                    leaf.url()
+                ),
+            )
+            .expect("write a site's config");
+            std::fs::create_dir(dir.path().join(site)).expect("a site's dir");
+            let n = NotifySocket::bind(&dir.path().join(site));
+            let mut d = Daemon::spawn(Some(&config), &n, &["--http", "127.0.0.1:0"]);
+            d.http_url().await;
+            n.expect("READY=1").await;
+            notify.push(n);
+            sites.push(d);
+            leaves.push(leaf);
+        }
+        let tokens = daemon::tokens_toml(
+            dir.path(),
+            &[
+                ("ops", OPS, r#"["*", "*/*"]"#, "write"),
+                ("dc1only", DC1_ONLY, r#"["dc1/*"]"#, "write"),
+                ("root", ROOT, r#"["*/*"]"#, "admin"),
+            ],
+        );
+        let config = dir.path().join("serving.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[ports.hub-sw]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}\n\
+                 [fleet]\nurls = [\"{}\"]\nsite = \"hub\"\ncredentials = \"serving.nk\"\nserve = true\n",
+                dir.path().join("absent-device").display(),
+                hub.url()
+            ),
+        )
+        .expect("write the serving config");
+        std::fs::create_dir(dir.path().join("serving")).expect("the serving dir");
+        let n = NotifySocket::bind(&dir.path().join("serving"));
+        let mut serving = Daemon::spawn(Some(&config), &n, &["--http", "127.0.0.1:0"]);
+        let url = serving.http_url().await;
+        n.expect("READY=1").await;
+        notify.push(n);
+        let fleet = Fleet {
+            hub_url: hub.url(),
+            _hub: hub,
+            dir,
+            leaves,
+            sims,
+            sites,
+            serving,
+            url,
+            _notify: notify,
+        };
+        let ops = fleet.agent(OPS).await;
+        for site in SITES {
+            fleet
+                .port_state(&ops, &format!("{site}/core-sw1"), |p| p["state"] == "open")
+                .await;
+        }
+        Some(fleet)
+    }
+
+    async fn agent(&self, secret: &str) -> GateClient {
+        GateClient::connect_http(&self.url, Some(secret))
+            .await
+            .expect("HTTP MCP session")
+    }
+
+    /// Waits until `list_ports` shows `name` as `done` says; returns it.
+    async fn port_state(
+        &self,
+        agent: &GateClient,
+        name: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        wait::eventually(&format!("{name} as awaited"), DEADLINE, || async {
+            let list = agent.call("list_ports", json!({})).await.expect("MCP").ok();
+            let port = list["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["name"] == name)
+                .cloned();
+            match port {
+                Some(p) if done(&p) => Ok(p),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await
+    }
+}
+
+fn write_private(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).expect("write a private file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
+}
+
+async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
+    agent.call(tool, args).await.expect("MCP transport").ok()
+}
+
+async fn err(agent: &GateClient, tool: &str, args: Value) -> String {
+    agent.call(tool, args).await.expect("MCP transport").err()
+}
+
+#[tokio::test]
+async fn an_agent_lists_both_sites_and_runs_commands_and_config_on_a_remote_switch() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let ops = fleet.agent(OPS).await;
+    let list = ok(&ops, "list_ports", json!({})).await;
+    let names: Vec<&str> = list["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["hub-sw", "dc1/core-sw1", "dc2/core-sw1"],
+        "{list:#}"
+    );
+    let remote = &list["ports"][1];
+    assert_eq!(remote["preset"], "cisco-ios", "{remote}");
+
+    let connected = ok(&ops, "connect", json!({"port": "dc2/core-sw1"})).await;
+    assert_eq!(connected["connection"], "dc2/core-sw1", "{connected}");
+    // The switch at dc2 answers through the fleet, as it would locally.
+    rig::enable(&ops).await;
+    let version = ok(
+        &ops,
+        "send_command",
+        json!({"connection": "dc2/core-sw1", "command": "show version"}),
+    )
+    .await;
+    let output = version["output"].as_str().expect("output");
+    assert!(output.contains("SW1 uptime is"), "{version:#}");
+    let changed = ok(
+        &ops,
+        "send_config",
+        json!({"connection": "dc2/core-sw1", "lines": ["ntp server 10.9.9.9"]}),
+    )
+    .await;
+    assert_eq!(changed["verdicts"][0]["ok"], true, "{changed:#}");
+    assert!(
+        fleet.sims[1]
+            .configuration()
+            .iter()
+            .any(|l| l == "ntp server 10.9.9.9"),
+        "dc2's switch: {:?}",
+        fleet.sims[1].configuration()
+    );
+    assert!(
+        !fleet.sims[0]
+            .configuration()
+            .iter()
+            .any(|l| l.contains("10.9.9.9")),
+        "dc1's switch was changed too"
+    );
+    // The site ran it, naming the token and the gateway it came through.
+    let line = fleet.sites[1]
+        .stderr
+        .wait_for("calls send_config through")
+        .await;
+    assert!(
+        line.contains("ops calls send_config through hub:"),
+        "{line}"
+    );
+    let status = ok(&ops, "status", json!({})).await;
+    assert_eq!(status["connection"], "dc2/core-sw1", "{status:#}");
+    assert_eq!(status["state"], "open", "{status:#}");
+    // A transfer is not offered through the fleet yet, and says so.
+    let root = fleet.agent(ROOT).await;
+    let refused = err(
+        &root,
+        "send_file",
+        json!({"connection": "dc2/core-sw1", "file": "x.bin"}),
+    )
+    .await;
+    assert!(
+        refused.starts_with("invalid_argument:")
+            && refused.contains("not yet offered through the fleet"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_of_one_site_is_refused_on_another_as_on_a_local_port() {
+    let Some(fleet) = Fleet::start().await else {
+        return;
+    };
+    let dc1 = fleet.agent(DC1_ONLY).await;
+    let list = ok(&dc1, "list_ports", json!({})).await;
+    let names: Vec<&str> = list["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["dc1/core-sw1"], "{list:#}");
+    let remote = err(&dc1, "connect", json!({"port": "dc2/core-sw1"})).await;
+    let local = err(&dc1, "connect", json!({"port": "hub-sw"})).await;
+    assert!(remote.starts_with("forbidden:"), "{remote}");
+    assert_eq!(
+        remote.replace("dc2/core-sw1", "PORT"),
+        local.replace("hub-sw", "PORT")
+    );
+    // Naming the connection directly is refused alike, before the site
+    // hears of it.
+    let direct = err(
+        &dc1,
+        "send_command",
+        json!({"connection": "dc2/core-sw1", "command": "show version"}),
+    )
+    .await;
+    assert!(direct.starts_with("forbidden:"), "{direct}");
+    assert!(
+        fleet.sims[1].received().is_empty(),
+        "dc2's switch got {:?}",
+        fleet.sims[1].received()
+    );
+    // Its own site works.
+    ok(&dc1, "connect", json!({"port": "dc1/core-sw1"})).await;
+    rig::enable(&dc1).await;
+}
+
+#[tokio::test]
+async fn a_site_cut_off_fails_at_once_and_comes_back_with_what_it_captured() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let ops = fleet.agent(OPS).await;
+    ok(&ops, "connect", json!({"port": "dc1/core-sw1"})).await;
+    let before = ok(&ops, "read_output", json!({"connection": "dc1/core-sw1"})).await;
+    let cursor = before["next_cursor"].as_u64().expect("next_cursor");
+
+    fleet.leaves[0].kill();
+    let shown = fleet
+        .port_state(&ops, "dc1/core-sw1", |p| {
+            p["down_reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("unreachable since"))
+        })
+        .await;
+    assert_eq!(shown["state"], "down", "{shown}");
+    // The other site is untouched.
+    fleet
+        .port_state(&ops, "dc2/core-sw1", |p| p["state"] == "open")
+        .await;
+    // The switch goes on talking at its site meanwhile.
+    fleet.sims[0]
+        .inject(b"\r\n%LINK-3-UPDOWN: Interface Gi0/7, changed state to down\r\n")
+        .await;
+    let started = Instant::now();
+    let refused = err(
+        &ops,
+        "send_command",
+        json!({"connection": "dc1/core-sw1", "command": "show clock"}),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        refused.starts_with("port_unavailable:")
+            && refused.contains("site dc1 is unreachable since"),
+        "{refused}"
+    );
+
+    fleet.leaves[0].restart().await;
+    fleet
+        .port_state(&ops, "dc1/core-sw1", |p| p["state"] == "open")
+        .await;
+    let read = wait::eventually("the captured line", DEADLINE, || async {
+        let r = ops
+            .call(
+                "read_output",
+                json!({"connection": "dc1/core-sw1", "cursor": cursor}),
+            )
+            .await
+            .expect("MCP");
+        match r {
+            serialgate_testkit::client::Outcome::Ok(v)
+                if v["output"]
+                    .as_str()
+                    .is_some_and(|o| o.contains("Gi0/7, changed state to down")) =>
+            {
+                Ok(v)
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert_eq!(read["truncated"], false, "{read}");
+    let _ = &mut fleet.serving;
+}
+
+/// Connects to the hub as `user` and says what the server answered to
+/// the subscription and the publish (a permission error, or nothing).
+async fn try_as_site(hub: &str, user: &str, subscribe: &str, publish: &str) -> Vec<String> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client =
+        async_nats::ConnectOptions::with_user_and_password(user.into(), site_password(user))
+            .event_callback(move |event| {
+                let tx = tx.clone();
+                async move {
+                    if let async_nats::Event::ServerError(e) = event {
+                        let _ = tx.send(e.to_string());
+                    }
+                }
+            })
+            .connect(hub)
+            .await
+            .expect("the site's own credentials connect");
+    let _sub = client
+        .subscribe(subscribe.to_owned())
+        .await
+        .expect("subscribe sent");
+    client
+        .publish(publish.to_owned(), "{}".into())
+        .await
+        .expect("publish sent");
+    client.flush().await.expect("flush");
+    let mut errors = Vec::new();
+    while errors.len() < 2 {
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(e)) => errors.push(e),
+            _ => break,
+        }
+    }
+    errors
+}
+
+#[tokio::test]
+async fn a_site_key_cannot_take_another_sites_calls_nor_announce_for_it() {
+    let Some(fleet) = Fleet::start().await else {
+        return;
+    };
+    let errors = try_as_site(
+        &fleet.hub_url,
+        "dc1",
+        "serialgate.site.dc2.call",
+        "serialgate.announce.dc2",
+    )
+    .await;
+    let all = errors.join("\n").to_lowercase();
+    assert!(
+        all.contains("permissions violation for subscription to \"serialgate.site.dc2.call\""),
+        "{errors:?}"
+    );
+    assert!(
+        all.contains("permissions violation for publish to \"serialgate.announce.dc2\""),
+        "{errors:?}"
+    );
+    // Its own subjects are its to use.
+    let own = try_as_site(
+        &fleet.hub_url,
+        "dc1",
+        "serialgate.site.dc1.call",
+        "serialgate.announce.dc1",
+    )
+    .await;
+    assert!(own.is_empty(), "{own:?}");
+}
+
+#[tokio::test]
+async fn a_rogue_sites_announcement_is_shown_bounded_and_escaped_or_dropped() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let rogue =
+        async_nats::ConnectOptions::with_user_and_password("dc3".into(), site_password("dc3"))
+            .connect(fleet.hub_url.as_str())
+            .await
+            .expect("dc3's credentials connect");
+    let long = "A".repeat(5000);
+    let announcement = json!({"v": 1, "ports": [
+        {"name": "evil", "state": "open", "preset": "cisco-ios\u{1b}]0;owned\u{7}\u{1b}[2J", "writer": format!("x\r\n{long}"), "people": 1},
+        {"name": "bad\u{1b}[31mname", "state": "open", "preset": "p", "writer": null, "people": 0},
+    ]});
+    rogue
+        .publish("serialgate.announce.dc3", announcement.to_string().into())
+        .await
+        .expect("publish");
+    rogue.flush().await.expect("flush");
+    let ops = fleet.agent(OPS).await;
+    let evil = fleet.port_state(&ops, "dc3/evil", |_| true).await;
+    assert_eq!(evil["preset"], "cisco-ios", "{evil}");
+    let writer = evil["writer"]["who"].as_str().expect("writer");
+    assert!(
+        writer.len() <= 128 && !writer.chars().any(char::is_control),
+        "{writer:?}"
+    );
+    let line = fleet
+        .serving
+        .stderr
+        .wait_for("site dc3 announced 1 port(s) this gateway does not show")
+        .await;
+    assert!(!line.contains('\u{1b}'), "{line:?}");
+    // Too large a message is dropped whole, and said so.
+    let huge = json!({"v": 1, "ports": [{"name": "x", "state": "open", "preset": "A".repeat(300_000), "writer": null, "people": 0}]});
+    rogue
+        .publish("serialgate.announce.dc3", huge.to_string().into())
+        .await
+        .expect("publish");
+    rogue.flush().await.expect("flush");
+    fleet
+        .serving
+        .stderr
+        .wait_for("dropped an announcement of site dc3")
+        .await;
+    let _ = &fleet.dir;
+}
