@@ -16,7 +16,8 @@
 //! - [`load`]: many talking devices and many HTTP sessions, nothing lost
 //!   (the load test and its bench).
 //! - [`tls`]: a test CA and its certificates (the openssl CLI), and a
-//!   rustls client config trusting only it.
+//!   rustls client config trusting only it; [`mcp_post`]: an MCP client on
+//!   one kept-alive HTTP/1.1 connection, plain or TLS (the TLS bench).
 //! - [`nats`]: a real `nats-server` on free loopback ports, killed and
 //!   started again (the fleet tests).
 //! - [`web`]: the web view's site (two devices, the daemon over HTTP,
@@ -47,6 +48,7 @@ pub mod daemon;
 pub mod frr;
 pub mod ipmi;
 pub mod load;
+pub mod mcp_post;
 pub mod nats;
 pub mod nut;
 pub mod pdu;
