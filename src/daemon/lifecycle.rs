@@ -254,6 +254,7 @@ impl Reloader {
         {
             return Reloaded::Rejected(format!("{}: {e}", path.display()));
         }
+        warn_of_listeners_kept(&gateway.config(), &config);
         let (added, removed, changed) = gateway.reload(config).await;
         Reloaded::Applied {
             added,
@@ -261,6 +262,28 @@ impl Reloader {
             changed,
         }
     }
+}
+
+/// Says in the log that a reload leaves the SSH door where it is: it is
+/// bound once at start, so a changed `ssh_listen` (or one added or
+/// removed) takes a restart; the people, their keys and their access are
+/// taken from the new config at once.
+fn warn_of_listeners_kept(running: &Config, new: &Config) {
+    let (old, wanted) = (&running.server.ssh_listen, &new.server.ssh_listen);
+    if old == wanted {
+        return;
+    }
+    let now = match old {
+        Some(listen) => format!("the SSH door stays where start bound it ({listen:?})"),
+        None => "no SSH door opens".to_owned(),
+    };
+    let asked = match wanted {
+        Some(listen) => format!("changed to {listen:?}"),
+        None => "removed".to_owned(),
+    };
+    tracing::warn!(
+        "[server] ssh_listen {asked}: {now} until a restart (systemctl restart serialgate)"
+    );
 }
 
 /// `RELOADING=1` with the `MONOTONIC_USEC` systemd asks to come with it.

@@ -480,6 +480,40 @@ async fn a_port_out_of_scope_or_a_key_not_authorised_gets_nothing() {
 }
 
 #[tokio::test]
+async fn a_reload_that_moves_ssh_listen_says_it_takes_a_restart_and_the_door_stays_open() {
+    if !have_openssh() {
+        return;
+    }
+    let mut door = Door::start().await;
+    let text = std::fs::read_to_string(&door.config).expect("read the config");
+    let moved = text.replace(
+        "ssh_listen = \"127.0.0.1:0\"",
+        "ssh_listen = \"127.0.0.1:2222\"",
+    );
+    assert_ne!(text, moved, "ssh_listen was in the config");
+    std::fs::write(&door.config, moved).expect("write the config");
+    door.daemon.signal(libc::SIGHUP);
+    let said = door
+        .daemon
+        .stderr
+        .wait_for("ssh_listen changed to \"127.0.0.1:2222\"")
+        .await;
+    assert!(
+        said.contains("stays where start bound it (\"127.0.0.1:0\") until a restart"),
+        "{said}"
+    );
+    door.daemon.stderr.wait_for("reloaded").await;
+
+    // The door is where it was, and lets alice in.
+    let mut terminal = Terminal::open();
+    let mut ssh = door.ssh(Some(&terminal), "alice:sw1", "alice", &["-tt"]);
+    terminal.read_until("you hold the write").await;
+    terminal.type_keys(b"\x1d.");
+    terminal.read_until("detached from sw1").await;
+    assert_eq!(exit_code(&mut ssh).await, Some(0));
+}
+
+#[tokio::test]
 async fn a_reload_that_removes_the_person_or_her_key_closes_their_session() {
     if !have_openssh() {
         return;
