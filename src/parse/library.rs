@@ -44,7 +44,8 @@ pub fn find(user: &UserTemplates, platform: &str, command: &str) -> Result<Found
     let mut templates = Vec::new();
     for name in names {
         let template = match user.template(&name) {
-            Some(t) => t,
+            Some(Ok(t)) => t,
+            Some(Err(e)) => return Err(format!("the template does not compile: {e}")),
             None => match super::shipped::compiled(&name) {
                 Some(Ok(t)) => t,
                 Some(Err(e)) => return Err(format!("the shipped template does not compile: {e}")),

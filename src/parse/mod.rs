@@ -7,8 +7,10 @@
 //! unless a pattern needs look-around, then a backtracking one that stops
 //! at a million steps per match. `shipped` embeds the ntc-templates set,
 //! `user_templates` reads `[server] templates_dir`, `library` finds the
-//! template for a command, and `records` runs it within its bounds.
+//! template for a command, `cache` keeps the compiled ones in use, and
+//! `records` runs a template within its bounds.
 
+pub mod cache;
 pub mod library;
 pub mod records;
 pub mod shipped;

@@ -1,9 +1,9 @@
 //! The ntc-templates set serialgate ships (`templates/ntc/`, version and
 //! source in its README), embedded in the binary by `build.rs`; each
-//! template is compiled the first time a command needs it, then kept.
+//! template is compiled the first time a command needs it, then kept in a
+//! bounded cache ([`super::cache`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 
 use textfsm_core::{Index, Template};
 
@@ -37,22 +37,10 @@ pub fn text(name: &str) -> Option<&'static str> {
         .map(|i| SHIPPED_TEMPLATES[i].1)
 }
 
-/// The shipped template `name`, compiled (once per daemon).
+/// The shipped template `name`, compiled (kept while it is among the
+/// [`super::cache::MAX_COMPILED`] most recently used).
 pub fn compiled(name: &str) -> Option<Result<Arc<Template>, String>> {
-    static CACHE: LazyLock<Mutex<HashMap<String, Arc<Template>>>> =
-        LazyLock::new(|| Mutex::new(HashMap::new()));
+    static CACHE: LazyLock<super::cache::Compiled> = LazyLock::new(Default::default);
     let text = text(name)?;
-    if let Some(t) = crate::sync::lock(&CACHE).get(name) {
-        return Some(Ok(t.clone()));
-    }
-    // Compiled outside the lock: two first uses at once both compile,
-    // and nobody waits behind a compilation.
-    Some(match Template::parse_str(text) {
-        Ok(t) => {
-            let t = Arc::new(t);
-            crate::sync::lock(&CACHE).insert(name.to_owned(), t.clone());
-            Ok(t)
-        }
-        Err(e) => Err(format!("{name}: {e}")),
-    })
+    Some(CACHE.get_or_compile(name, text))
 }

@@ -1,12 +1,16 @@
 //! A user's own templates and index entries (`[server] templates_dir`),
 //! read and compiled when the config loads, so that a broken template is
-//! an error naming its file and line then, not at a device's answer.
+//! an error naming its file and line then, not at a device's answer. The
+//! texts are kept; the compiled forms in use are kept in a bounded cache
+//! ([`super::cache`]), as the shipped ones are.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use textfsm_core::{Index, Template, TemplateError};
+
+use super::cache::{Compiled, MAX_COMPILED};
 
 /// Largest template file read from `templates_dir`.
 pub const MAX_TEMPLATE_BYTES: u64 = 256 * 1024;
@@ -19,9 +23,10 @@ pub const MAX_TEMPLATES: usize = 2000;
 pub struct UserTemplates {
     /// The directory they were read from.
     pub dir: Option<PathBuf>,
-    /// Template file name to its text (for comparing configs) and its
-    /// compiled form.
-    templates: BTreeMap<String, (String, Arc<Template>)>,
+    /// Template file name to its text (compiled at load, so known good).
+    templates: BTreeMap<String, String>,
+    /// The compiled ones most recently used.
+    compiled: Compiled,
     /// `templates_dir/index`, with its text, when there is one.
     index: Option<(String, Index)>,
 }
@@ -45,7 +50,7 @@ impl PartialEq for UserTemplates {
                 .templates
                 .iter()
                 .zip(&other.templates)
-                .all(|((a, (ta, _)), (b, (tb, _)))| a == b && ta == tb)
+                .all(|((a, ta), (b, tb))| a == b && ta == tb)
     }
 }
 
@@ -58,6 +63,7 @@ impl UserTemplates {
         let entries = std::fs::read_dir(dir)
             .map_err(|e| format!("{shown}: {e}; create it or fix templates_dir"))?;
         let mut templates = BTreeMap::new();
+        let compiled = Compiled::default();
         for entry in entries {
             let entry = entry.map_err(|e| format!("{shown}: {e}"))?;
             let Ok(name) = entry.file_name().into_string() else {
@@ -75,7 +81,10 @@ impl UserTemplates {
             let text = read_bounded(&path)?;
             let template = Template::parse_str(&text)
                 .map_err(|e| format!("{}: {}", path.display(), located(&e, &text)))?;
-            templates.insert(name, (text, Arc::new(template)));
+            if compiled.len() < MAX_COMPILED {
+                compiled.insert(&name, Arc::new(template));
+            }
+            templates.insert(name, text);
         }
         let index_path = dir.join("index");
         let index = if index_path.exists() {
@@ -102,6 +111,7 @@ impl UserTemplates {
         Ok(UserTemplates {
             dir: Some(dir.to_path_buf()),
             templates,
+            compiled,
             index,
         })
     }
@@ -111,9 +121,11 @@ impl UserTemplates {
         self.index.as_ref().map(|(_, i)| i)
     }
 
-    /// The user's template `name`, which wins over a shipped one of that name.
-    pub fn template(&self, name: &str) -> Option<Arc<Template>> {
-        self.templates.get(name).map(|(_, t)| t.clone())
+    /// The user's template `name`, which wins over a shipped one of that
+    /// name: `None` when the user has none.
+    pub fn template(&self, name: &str) -> Option<Result<Arc<Template>, String>> {
+        let text = self.templates.get(name)?;
+        Some(self.compiled.get_or_compile(name, text))
     }
 }
 
@@ -150,5 +162,32 @@ fn located(e: &TemplateError, text: &str) -> String {
     match line {
         Some(n) => format!("line {}: {e}", n + 1),
         None => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn more_templates_than_the_cache_keeps_all_still_parse() {
+        let dir = tempfile::tempdir().unwrap();
+        let count = MAX_COMPILED + 10;
+        for i in 0..count {
+            std::fs::write(
+                dir.path().join(format!("t{i}.textfsm")),
+                format!("Value A (a{i})\n\nStart\n  ^${{A}} -> Record\n"),
+            )
+            .unwrap();
+        }
+        let user = UserTemplates::load(dir.path()).unwrap();
+        assert_eq!(user.compiled.len(), MAX_COMPILED);
+        for i in 0..count {
+            let t = user.template(&format!("t{i}.textfsm")).unwrap().unwrap();
+            let rows = t.parser().parse_text(&format!("a{i}\n")).unwrap();
+            assert_eq!(rows.len(), 1, "t{i}");
+            assert!(user.compiled.len() <= MAX_COMPILED);
+        }
+        assert!(user.template("none.textfsm").is_none());
     }
 }
