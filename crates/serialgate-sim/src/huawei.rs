@@ -1,6 +1,7 @@
 //! A Huawei VRP router console (sysname `HUAWEI`) as a synchronous state
 //! machine: bytes in, bytes out, no I/O.
 
+mod brief;
 mod config;
 
 use super::cli::{
@@ -152,7 +153,12 @@ const INTERFACE_VIEW: &[&str] = &[
 /// Interface types, as VRP names them.
 const INTERFACE_TYPES: &[&str] = &["Eth-Trunk", "GigabitEthernet", "LoopBack", "NULL", "Vlanif"];
 /// What `display` shows.
-const DISPLAY: &[&str] = &["current-configuration", "saved-configuration", "version"];
+const DISPLAY: &[&str] = &[
+    "current-configuration",
+    "interface",
+    "saved-configuration",
+    "version",
+];
 /// What `save` asks.
 pub const SAVE_QUESTION: &str =
     "Warning: The current configuration will be written to the device. Continue? [Y/N]:";
@@ -171,7 +177,8 @@ pub const SAVE_DONE: &str = "Now saving the current configuration to the slot 1 
 /// RETURN shows the prompt. Commands (unique abbreviations work): `display
 /// current-configuration` (the current configuration, at first
 /// [`current_configuration_lines`]), `display saved-configuration`,
-/// `display version`, `screen-length 0 temporary`, `system-view`,
+/// `display version`, `display interface brief` (the configured
+/// interfaces and their states), `screen-length 0 temporary`, `system-view`,
 /// `sysname`, `interface` with `description`, `ip address`, `shutdown` and
 /// `undo`, other system-view lines, `save`, `quit`, `return` (and Ctrl-Z).
 /// Refused lines get VRP's `Error: … found at '^' position.` under a `^`.
@@ -408,6 +415,12 @@ impl HuaweiRouter {
         match first {
             "display" => {
                 let what = word(words, 1, DISPLAY)?;
+                if what == "interface" {
+                    // `brief`, the one form of `display interface` here.
+                    word(words, 2, &["brief"])?;
+                    no_more(words, 3)?;
+                    return Ok(crlf_lines(brief::interface_brief(&self.current)));
+                }
                 no_more(words, 2)?;
                 Ok(match what {
                     "version" => crlf_lines(VERSION),

@@ -40,6 +40,21 @@ impl Current {
         }
     }
 
+    /// Each interface with a section, in order, and whether it is `shutdown`.
+    pub fn interfaces(&self) -> Vec<(String, bool)> {
+        self.lines
+            .iter()
+            .enumerate()
+            .filter_map(|(h, l)| {
+                let name = l.strip_prefix("interface ")?;
+                let shut = self.lines[h + 1..self.section_end(h)]
+                    .iter()
+                    .any(|c| c == " shutdown");
+                Some((name.to_owned(), shut))
+            })
+            .collect()
+    }
+
     /// Whether `interface NAME` has a section.
     pub fn has_interface(&self, name: &str) -> bool {
         self.head(&format!("interface {name}")).is_some()
