@@ -4,6 +4,7 @@
 mod boot;
 mod clock;
 mod config;
+mod filter;
 mod rommon;
 mod running;
 mod safety;
@@ -549,15 +550,32 @@ impl CiscoSwitch {
 
     /// Runs one command line and prints its output (paged) and the prompt.
     fn execute(&mut self, line: &[u8], out: &mut Vec<u8>) {
-        let words = split_words(line);
+        // `show … | include REGEX`: the command, then its lines filtered.
+        let exec = matches!(self.mode, Mode::UserExec | Mode::Privileged);
+        let (command, filter) = match filter::split(line) {
+            Some((command, filter)) if exec => (command, Some(filter)),
+            _ => (line, None),
+        };
+        let words = split_words(command);
         if words.is_empty() {
             return self.print_prompt(out);
         }
         let prompt_len = self.prompt().len();
+        let table = if self.mode == Mode::UserExec {
+            USER_EXEC
+        } else {
+            PRIVILEGED
+        };
         let result = match self.mode {
-            Mode::UserExec => lookup(USER_EXEC, words[0]).and_then(|run| run(self, &words)),
-            Mode::Privileged => lookup(PRIVILEGED, words[0]).and_then(|run| run(self, &words)),
             Mode::Config | Mode::ConfigSub(_) => self.configure_line(&words, line, false),
+            _ => match (lookup(table, words[0]), filter) {
+                (Err(e), _) => Err(e),
+                (Ok(run), None) => run(self, &words),
+                // Only show commands take a filter: IOS marks the pipe.
+                (Ok(_), Some(_)) if !is_show(words[0]) => Err(Error::Invalid(command.len())),
+                (Ok(_), Some(Err(e))) => Err(e),
+                (Ok(run), Some(Ok(filter))) => run(self, &words).map(|text| filter.apply(&text)),
+            },
         };
         match result {
             // The command asked for a password or a confirmation: no prompt.
@@ -827,6 +845,11 @@ impl CiscoSwitch {
         self.mode = mode;
         result
     }
+}
+
+/// Whether `word` names `show`.
+fn is_show(word: Word) -> bool {
+    super::cli::is_abbreviation(word.text, "show")
 }
 
 /// The entry of `table` that `word` names or uniquely abbreviates, or the
