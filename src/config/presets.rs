@@ -281,8 +281,10 @@ fn frr() -> Preset {
         // the pager on); the length form is also what older vtysh and
         // Quagga know.
         paging_off: Some("terminal length 0".into()),
-        // ntc-templates has no FRRouting platform, and vtysh's tables
-        // differ from IOS's (route codes with `>*`, ages): none fits.
+        // ntc-templates has no FRRouting platform, and none of its
+        // platforms parses vtysh's FRR 8 tables: IOS's templates match
+        // no line of them (empty records, as if there were no routes),
+        // the others stop at the first (tests/testsuite/frr.rs).
         platform: None,
         modes: modes::frr(),
         credentials: None,

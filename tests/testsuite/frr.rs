@@ -555,3 +555,182 @@ async fn no_router_bgp_is_denied_in_every_spelling_and_bgp_stays_configured() {
     );
     assert!(bgp_configured(&running));
 }
+
+/// Python textfsm's answer for `output` of `command` on `platform`, with
+/// the templates of `dir` (its `index`): `{"python": records, "error": why}`.
+fn python_textfsm(dir: &std::path::Path, platform: &str, command: &str, output: &str) -> Value {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let python = serialgate_testkit::python::python_with(&["textfsm"])
+        .expect("the test venv's Python textfsm");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut child = Command::new(python)
+        .arg(root.join("tests/python/textfsm_fixtures.py"))
+        .arg("text")
+        .arg(dir)
+        .args([platform, command])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(output.as_bytes())
+        .expect("python reads");
+    let out = child.wait_with_output().expect("python ends");
+    serde_json::from_slice(&out.stdout).expect("python's JSON")
+}
+
+/// A template for FRRouting 8's `show ip route` (vtysh), as a user would
+/// put in `templates_dir`: the route code, selected and FIB flags, the
+/// prefix, distance and metric, next hop and age.
+const FRR_ROUTE: &str = "\
+Value Required PROTOCOL ([A-Za-z])
+Value SELECTED (>?)
+Value FIB (\\*?)
+Value NETWORK (\\d+\\.\\d+\\.\\d+\\.\\d+/\\d+)
+Value DISTANCE (\\d+)
+Value METRIC (\\d+)
+Value NEXTHOP (.+?)
+Value UPTIME (\\d\\S*)
+
+Start
+  ^Codes: -> Codes
+
+Codes
+  ^\\s*$$ -> Routes
+  ^\\s+\\S
+
+Routes
+  ^${PROTOCOL}${SELECTED}${FIB}\\s+${NETWORK}\\s+\\[${DISTANCE}/${METRIC}\\]\\s+${NEXTHOP},\\s+weight\\s+\\d+,\\s+${UPTIME}\\s*$$ -> Record
+  ^${PROTOCOL}${SELECTED}${FIB}\\s+${NETWORK}\\s+is\\s+directly\\s+connected,\\s+${NEXTHOP},\\s+${UPTIME}\\s*$$ -> Record
+  ^. -> Error
+";
+
+/// A template for FRRouting 8's `show ip bgp summary`: the router's id
+/// and AS, then one record per neighbour (FRR 8 added the VRF to the
+/// title and the PfxSnt and Desc columns, which ntc's VyOS template, made
+/// for FRR 7, does not know).
+const FRR_BGP_SUMMARY: &str = "\
+Value Filldown ROUTER_ID (\\S+)
+Value Filldown LOCAL_AS (\\d+)
+Value Required NEIGHBOR (\\d+\\.\\d+\\.\\d+\\.\\d+)
+Value NEIGHBOR_AS (\\d+)
+Value MSG_RCVD (\\d+)
+Value MSG_SENT (\\d+)
+Value UP_DOWN (\\S+)
+Value STATE_PFXRCD (\\S+)
+Value PFXSNT (\\S+)
+Value DESCRIPTION (.*?)
+
+Start
+  ^BGP\\s+router\\s+identifier\\s+${ROUTER_ID},\\s+local\\s+AS\\s+number\\s+${LOCAL_AS}
+  ^${NEIGHBOR}\\s+\\d+\\s+${NEIGHBOR_AS}\\s+${MSG_RCVD}\\s+${MSG_SENT}\\s+\\d+\\s+\\d+\\s+\\d+\\s+${UP_DOWN}\\s+${STATE_PFXRCD}\\s+${PFXSNT}\\s*${DESCRIPTION}\\s*$$ -> Record
+";
+
+/// Structured output from a real vtysh. No platform of ntc-templates 9.3.0
+/// parses FRRouting 8's tables: IOS's templates match no line of them (so
+/// `platform = "cisco_ios"` gives empty records, as Python textfsm gives,
+/// which would read as "no routes"); that is why the `frr` preset names
+/// none and says so. A user's templates for platform `frr` parse both,
+/// record for record as Python textfsm parses the same text.
+#[tokio::test]
+async fn parse_on_vtysh_output_is_python_textfsms_and_needs_frr_templates() {
+    if !here() {
+        return;
+    }
+    let commands = ["show ip route", "show ip bgp summary"];
+    // The preset as shipped: no platform, and the reason.
+    let router = configured_under("").await;
+    for command in commands {
+        let r = router
+            .ok(
+                "send_command",
+                json!({"command": command, "parse": true, "timeout": 30}),
+            )
+            .await;
+        assert_eq!(r["parsed"], Value::Null, "{r}");
+        assert!(text(&r, "parse_note").contains("names no platform"), "{r}");
+    }
+    drop(router);
+
+    // The closest ntc platform parses nothing out of vtysh's tables.
+    let ntc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/ntc");
+    let router = configured_under("platform = \"cisco_ios\"\n").await;
+    for command in commands {
+        let r = router
+            .ok(
+                "send_command",
+                json!({"command": command, "parse": true, "timeout": 30}),
+            )
+            .await;
+        assert!(text(&r, "output").lines().count() > 10, "{r}");
+        assert_eq!(r["parsed"], json!([]), "{r}");
+        let py = python_textfsm(&ntc, "cisco_ios", command, text(&r, "output"));
+        assert_eq!(py, json!({"python": [], "error": null}), "{command}");
+    }
+    drop(router);
+
+    // A user's templates for platform frr: records, as Python's.
+    let templates = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        templates.path().join("frr_show_ip_route.textfsm"),
+        FRR_ROUTE,
+    )
+    .unwrap();
+    std::fs::write(
+        templates.path().join("frr_show_ip_bgp_summary.textfsm"),
+        FRR_BGP_SUMMARY,
+    )
+    .unwrap();
+    std::fs::write(
+        templates.path().join("index"),
+        "Template, Hostname, Platform, Command\n\n\
+         frr_show_ip_route.textfsm, .*, frr, sh[[ow]] ip r[[oute]]\n\
+         frr_show_ip_bgp_summary.textfsm, .*, frr, sh[[ow]] ip b[[gp]] s[[ummary]]\n",
+    )
+    .unwrap();
+    let keys = format!(
+        "platform = \"frr\"\n[server]\ntemplates_dir = {:?}\n",
+        templates.path().display()
+    );
+    let router = configured_under(&keys).await;
+    let mut parsed = Vec::new();
+    for command in commands {
+        let r = router
+            .ok(
+                "send_command",
+                json!({"command": command, "parse": true, "timeout": 30}),
+            )
+            .await;
+        let py = python_textfsm(templates.path(), "frr", command, text(&r, "output"));
+        assert_eq!(py["error"], Value::Null, "{py}");
+        assert_eq!(
+            r["parsed"], py["python"],
+            "{command}: serialgate and Python textfsm disagree"
+        );
+        parsed.push(r["parsed"].as_array().cloned().unwrap_or_default());
+    }
+    let (routes, peers) = (&parsed[0], &parsed[1]);
+    assert_eq!(routes.len(), 150, "{routes:?}");
+    assert_eq!(routes[0]["network"], "10.20.0.0/24");
+    assert_eq!(routes[0]["protocol"], "S");
+    assert_eq!(routes[0]["nexthop"], "unreachable (blackhole)");
+    assert_eq!(peers.len(), 10, "{peers:?}");
+    assert_eq!(peers[0]["router_id"], "10.255.0.1");
+    assert_eq!(peers[0]["local_as"], "65001");
+    assert_eq!(peers[0]["neighbor"], "10.0.0.2");
+    assert_eq!(peers[0]["neighbor_as"], "65002");
+    assert_eq!(peers[0]["description"], "peer-2");
+}
+
+/// [`configured`], with `port_keys` added to the port's table.
+async fn configured_under(port_keys: &str) -> Router {
+    let router = Router::start_under(port_keys).await;
+    let lines = lab_config();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    router.frr.vtysh_c(&refs).await.expect("configure");
+    router
+}
