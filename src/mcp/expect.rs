@@ -89,6 +89,10 @@ pub struct ExpectStep {
     ))]
     #[serde(default, deserialize_with = "args::opt_bool")]
     pub sensitive: Option<bool>,
+    /// Parse the output as `send`'s, as send_command's `parse` does.
+    #[schemars(description = "Also return `parsed`: the output as the command `send`'s.")]
+    #[serde(default, deserialize_with = "args::opt_bool")]
+    pub parse: Option<bool>,
 }
 
 impl fmt::Debug for ExpectStep {
@@ -106,6 +110,7 @@ impl fmt::Debug for ExpectStep {
             .field("timeout", &self.timeout)
             .field("clear_first", &self.clear_first)
             .field("sensitive", &self.sensitive)
+            .field("parse", &self.parse)
             .finish()
     }
 }
@@ -186,6 +191,15 @@ pub struct StepResult {
     pub output_truncated: bool,
     /// Size of the whole output in bytes.
     pub total_bytes: u64,
+    /// With `parse`: the records of the output before the expected text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<Value>,
+    /// With `parse`: the template's file name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// With `parse`: why `parsed` is null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parse_note: Option<String>,
 }
 
 /// Result of `expect`.
@@ -267,6 +281,8 @@ struct Plan {
     sensitive: bool,
     /// What to wait for, and for how long.
     wait: Option<(Prompt, Duration)>,
+    /// With `parse`: the command whose output the step's is.
+    parse: Option<String>,
 }
 
 /// Checks every step before anything is sent; also returns the secrets to
@@ -365,6 +381,15 @@ fn plan(conn: &Connection, steps: &[ExpectStep]) -> Result<(Vec<Plan>, Vec<Strin
                 Some((prompt, timeout))
             }
         };
+        let parse = match (s.parse.unwrap_or(false), &s.send) {
+            (false, _) => None,
+            (true, Some(command)) if !sensitive && wait.is_some() => Some(command.clone()),
+            (true, _) => {
+                return Err(GateError::invalid(format!(
+                    "step {n}: parse needs the command in send (not sensitive) and the prompt in expect"
+                )));
+            }
+        };
         if bytes.is_none() && wait.is_none() && !s.clear_first.unwrap_or(false) {
             return Err(GateError::invalid(format!(
                 "step {n} does nothing; give send, send_hex or expect"
@@ -380,6 +405,7 @@ fn plan(conn: &Connection, steps: &[ExpectStep]) -> Result<(Vec<Plan>, Vec<Strin
             bytes,
             sensitive,
             wait,
+            parse,
         });
     }
     if total_timeout > MAX_TOTAL_TIMEOUT_S {
@@ -457,9 +483,8 @@ impl GateServer {
              like read_until_prompt. `clear_first` skips unread output before the\n\
              step. `sensitive: true` (passwords) keeps a step's text out of\n\
              results, errors and logs (sent shows `{REDACTED}`). A step that times out stops the run unless\n\
-             stop_on_timeout is false. `completed` is true when every step ran\n\
-             and matched. Limits: 1-{MAX_STEPS} steps; each send at most {}; expect at\n\
-             most {}; timeouts at most {} s each and {} s in sum;\n\
+             stop_on_timeout is false. Limits: 1-{MAX_STEPS} steps; each send at most {};\n\
+             expect at most {}; timeouts at most {} s each and {} s in sum;\n\
              max_output (default {DEFAULT_MAX_OUTPUT}) per step. Invalid steps are refused\n\
              before anything is sent.",
             seconds(DEFAULT_TIMEOUT_S),
@@ -525,6 +550,9 @@ impl GateServer {
                 truncated: false,
                 output_truncated: false,
                 total_bytes: 0,
+                parsed: None,
+                template: None,
+                parse_note: None,
             };
             if let Some((prompt, timeout)) = step.wait {
                 let waited = match self
@@ -562,6 +590,21 @@ impl GateServer {
                 result.end_cursor = waited.end_offset;
                 result.auto_replies = waited.auto_replies.len() as u64;
                 result.truncated = waited.truncated;
+                if let (Some(command), WaitEnd::Matched(span)) = (&step.parse, waited.end) {
+                    let body = log.copy_range(waited.start, span.start);
+                    let clean = super::parsed::clean_reply(&conn, command, &body);
+                    let config = self.gateway.config();
+                    let parsed = super::parsed::parse_output(
+                        &config.server,
+                        &conn.gateway_port.config,
+                        command,
+                        &clean,
+                    )
+                    .await;
+                    result.parsed = parsed.parsed;
+                    result.template = parsed.template;
+                    result.parse_note = parsed.note;
+                }
             }
             result.elapsed_ms = step_started.elapsed().as_millis() as u64;
             let stop = result.timed_out && stop_on_timeout;

@@ -328,6 +328,9 @@ pub struct ReadOutputArgs {
     /// any cursor up to head is valid).
     #[serde(default, deserialize_with = "args::opt_enum")]
     pub encoding: Option<Encoding>,
+    /// Parse the page as this command's output, as send_command's `parse`.
+    #[schemars(description = "Also return `parsed`: the page as this command's output.")]
+    pub parse: Option<String>,
     /// The connection (default: the current one).
     pub connection: Option<String>,
 }
@@ -351,6 +354,15 @@ pub struct ReadOutputResult {
     pub head: u64,
     /// The port's state.
     pub state: PortState,
+    /// With `parse`: the records of the page's output, as send_command's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<serde_json::Value>,
+    /// With `parse`: the template's file name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// With `parse`: why `parsed` is null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parse_note: Option<String>,
 }
 
 /// Arguments of `clear_buffer`.
@@ -705,12 +717,10 @@ impl GateServer {
 
     /// Point-in-time read of the retained output by byte offset; moves
     /// nothing. Start with no cursor (the oldest retained byte) or a cursor
-    /// from another result, continue with next_cursor while has_more is
-    /// true. As text, never splits a UTF-8 character (may return fewer than
-    /// max_bytes); encoding hex or base64 returns the raw bytes exactly.
-    /// `truncated` means the cursor was older than the oldest retained byte
-    /// and reading resumed there. A cursor beyond head (or, as text, inside
-    /// a character) is an error.
+    /// from another result, continue with next_cursor while has_more. As
+    /// text, never splits a UTF-8 character; hex or base64 return the raw
+    /// bytes exactly. A cursor beyond head (or, as text, inside a
+    /// character) is an error.
     #[tool(
         annotations(read_only_hint = true),
         input_schema = rmcp::handler::server::common::schema_for_input::<ReadOutputArgs>().unwrap_or_default()
@@ -767,6 +777,20 @@ impl GateServer {
                 format!("cursor {cursor} is inside a UTF-8 character; use {char_start}, where it starts"),
             ),
         })?;
+        let parsed = match &a.parse {
+            Some(command) => {
+                let config = self.gateway.config();
+                let clean = super::parsed::clean_page(&conn, command, &page.bytes);
+                super::parsed::parse_output(
+                    &config.server,
+                    &conn.gateway_port.config,
+                    command,
+                    &clean,
+                )
+                .await
+            }
+            None => Default::default(),
+        };
         Ok(Json(ReadOutputResult {
             output: encoding.encode(&page.bytes),
             cursor: page.cursor,
@@ -776,6 +800,9 @@ impl GateServer {
             oldest: page.oldest,
             head: page.head,
             state: port.state(),
+            parsed: parsed.parsed,
+            template: parsed.template,
+            parse_note: parsed.note,
         }))
     }
 

@@ -1,11 +1,16 @@
 //! `send_command`'s `parse`: the clean output through the TextFSM template
 //! for the port's platform and the command ([`crate::parse`]), off the
-//! async threads; the text result stays as it is.
+//! async threads; the text result stays as it is. `read_output`'s `parse`
+//! cleans a page of the log as a command's reply first ([`clean_page`]),
+//! and an `expect` step's the output before its expected text
+//! ([`clean_reply`]).
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::session::Connection;
+use crate::clean::{CleanOptions, clean_output};
 use crate::config::{PortConfig, ServerConfig};
 use crate::parse::{self, Outcome};
 
@@ -89,4 +94,36 @@ pub async fn parse_output(
         )
         .into(),
     }
+}
+
+/// A page of the log read as `command`'s reply, as send_command cleans
+/// one: up to the connection's prompt (its last match, the prompt after
+/// the output), without the echo and the pager prompts.
+pub fn clean_page(conn: &Connection, command: &str, raw: &[u8]) -> String {
+    let prompt = &conn.profile.prompt;
+    let mut end = raw.len();
+    let mut at = 0;
+    while at < raw.len() {
+        match prompt.find_at(raw, at) {
+            Some((start, stop)) => {
+                end = start;
+                at = stop.max(start + 1);
+            }
+            None => break,
+        }
+    }
+    clean_reply(conn, command, &raw[..end])
+}
+
+/// `raw`, the reply to `command` up to its prompt, cleaned as
+/// send_command cleans one: no echo, no pager prompts.
+pub fn clean_reply(conn: &Connection, command: &str, raw: &[u8]) -> String {
+    let pagers: Vec<&[u8]> = conn.profile.pagers.iter().map(Vec::as_slice).collect();
+    clean_output(
+        raw,
+        &CleanOptions {
+            command: Some(command),
+            pagers: &pagers,
+        },
+    )
 }

@@ -310,3 +310,183 @@ async fn hostile_outputs_are_answered_within_the_deadline_with_the_reason() {
     );
     assert!(r["total_bytes"].as_u64().unwrap() > 512 * 1024, "{r}");
 }
+
+/// VRP's `display interface brief` parses
+/// into one record per interface, as Python textfsm parses the same
+/// text, through the pager; an interface shut down on the router shows
+/// as `*down` in its record.
+#[tokio::test]
+async fn huawei_interface_brief_parses_as_python_textfsm_parses_it() {
+    let Some(python) = serialgate_testkit::python::python_with(&["textfsm"]) else {
+        return;
+    };
+    let rig = Rig::start_with(Profile::HuaweiVrp, "huawei-vrp", "").await;
+    rig.ok("connect", json!({"port": "sw1"})).await;
+    rig.ok("send_text", json!({"text": ""})).await;
+    rig.ok("read_until_prompt", json!({"timeout": 5})).await;
+    for line in [
+        "system-view",
+        "interface GigabitEthernet0/0/5",
+        "shutdown",
+        "return",
+    ] {
+        rig.ok("send_command", json!({"command": line})).await;
+    }
+    let r = parsed_like_python(&rig, &python, "huawei_vrp", "display interface brief").await;
+    assert_eq!(r["template"], "huawei_vrp_display_interface_brief.textfsm");
+    assert!(r["auto_replies"].as_u64().unwrap() >= 2, "paged: {r}");
+    let records = r["parsed"].as_array().unwrap();
+    let names: Vec<&str> = records
+        .iter()
+        .map(|i| i["interface"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 48 + 2, "{names:?}");
+    assert_eq!(names[0], "GigabitEthernet0/0/0");
+    assert_eq!(names[48..], ["LoopBack0", "NULL0"]);
+    let shut: Vec<&Value> = records.iter().filter(|i| i["phy"] != "up").collect();
+    assert_eq!(shut.len(), 1, "{shut:?}");
+    assert_eq!(shut[0]["interface"], "GigabitEthernet0/0/5");
+    assert_eq!(shut[0]["phy"], "*down");
+    assert_eq!(shut[0]["protocol"], "down");
+    assert_eq!(records[48]["protocol"], "up(s)");
+}
+
+/// `| include` filters as IOS does; ntc-templates has no template for
+/// `show running-config` with a pipe, so `parsed` is null with the
+/// reason, as Python textfsm finds none; a command whose index row
+/// matches before the pipe (`show ip interface brief | include up`) is
+/// parsed from the filtered lines, as Python parses them.
+#[tokio::test]
+async fn show_run_include_has_no_template_and_a_filtered_table_still_parses() {
+    let Some(python) = serialgate_testkit::python::python_with(&["textfsm"]) else {
+        return;
+    };
+    let rig = Rig::start(Profile::CiscoIos, "").await;
+    rig.login().await;
+    let command = "show running-config | include hostname";
+    let r = rig
+        .ok("send_command", json!({"command": command, "parse": true}))
+        .await;
+    assert_eq!(text(&r, "output"), "hostname SW1", "{r}");
+    assert_eq!(r["parsed"], Value::Null, "{r}");
+    assert_eq!(r["template"], Value::Null, "{r}");
+    let note = text(&r, "parse_note");
+    assert!(
+        note.contains("no template") && note.contains("| include hostname"),
+        "{note}"
+    );
+    let py = python_result(&python, "cisco_ios", command, text(&r, "output"));
+    assert_eq!(py["python"], Value::Null, "{py}");
+    assert!(
+        py["error"].as_str().unwrap().contains("No template found"),
+        "{py}"
+    );
+    // The filter is IOS's: every interface line of the configuration.
+    let r = rig
+        .ok(
+            "send_command",
+            json!({"command": "sh run | i ^interface", "timeout": 30}),
+        )
+        .await;
+    let lines: Vec<&str> = text(&r, "output").lines().collect();
+    let want: Vec<String> = serialgate_sim::cisco::running_config_lines()
+        .into_iter()
+        .filter(|l| l.starts_with("interface"))
+        .collect();
+    assert_eq!(lines, want);
+
+    let r = parsed_like_python(
+        &rig,
+        &python,
+        "cisco_ios",
+        "show ip interface brief | include up",
+    )
+    .await;
+    assert_eq!(r["template"], "cisco_ios_show_ip_interface_brief.textfsm");
+    assert!(!text(&r, "output").contains("IP-Address"), "{r}");
+    assert!(
+        r["parsed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| text(i, "status").contains("up") || text(i, "proto").contains("up")),
+        "{r}"
+    );
+}
+
+/// `read_output` with `parse` reads a range of the log as a command's
+/// reply (echo, pager prompts and the trailing prompt left out) and
+/// gives the records send_command's `parse` gives for it.
+#[tokio::test]
+async fn read_output_parses_a_commands_range_as_send_command_does() {
+    let rig = Rig::start(Profile::CiscoIos, "").await;
+    rig.login().await;
+    let command = "show interfaces status";
+    let sent = rig
+        .ok("send_command", json!({"command": command, "parse": true}))
+        .await;
+    assert!(
+        sent["parsed"].as_array().is_some_and(|r| r.len() == 4),
+        "{sent}"
+    );
+    let start = sent["start_cursor"].as_u64().unwrap();
+    let end = sent["end_cursor"].as_u64().unwrap();
+    let read = rig
+        .ok(
+            "read_output",
+            json!({"cursor": start, "max_bytes": end - start, "parse": command}),
+        )
+        .await;
+    assert_eq!(read["next_cursor"], end, "{read}");
+    assert!(text(&read, "output").ends_with("SW1#"), "{read}");
+    assert_eq!(read["template"], sent["template"], "{read}");
+    assert_eq!(read["parsed"], sent["parsed"], "{read}");
+    // Without `parse`, a read has no parse fields.
+    let plain = rig.ok("read_output", json!({"cursor": start})).await;
+    assert!(plain.get("parsed").is_none(), "{plain}");
+}
+
+/// An `expect` step that sends a command and waits for the prompt parses
+/// the output before the prompt with `parse`, as send_command does; a
+/// step with nothing to name the command is refused before anything is
+/// sent.
+#[tokio::test]
+async fn an_expect_step_parses_its_commands_output() {
+    let rig = Rig::start(Profile::CiscoIos, "").await;
+    rig.login().await;
+    let command = "sh ip int br";
+    let sent = rig
+        .ok("send_command", json!({"command": command, "parse": true}))
+        .await;
+    let r = rig
+        .ok(
+            "expect",
+            json!({"steps": [
+                {"send": "terminal length 0", "expect": "SW1#"},
+                {"send": command, "expect": "SW1#", "parse": true}
+            ]}),
+        )
+        .await;
+    assert_eq!(r["completed"], true, "{r}");
+    assert!(r["steps"][0].get("parsed").is_none(), "{r}");
+    let step = &r["steps"][1];
+    assert_eq!(
+        step["template"], "cisco_ios_show_ip_interface_brief.textfsm",
+        "{r}"
+    );
+    assert!(
+        step["parsed"].as_array().is_some_and(|p| p.len() > 3),
+        "{r}"
+    );
+    assert_eq!(step["parsed"], sent["parsed"], "{r}");
+    let refused = rig
+        .err(
+            "expect",
+            json!({"steps": [{"send_hex": "0d", "expect": "SW1#", "parse": true}]}),
+        )
+        .await;
+    assert!(
+        refused.contains("parse needs the command in send"),
+        "{refused}"
+    );
+}
