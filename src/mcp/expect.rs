@@ -592,7 +592,9 @@ impl GateServer {
                 result.truncated = waited.truncated;
                 if let (Some(command), WaitEnd::Matched(span)) = (&step.parse, waited.end) {
                     let body = log.copy_range(waited.start, span.start);
-                    let clean = super::parsed::clean_reply(&conn, command, &body);
+                    // Secrets of earlier steps stay out of records as out of `output`.
+                    let clean =
+                        redact(&super::parsed::clean_reply(&conn, command, &body), &secrets);
                     let config = self.gateway.config();
                     let parsed = super::parsed::parse_output(
                         &config.server,

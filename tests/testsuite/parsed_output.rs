@@ -447,9 +447,9 @@ async fn read_output_parses_a_commands_range_as_send_command_does() {
 }
 
 /// An `expect` step that sends a command and waits for the prompt parses
-/// the output before the prompt with `parse`, as send_command does; a
-/// step with nothing to name the command is refused before anything is
-/// sent.
+/// the output before the prompt with `parse`, as send_command does, with
+/// the secrets of sensitive steps redacted; a step with nothing to name
+/// the command is refused before anything is sent.
 #[tokio::test]
 async fn an_expect_step_parses_its_commands_output() {
     let rig = Rig::start(Profile::CiscoIos, "").await;
@@ -479,6 +479,29 @@ async fn an_expect_step_parses_its_commands_output() {
         "{r}"
     );
     assert_eq!(step["parsed"], sent["parsed"], "{r}");
+    // Text an earlier step sent as secret is redacted in the records as
+    // in the output.
+    let r = rig
+        .ok(
+            "expect",
+            json!({"steps": [
+                {"send": "Vlan1", "sensitive": true, "expect": "SW1#"},
+                {"send": command, "expect": "SW1#", "parse": true}
+            ]}),
+        )
+        .await;
+    let step = &r["steps"][1];
+    assert!(!step["output"].as_str().unwrap().contains("Vlan1"), "{r}");
+    let names: Vec<&str> = step["parsed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["interface"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"<redacted>") && !names.contains(&"Vlan1"),
+        "{names:?}"
+    );
     let refused = rig
         .err(
             "expect",
