@@ -8,9 +8,10 @@
 //! - `every fixture`: all of `tests/fixtures/ntc/` parsed once, in total,
 //!   and the slowest one;
 //! - `templates`: the text the binary embeds (`templates/ntc/`), the time
-//!   to compile every shipped template, and the resident memory they take
-//!   compiled (all of them: a daemon compiles only the ones its commands
-//!   use).
+//!   to compile every shipped template, and the resident memory that
+//!   leaves (every one goes through the cache, which keeps the
+//!   [`parse::cache::MAX_COMPILED`] most recently used: a daemon that
+//!   parses every command of every platform grows by this much at most).
 //!
 //! Run: `cargo bench --bench parse` (add `-- --quick` or set
 //! `SERIALGATE_BENCH_QUICK=1` for fewer runs). Nothing here asserts a
@@ -70,8 +71,9 @@ fn main() {
     let compile = t.elapsed();
     let grown = rss_kib().saturating_sub(before);
     println!(
-        "templates: {} shipped, {embedded} bytes embedded; all compiled in {compile:?}, +{grown} KiB resident",
-        parse::shipped::SHIPPED_TEMPLATES.len()
+        "templates: {} shipped, {embedded} bytes embedded; all compiled in {compile:?}, +{grown} KiB resident with {} kept",
+        parse::shipped::SHIPPED_TEMPLATES.len(),
+        parse::cache::MAX_COMPILED
     );
 
     // show interfaces, 2 000 lines.

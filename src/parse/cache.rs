@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use textfsm_core::Template;
 
 /// Most compiled templates one cache keeps.
-pub const MAX_COMPILED: usize = 128;
+pub const MAX_COMPILED: usize = 64;
 
 /// A bounded cache of compiled templates by file name, least recently
 /// used dropped first.
