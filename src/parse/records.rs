@@ -174,11 +174,13 @@ pub fn records(
                     lines.len()
                 ));
             }
-            rows.extend(
-                parser
-                    .parse_text_with_eof(&piece.join("\n"), false)
-                    .map_err(fail)?,
-            );
+            // Each line ended by its own newline: joined without a last
+            // one, a piece whose last line is empty would lose that line
+            // (the engine splits as `str::lines`, which drops a final
+            // empty line), and an empty line often ends a table.
+            let mut joined = piece.join("\n");
+            joined.push('\n');
+            rows.extend(parser.parse_text_with_eof(&joined, false).map_err(fail)?);
         }
         rows.extend(parser.parse_text_with_eof("", true).map_err(fail)?);
     }
@@ -292,6 +294,26 @@ mod tests {
         assert_eq!(pieces, whole);
         assert_eq!(pieces[299]["h"], "h250");
         assert_eq!(pieces[300]["l"], serde_json::json!(["l9999"]));
+    }
+
+    #[test]
+    fn an_empty_line_that_ends_a_piece_still_reaches_the_template() {
+        // The empty line ending a table sends the parse back to Start,
+        // where the next table's header is known; the 64th line is empty.
+        let t = "Value Name (\\S+)\n\nStart\n  ^Table -> Table\n  ^. -> Error\n\n\
+                 Table\n  ^${Name}\\s*$$ -> Record\n  ^\\s*$$ -> Start\n";
+        let template = Template::parse_str(t).unwrap();
+        let mut text = String::from("Table\n");
+        for i in 0..62 {
+            text.push_str(&format!("row{i}\n"));
+        }
+        assert_eq!(text.lines().count(), LINES_PER_PIECE - 1);
+        text.push_str("\nTable\nlast\n");
+        let pieces = records(&template, &text, Instant::now() + Duration::from_secs(60)).unwrap();
+        assert_eq!(pieces.len(), 63);
+        assert_eq!(pieces[62]["name"], "last");
+        // As the whole text gives them.
+        assert_eq!(template.parser().parse_text(&text).unwrap().len(), 63);
     }
 
     #[test]

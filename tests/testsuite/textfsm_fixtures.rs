@@ -17,21 +17,11 @@ use serialgate::parse::{self, UserTemplates};
 
 /// The fixtures Python textfsm passes and textfsm-core does not, each with
 /// what is known of why (README, "Structured output", lists them too).
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    (
-        "cisco_nxos/show_ip_interface/cisco_nxos_show_ip_interface.raw",
-        "an optional group that did not take part adds None to a List value in Python, \
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
+    "cisco_nxos/show_ip_interface/cisco_nxos_show_ip_interface.raw",
+    "an optional group that did not take part adds None to a List value in Python, \
          which ntc-templates expects as \"None\"; textfsm-core adds nothing",
-    ),
-    (
-        "cisco_nxos/show_interface_brief/cisco_nxos_show_interface_brief2.raw",
-        "a port-channel line Python matches is not matched, so the template's Error rule stops the parse",
-    ),
-    (
-        "cisco_ios/show_platform_diag/cisco_ios_show_platform_diag_3.raw",
-        "one record of ten is not made",
-    ),
-];
+)];
 
 /// Per platform: fixtures, passed by Python, passed by serialgate.
 #[derive(Default)]
