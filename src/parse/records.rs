@@ -317,6 +317,21 @@ mod tests {
     }
 
     #[test]
+    fn an_optional_group_that_takes_no_part_adds_none_to_a_list_as_python_does() {
+        // Python textfsm appends None, which CliTable gives as "None"; a
+        // plain value is left empty.
+        let f = found(&["Value List P (\\d+)\nValue S (\\S+)\nValue A (\\S+)\n\n\
+                         Start\n  ^ip ${A}(\\s+pref\\s+${P})?(\\s+${S})?$$ -> Continue\n  \
+                         ^end -> Record\n"]);
+        let o = parse_output(&f, "ip a pref 1\nip b\nip c pref 3 x\nend\n");
+        let parsed = o.parsed.unwrap();
+        assert_eq!(parsed.len(), 1);
+        assert_eq!(parsed[0]["p"], serde_json::json!(["1", "None", "3"]));
+        assert_eq!(parsed[0]["s"], "x");
+        assert_eq!(parsed[0]["a"], "c");
+    }
+
+    #[test]
     fn a_second_template_joins_on_the_first_ones_keys() {
         let f = found(&[
             "Value Key P (p\\d)\nValue S (up|down)\n\nStart\n  ^${P} ${S} -> Record\n",
