@@ -332,6 +332,20 @@ mod tests {
     }
 
     #[test]
+    fn a_record_whose_values_matched_empty_text_is_kept_as_python_keeps_it() {
+        // A record nothing was assigned to is dropped; one of "" is not.
+        let f = found(&["Value D (\\S*)\n\nStart\n  ^desc:${D}$$ -> Record\n  ^end -> Record\n"]);
+        let o = parse_output(&f, "desc:\nend\ndesc:uplink\n");
+        assert_eq!(
+            o.parsed.unwrap(),
+            vec![
+                serde_json::json!({"d": ""}),
+                serde_json::json!({"d": "uplink"})
+            ]
+        );
+    }
+
+    #[test]
     fn a_second_template_joins_on_the_first_ones_keys() {
         let f = found(&[
             "Value Key P (p\\d)\nValue S (up|down)\n\nStart\n  ^${P} ${S} -> Record\n",

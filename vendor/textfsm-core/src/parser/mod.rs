@@ -222,8 +222,13 @@ impl<'t> Parser<'t> {
             .map(|vs| vs.take_for_record())
             .collect();
 
-        // Don't record if all empty
-        if record.iter().all(|v| v.is_empty()) {
+        // Don't record if all empty. serialgate: empty as Python counts it,
+        // a value never assigned (None) or an empty list; a value that
+        // matched empty text ("") is a value, and its record is kept.
+        if record
+            .iter()
+            .all(|v| matches!(v, Value::Empty) || matches!(v, Value::List(l) if l.is_empty()))
+        {
             return;
         }
 
@@ -366,6 +371,29 @@ Prefix: 192.168.1.0
         // Second record: PREFIX_LENGTH should be Empty (not stale "24" from Filldown)
         assert_eq!(results[1][0], Value::Single("192.168.1.0".into()));
         assert_eq!(results[1][1], Value::Empty);
+    }
+
+    #[test]
+    fn test_record_of_empty_matches_is_kept() {
+        // serialgate: as Python keeps it; a record never assigned is not.
+        let template_str = r#"Value X (.*)
+Value Y (\d*)
+
+Start
+  ^foo${X} -> Record
+  ^bar -> Record
+"#;
+
+        let template = Template::parse_str(template_str).unwrap();
+        let results = template.parser().parse_text("foo\nbar\nfooz\n").unwrap();
+
+        assert_eq!(
+            results,
+            vec![
+                vec![Value::Single(String::new()), Value::Empty],
+                vec![Value::Single("z".into()), Value::Empty],
+            ]
+        );
     }
 
     #[test]
