@@ -346,6 +346,15 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_matches_from_the_lines_start_in_every_branch_as_python_does() {
+        // Python matches a rule with re.match: "Adjacency" further on in a
+        // line is not the rule's second branch.
+        let f = found(&["Value N (\\S+)\n\nStart\n  ^VRF|Adjacency ${N} -> Record\n"]);
+        let o = parse_output(&f, "Adjacency a\n  Adjacency b\nVRF\n");
+        assert_eq!(o.parsed.unwrap(), vec![serde_json::json!({"n": "a"})]);
+    }
+
+    #[test]
     fn a_second_template_joins_on_the_first_ones_keys() {
         let f = found(&[
             "Value Key P (p\\d)\nValue S (up|down)\n\nStart\n  ^${P} ${S} -> Record\n",

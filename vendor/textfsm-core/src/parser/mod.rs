@@ -397,6 +397,25 @@ Start
     }
 
     #[test]
+    fn test_rule_matches_from_the_lines_start() {
+        // serialgate: as Python's re.match; a later branch is anchored too.
+        let template_str = r#"Value Name (\S+)
+
+Start
+  ^VRF|Adjacency ${Name} -> Record
+"#;
+
+        let template = Template::parse_str(template_str).unwrap();
+        let results = template
+            .parser()
+            .parse_text("Adjacency a\n  Adjacency b\nno Adjacency c\n")
+            .unwrap();
+
+        assert_eq!(results, vec![vec![Value::Single("a".into())]]);
+        assert!(Template::parse_str("Value A (a)\n\nStart\n  ^a)(b\n").is_err());
+    }
+
+    #[test]
     fn test_rule_with_escaped_angle_brackets() {
         // Templates like fortinet_get_system_ha_status use \< in rules
         let template_str = r#"Value DateTime (\S+)

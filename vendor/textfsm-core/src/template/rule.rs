@@ -106,10 +106,17 @@ impl Rule {
         //    Python ignores them silently; fancy-regex rejects them as invalid.
         let regex_pattern = normalize_pattern(&regex_pattern);
 
-        let regex = Regex::new(&regex_pattern).map_err(|e| TemplateError::InvalidRegex {
+        // serialgate: a rule matches from the line's start, as Python's
+        // `re.match` does, also where an alternation's later branch has
+        // no `^` of its own (`^VRF|Adjacency` matches no line that only
+        // holds "Adjacency" further on). The pattern is parsed alone
+        // first, so one the wrapping would balance (`a)(b`) is refused.
+        let invalid = |e: fancy_regex::Error| TemplateError::InvalidRegex {
             pattern: regex_pattern.clone(),
             message: e.to_string(),
-        })?;
+        };
+        fancy_regex::Expr::parse_tree(&regex_pattern).map_err(invalid)?;
+        let regex = Regex::new(&format!(r"\A(?:{regex_pattern})")).map_err(invalid)?;
 
         // Parse action if present
         let (line_op, record_op, transition) = if let Some(action) = action_str {
