@@ -23,8 +23,10 @@ pub struct Fleet {
     client: async_nats::Client,
     /// This gateway's site.
     pub site: String,
-    /// This gateway's name in the fleet, for the sites' audit trails:
-    /// its site and process (`hub:4711`).
+    /// This gateway's name in the fleet, for the sites' audit trails and
+    /// their sessions of it: its site, its process and a number drawn at
+    /// start (`hub:4711-9f3a2c1b`), so that a gateway started again is
+    /// told from the one before even with the same pid (a container's 1).
     pub gateway: String,
     /// The fleet's ports, when this gateway serves them.
     pub directory: Option<Directory>,
@@ -62,6 +64,21 @@ fn options(config: &FleetConfig) -> Result<ConnectOptions, String> {
         }))
 }
 
+/// This process's name in the fleet (see [`Fleet::gateway`]).
+fn incarnation(site: &str) -> String {
+    let drawn = getrandom::u32().unwrap_or_else(|_| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    });
+    format!("{site}:{}-{drawn:08x}", std::process::id())
+}
+
+/// The site a gateway's fleet name (`site:pid-number`) belongs to.
+pub fn site_of(gateway: &str) -> &str {
+    gateway.split_once(':').map_or(gateway, |(site, _)| site)
+}
+
 impl Fleet {
     /// Joins the fleet `config` describes: connects (retrying in the
     /// background), and when it serves, listens to every site's
@@ -97,7 +114,7 @@ impl Fleet {
         Ok(Fleet {
             client,
             site: config.site.clone(),
-            gateway: format!("{}:{}", config.site, std::process::id()),
+            gateway: incarnation(&config.site),
             directory,
         })
     }

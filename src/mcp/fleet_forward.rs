@@ -135,11 +135,13 @@ pub async fn forward(
         }
     }
     let deadline = super::fleet_site::call_deadline(&arguments);
+    // A connect's arguments are kept with the connection it makes.
+    let sent_connect = (tool == "connect").then(|| arguments.clone());
     tracing::info!(
         "token {:?} calls {tool} on {full} through the fleet",
         caller.name
     );
-    let forwarded = ForwardedCall {
+    let forwarded = |tool: &str, arguments| ForwardedCall {
         v: VERSION,
         gateway: fleet.gateway.clone(),
         session: session.actor().session,
@@ -147,19 +149,41 @@ pub async fn forward(
         access: caller.access,
         use_credentials: caller.use_credentials,
         client: client.to_owned(),
-        tool: tool.clone(),
+        tool: tool.to_owned(),
         arguments,
     };
-    let answer = fleet.forward(&target.site, &forwarded, deadline).await?;
-    let mut result: CallToolResult = match answer {
-        CallAnswer::Result(value) => serde_json::from_value(value).map_err(|e| {
-            GateError::new(
-                ErrorCode::PortUnavailable,
-                format!("site {} answered with no tool result: {e}", target.site),
-            )
-        })?,
-        CallAnswer::Refused(message) => return Err(coded(&message)),
-    };
+    // Kept to run the call again, should the site have lost the session's
+    // connection it names.
+    let connect = (tool != "connect")
+        .then(|| session.remote_connect(&full))
+        .flatten()
+        .map(|connect| (connect, arguments.clone()));
+    let mut result = ask(fleet, &target.site, &forwarded(&tool, arguments), deadline).await?;
+    if let Some((mut connect, arguments)) = connect
+        && lost_connection(&result)
+    {
+        // The site's gateway restarted (or let this session go): its new
+        // session there has no connection, and the call did not run. The
+        // connect this session made is made again (a take-over is not
+        // repeated), then the call is sent once more.
+        tracing::info!(
+            "fleet: site {} no longer had this session's connection to {full} (its gateway restarted?); connecting it again",
+            target.site
+        );
+        connect.remove("take_over");
+        let deadline_connect = super::fleet_site::call_deadline(&connect);
+        let connected = ask(
+            fleet,
+            &target.site,
+            &forwarded("connect", connect),
+            deadline_connect,
+        )
+        .await?;
+        if connected.is_error == Some(true) {
+            return Ok(connected.into());
+        }
+        result = ask(fleet, &target.site, &forwarded(&tool, arguments), deadline).await?;
+    }
     if result.is_error != Some(true) {
         // The site names the port as it knows it; here it is site/port.
         if let Some(Value::Object(fields)) = result.structured_content.as_mut() {
@@ -170,12 +194,43 @@ pub async fn forward(
             }
         }
         match &*tool {
-            "connect" => session.add_remote(&full),
+            "connect" => session.add_remote(&full, sent_connect.unwrap_or_default()),
             "disconnect" => session.remove_remote(&full),
             _ => {}
         }
     }
     Ok(result.into())
+}
+
+/// Sends `call` to `site` within `deadline`: the tool's result there, or
+/// why the call did not run.
+async fn ask(
+    fleet: &Fleet,
+    site: &str,
+    call: &ForwardedCall,
+    deadline: std::time::Duration,
+) -> Result<CallToolResult, GateError> {
+    match fleet.forward(site, call, deadline).await? {
+        CallAnswer::Result(value) => serde_json::from_value(value).map_err(|e| {
+            GateError::new(
+                ErrorCode::PortUnavailable,
+                format!("site {site} answered with no tool result: {e}"),
+            )
+        }),
+        CallAnswer::Refused(message) => Err(coded(&message)),
+    }
+}
+
+/// Whether a site's result says its session has no such connection: the
+/// site no longer knows one this gateway's session made there.
+fn lost_connection(result: &CallToolResult) -> bool {
+    let prefix = format!("{}:", ErrorCode::UnknownConnection.as_str());
+    result.is_error == Some(true)
+        && result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .is_some_and(|t| t.text.starts_with(&prefix))
 }
 
 /// A site's refusal as an error with the code its text starts with.

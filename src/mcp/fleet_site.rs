@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::loopback::Loopback;
 use super::server::GateServer;
 use crate::access::Caller;
-use crate::fleet::link::Fleet;
+use crate::fleet::link::{Fleet, site_of};
 use crate::fleet::subjects;
 use crate::fleet::wire::{CallAnswer, ForwardedCall, MAX_CALL, VERSION};
 use crate::gateway::Gateway;
@@ -62,6 +62,23 @@ impl<T: Clone> Sessions<T> {
         let k = kept.get_mut(key)?;
         k.last_used = Instant::now();
         Some(k.session.clone())
+    }
+
+    /// Lets go of the sessions of any earlier process of `gateway`'s site
+    /// (it restarted: its sessions ended with it); the sessions let go.
+    fn supersede(&self, gateway: &str) -> Vec<T> {
+        let site = site_of(gateway);
+        let mut kept = crate::sync::lock(&self.kept);
+        let earlier: Vec<Key> = kept
+            .keys()
+            .filter(|k| k.0 != gateway && site_of(&k.0) == site)
+            .cloned()
+            .collect();
+        earlier
+            .iter()
+            .filter_map(|k| kept.remove(k))
+            .map(|k| k.session)
+            .collect()
     }
 
     fn insert(&self, key: Key, session: T) -> T {
@@ -148,6 +165,20 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
     let session = match sessions.get(&key) {
         Some(s) => s,
         None => {
+            // Its connections and write holds here end before this
+            // gateway's first call runs.
+            let earlier = sessions.supersede(&call.gateway);
+            if !earlier.is_empty() {
+                tracing::info!(
+                    "fleet: {} is a new process of site {}'s gateway; ending the {} session(s) of the one before, with their connections and write holds",
+                    crate::error::label(&call.gateway),
+                    crate::error::label(site_of(&call.gateway)),
+                    earlier.len()
+                );
+            }
+            for session in earlier {
+                session.end().await;
+            }
             let caller = Caller::via_fleet(
                 &call.token,
                 &call.gateway,
@@ -245,5 +276,22 @@ mod tests {
         assert_eq!(sessions.get(&key("hub", newest, "reader")), Some(newest));
         // a kept key is found again, not replaced
         assert_eq!(sessions.insert(key("hub", 0, "ops"), 99), 0);
+    }
+
+    #[test]
+    fn a_serving_gateway_started_again_ends_the_sessions_of_the_one_before() {
+        let sessions: Sessions<u64> = Sessions::default();
+        sessions.insert(key("hub:10-aa", 1, "ops"), 1);
+        sessions.insert(key("hub:10-aa", 2, "root"), 2);
+        sessions.insert(key("hq:20-bb", 1, "ops"), 3);
+        // its own sessions stay
+        assert_eq!(sessions.supersede("hub:10-aa"), Vec::<u64>::new());
+        // the same pid, another start
+        let mut earlier = sessions.supersede("hub:10-cc");
+        earlier.sort();
+        assert_eq!(earlier, [1, 2]);
+        assert_eq!(sessions.get(&key("hub:10-aa", 1, "ops")), None);
+        // another site's serving gateway is untouched
+        assert_eq!(sessions.get(&key("hq:20-bb", 1, "ops")), Some(3));
     }
 }

@@ -24,6 +24,8 @@ const PROTOCOL_VERSION: &str = "2025-06-18";
 const PIPE_BYTES: usize = 1 << 20;
 /// How long the handshake may take.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
+/// How long [`Loopback::end`] waits for the server's session to end.
+const END_DEADLINE: Duration = Duration::from_secs(5);
 
 type Pending = Arc<std::sync::Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 
@@ -33,6 +35,8 @@ pub struct Loopback {
     writer: tokio::sync::Mutex<WriteHalf<DuplexStream>>,
     pending: Pending,
     next_id: AtomicU64,
+    /// The server's task, which ends with its session.
+    served: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Loopback {
@@ -41,7 +45,7 @@ impl Loopback {
     pub async fn start(server: GateServer, client: &str) -> Result<Loopback, GateError> {
         let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
         let (their_read, their_write) = tokio::io::split(theirs);
-        tokio::spawn(async move {
+        let served = tokio::spawn(async move {
             match server.serve((their_read, their_write)).await {
                 Ok(running) => {
                     let _ = running.waiting().await;
@@ -75,6 +79,7 @@ impl Loopback {
             writer: tokio::sync::Mutex::new(our_write),
             pending,
             next_id: AtomicU64::new(1),
+            served: std::sync::Mutex::new(Some(served)),
         };
         session
             .request(
@@ -91,6 +96,21 @@ impl Loopback {
             .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await?;
         Ok(session)
+    }
+
+    /// Ends the session now: its input closes, and the server's session
+    /// ends (its connections detached, its write holds let go) before
+    /// this returns, unless a call of it runs past [`END_DEADLINE`].
+    pub async fn end(&self) {
+        let _ = self.writer.lock().await.shutdown().await;
+        let served = crate::sync::lock(&self.served).take();
+        if let Some(task) = served
+            && tokio::time::timeout(END_DEADLINE, task).await.is_err()
+        {
+            tracing::warn!(
+                "fleet: a session ended still had a call running after {END_DEADLINE:?}"
+            );
+        }
     }
 
     /// Calls `tool`; the `CallToolResult` as JSON, within `deadline`.

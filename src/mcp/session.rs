@@ -108,8 +108,10 @@ struct Inner {
     actor: Actor,
     connections: BTreeMap<String, Connection>,
     /// Connections to ports of other sites (`site/port`), which live at
-    /// the site (`mcp/fleet_forward.rs`); `current` may name one.
-    remote: std::collections::BTreeSet<String>,
+    /// the site (`mcp/fleet_forward.rs`), with the arguments of the
+    /// `connect` that made each (to make it again at a site that lost
+    /// it); `current` may name one.
+    remote: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
     current: Option<String>,
     outputs: VecDeque<RememberedOutput>,
     /// Resource subscriptions by URI: each notifier task stops when its
@@ -185,12 +187,19 @@ impl Session {
         removed
     }
 
-    /// Notes a connection to `site/port` made through the fleet, and
-    /// makes it current.
-    pub fn add_remote(&self, name: &str) {
+    /// Notes a connection to `site/port` made through the fleet by a
+    /// `connect` with `arguments` (as the site took them), and makes it
+    /// current.
+    pub fn add_remote(&self, name: &str, arguments: serde_json::Map<String, serde_json::Value>) {
         let mut inner = self.lock();
-        inner.remote.insert(name.to_owned());
+        inner.remote.insert(name.to_owned(), arguments);
         inner.current = Some(name.to_owned());
+    }
+
+    /// The arguments of the `connect` that made the connection to
+    /// `site/port` through the fleet, if this session has one.
+    pub fn remote_connect(&self, name: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+        self.lock().remote.get(name).cloned()
     }
 
     /// Forgets a connection made through the fleet (the current one falls
@@ -206,12 +215,15 @@ impl Session {
     /// The current connection, when it is one made through the fleet.
     pub fn current_remote(&self) -> Option<String> {
         let inner = self.lock();
-        inner.current.clone().filter(|c| inner.remote.contains(c))
+        inner
+            .current
+            .clone()
+            .filter(|c| inner.remote.contains_key(c))
     }
 
     /// Every connection made through the fleet, by name.
     pub fn remotes(&self) -> Vec<String> {
-        self.lock().remote.iter().cloned().collect()
+        self.lock().remote.keys().cloned().collect()
     }
 
     /// Whether this session has a connection by that name.

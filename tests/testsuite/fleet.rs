@@ -19,6 +19,10 @@ use tempfile::TempDir;
 
 /// How long any one expected thing may take.
 const DEADLINE: Duration = Duration::from_secs(20);
+/// How soon a part started again must be back in use: NATS's longest
+/// pause between two reconnects (4 s), a leaf's between two dials (1 s),
+/// the next announcement (1 s), and a margin for a loaded machine.
+const RECOVERY: Duration = Duration::from_secs(12);
 const OPS: &str = "ops-secret-0123456789";
 const DC1_ONLY: &str = "dc1only-secret-0123456789";
 const ROOT: &str = "root-secret-0123456789";
@@ -55,7 +59,7 @@ fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
 /// failing test's reader.
 struct Fleet {
     dir: TempDir,
-    _hub: NatsServer,
+    hub: NatsServer,
     hub_url: String,
     /// dc1's and dc2's leaf servers.
     leaves: Vec<NatsServer>,
@@ -63,13 +67,16 @@ struct Fleet {
     sites: Vec<Daemon>,
     serving: Daemon,
     url: String,
-    _notify: Vec<NotifySocket>,
+    /// dc1's, dc2's and the serving gateway's configs and notify sockets,
+    /// to start each again as it was.
+    configs: Vec<std::path::PathBuf>,
+    notify: Vec<NotifySocket>,
 }
 
 impl Drop for Fleet {
     fn drop(&mut self) {
         for (name, server) in
-            std::iter::once(("hub", &self._hub)).chain(self.leaves.iter().map(|l| ("leaf", l)))
+            std::iter::once(("hub", &self.hub)).chain(self.leaves.iter().map(|l| ("leaf", l)))
         {
             for line in server
                 .logged()
@@ -105,6 +112,7 @@ impl Fleet {
         let mut sims = Vec::new();
         let mut sites = Vec::new();
         let mut notify = Vec::new();
+        let mut configs = Vec::new();
         for site in SITES {
             let leaf = NatsServer::start(
                 &binary,
@@ -136,9 +144,8 @@ impl Fleet {
             .expect("write a site's config");
             std::fs::create_dir(dir.path().join(site)).expect("a site's dir");
             let n = NotifySocket::bind(&dir.path().join(site));
-            let mut d = Daemon::spawn(Some(&config), &n, &["--http", "127.0.0.1:0"]);
-            d.http_url().await;
-            n.expect("READY=1").await;
+            let d = start_gateway(&config, &n).await.0;
+            configs.push(config);
             notify.push(n);
             sites.push(d);
             leaves.push(leaf);
@@ -164,20 +171,20 @@ impl Fleet {
         .expect("write the serving config");
         std::fs::create_dir(dir.path().join("serving")).expect("the serving dir");
         let n = NotifySocket::bind(&dir.path().join("serving"));
-        let mut serving = Daemon::spawn(Some(&config), &n, &["--http", "127.0.0.1:0"]);
-        let url = serving.http_url().await;
-        n.expect("READY=1").await;
+        let (serving, url) = start_gateway(&config, &n).await;
+        configs.push(config);
         notify.push(n);
         let fleet = Fleet {
             hub_url: hub.url(),
-            _hub: hub,
+            hub,
             dir,
             leaves,
             sims,
             sites,
             serving,
             url,
-            _notify: notify,
+            configs,
+            notify,
         };
         let ops = fleet.agent(OPS).await;
         for site in SITES {
@@ -186,6 +193,27 @@ impl Fleet {
                 .await;
         }
         Some(fleet)
+    }
+
+    /// Kills site `i`'s gateway (SIGKILL: no goodbye to anyone).
+    async fn kill_site(&mut self, i: usize) {
+        kill(&mut self.sites[i]).await;
+    }
+
+    /// Starts site `i`'s gateway again with its config; waits until it is
+    /// ready.
+    async fn start_site(&mut self, i: usize) {
+        self.sites[i] = start_gateway(&self.configs[i], &self.notify[i]).await.0;
+    }
+
+    /// Kills the serving gateway and starts it again with its config, on
+    /// a new HTTP port; waits until it is ready.
+    async fn restart_serving(&mut self) {
+        kill(&mut self.serving).await;
+        let i = SITES.len();
+        let (serving, url) = start_gateway(&self.configs[i], &self.notify[i]).await;
+        self.serving = serving;
+        self.url = url;
     }
 
     async fn agent(&self, secret: &str) -> GateClient {
@@ -201,7 +229,18 @@ impl Fleet {
         name: &str,
         done: impl Fn(&Value) -> bool,
     ) -> Value {
-        wait::eventually(&format!("{name} as awaited"), DEADLINE, || async {
+        self.port_state_within(agent, name, DEADLINE, done).await
+    }
+
+    /// [`Fleet::port_state`] within `within`.
+    async fn port_state_within(
+        &self,
+        agent: &GateClient,
+        name: &str,
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        wait::eventually(&format!("{name} as awaited"), within, || async {
             let list = agent.call("list_ports", json!({})).await.expect("MCP").ok();
             let port = list["ports"]
                 .as_array()
@@ -216,6 +255,21 @@ impl Fleet {
         })
         .await
     }
+}
+
+/// Starts a gateway with `config` over HTTP on a free port; waits until
+/// it says it is ready. The daemon and its MCP URL.
+async fn start_gateway(config: &Path, notify: &NotifySocket) -> (Daemon, String) {
+    let mut d = Daemon::spawn(Some(config), notify, &["--http", "127.0.0.1:0"]);
+    let url = d.http_url().await;
+    notify.expect("READY=1").await;
+    (d, url)
+}
+
+/// SIGKILLs `daemon` and reaps it.
+async fn kill(daemon: &mut Daemon) {
+    daemon.child.start_kill().expect("kill the gateway");
+    daemon.exit().await;
 }
 
 fn write_private(path: &Path, text: &str) {
@@ -542,4 +596,151 @@ async fn a_rogue_sites_announcement_is_shown_bounded_and_escaped_or_dropped() {
         .wait_for("dropped an announcement of site dc3")
         .await;
     let _ = &fleet.dir;
+}
+
+/// `show clock` on `connection` through `agent`'s session: the switch's
+/// clock line (`*HH:MM:SS.mmm UTC ...`), which only the switch prints.
+async fn clock(agent: &GateClient, connection: &str) -> String {
+    let answer = ok(
+        agent,
+        "send_command",
+        json!({"connection": connection, "command": "show clock"}),
+    )
+    .await;
+    let output = answer["output"].as_str().expect("output").to_owned();
+    assert!(output.contains(" UTC "), "{connection}: {answer:#}");
+    output
+}
+
+/// Whether `list_ports` shows a port down because its site went silent,
+/// with since when.
+fn unreachable_since(port: &Value) -> bool {
+    port["state"] == "down"
+        && port["down_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("unreachable since 20"))
+}
+
+#[tokio::test]
+async fn the_hub_restarted_every_remote_port_comes_back_and_works_in_the_same_session() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let ops = fleet.agent(OPS).await;
+    ok(&ops, "connect", json!({"port": "dc1/core-sw1"})).await;
+    clock(&ops, "dc1/core-sw1").await;
+
+    fleet.hub.kill();
+    for site in SITES {
+        fleet
+            .port_state(&ops, &format!("{site}/core-sw1"), unreachable_since)
+            .await;
+    }
+    let refused = err(
+        &ops,
+        "send_command",
+        json!({"connection": "dc1/core-sw1", "command": "show clock"}),
+    )
+    .await;
+    assert!(refused.starts_with("port_unavailable:"), "{refused}");
+
+    // The same ports, nothing else touched: the leaves, the sites and
+    // the serving gateway find the hub again by themselves.
+    fleet.hub.restart().await;
+    let started = Instant::now();
+    for site in SITES {
+        fleet
+            .port_state_within(&ops, &format!("{site}/core-sw1"), RECOVERY, |p| {
+                p["state"] == "open"
+            })
+            .await;
+    }
+    eprintln!("the fleet was back {:?} after the hub", started.elapsed());
+    // The agent's session and its connection at the site outlived the
+    // hub: the call works as before, and on the other site too.
+    clock(&ops, "dc1/core-sw1").await;
+    ok(&ops, "connect", json!({"port": "dc2/core-sw1"})).await;
+    clock(&ops, "dc2/core-sw1").await;
+}
+
+#[tokio::test]
+async fn a_site_gateway_restarted_shows_unreachable_meanwhile_then_works_in_the_same_session() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let ops = fleet.agent(OPS).await;
+    ok(&ops, "connect", json!({"port": "dc1/core-sw1"})).await;
+    clock(&ops, "dc1/core-sw1").await;
+
+    fleet.kill_site(0).await;
+    let shown = fleet
+        .port_state(&ops, "dc1/core-sw1", unreachable_since)
+        .await;
+    // Still listed, as last announced, with since when it is silent.
+    assert_eq!(shown["preset"], "cisco-ios", "{shown}");
+    fleet
+        .port_state(&ops, "dc2/core-sw1", |p| p["state"] == "open")
+        .await;
+
+    fleet.start_site(0).await;
+    fleet
+        .port_state_within(&ops, "dc1/core-sw1", RECOVERY, |p| p["state"] == "open")
+        .await;
+    // The site's new process knows nothing of the agent's connection;
+    // the serving gateway connects it there again, and the call works.
+    clock(&ops, "dc1/core-sw1").await;
+    let status = ok(&ops, "status", json!({})).await;
+    assert_eq!(status["connection"], "dc1/core-sw1", "{status:#}");
+    assert_eq!(status["state"], "open", "{status:#}");
+    // What the site ran names the serving gateway as before.
+    let line = fleet.sites[0]
+        .stderr
+        .wait_for("calls send_command through")
+        .await;
+    assert!(
+        line.contains("ops calls send_command through hub:"),
+        "{line}"
+    );
+}
+
+#[tokio::test]
+async fn the_serving_gateway_restarted_a_new_session_sees_and_uses_the_remote_ports() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    // Before: a session that holds dc1's switch for writing.
+    let before = fleet.agent(OPS).await;
+    ok(&before, "connect", json!({"port": "dc1/core-sw1"})).await;
+    clock(&before, "dc1/core-sw1").await;
+    let held = fleet
+        .port_state(&before, "dc1/core-sw1", |p| p["writer"]["who"].is_string())
+        .await;
+    drop(before);
+
+    fleet.restart_serving().await;
+    let ops = fleet.agent(OPS).await;
+    for site in SITES {
+        fleet
+            .port_state_within(&ops, &format!("{site}/core-sw1"), RECOVERY, |p| {
+                p["state"] == "open"
+            })
+            .await;
+    }
+    // The gateway that held the port is gone, and so is its hold: the
+    // new session writes without taking anything over.
+    ok(&ops, "connect", json!({"port": "dc1/core-sw1"})).await;
+    clock(&ops, "dc1/core-sw1").await;
+    let now = fleet
+        .port_state(&ops, "dc1/core-sw1", |p| {
+            p["writer"]["who"].is_string() && p["writer"] != held["writer"]
+        })
+        .await;
+    assert!(
+        now["writer"]["who"]
+            .as_str()
+            .is_some_and(|w| w.contains("ops@hub:")),
+        "{now}"
+    );
+    ok(&ops, "connect", json!({"port": "dc2/core-sw1"})).await;
+    clock(&ops, "dc2/core-sw1").await;
 }
