@@ -1,0 +1,492 @@
+//! What the fleet costs an agent: a command's round trip to a port of
+//! another site against one on the serving gateway itself, and
+//! `list_ports` with a large fleet announced, with the serving gateway's
+//! memory for it.
+//!
+//! As the fleet's tests do: a hub `nats-server`; a leaf server for site
+//! `dc1`, dialling the hub with dc1's user; dc1's gateway (the release
+//! `serialgate serve`) holding a simulated Cisco switch as `core-sw1`; and
+//! the serving gateway, dialling the hub with an nkey, holding the same
+//! kind of switch as its own port `hub-sw1`, serving over HTTP on
+//! loopback. The bench is the agent, with a token, over MCP:
+//!
+//! - `rtt`: `send_command show clock` on `dc1/core-sw1` (through NATS and
+//!   dc1's gateway) and on `hub-sw1`, in turn, p50/p99/max in ms; each
+//!   answer must be the switch's clock, and each switch must have
+//!   received exactly its own commands;
+//! - `list_ports`: its latency with only those two ports, then with 50
+//!   more sites of 48 ports each announced: the bench publishes their
+//!   announcements itself each second, as 50 sites' gateways would (the
+//!   JSON of `src/fleet/wire.rs`), each with its own user on the hub,
+//!   allowed to publish only its site's announcements; every answer must
+//!   list every port, open;
+//! - the serving gateway's resident memory (`VmRSS`) before the 50 sites,
+//!   once it has heard them all (seen through a token that lists one port
+//!   of each, so that the whole list is not made yet), and after the
+//!   `list_ports` calls of the whole list; the difference per announced
+//!   port.
+//!
+//! It prints figures, never asserts a speed, and ends with one JSON line of
+//! all of them (quoted by BENCHMARKS.md).
+//!
+//! Run (the release binary must exist first; nats-server must be
+//! installed):
+//!
+//! ```text
+//! cargo build --release && cargo bench --bench fleet
+//! cargo bench --bench fleet -- --quick     # or SERIALGATE_BENCH_QUICK=1
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use serialgate_sim::{self as sim, Profile, SimHandle};
+use serialgate_testkit::client::GateClient;
+use serialgate_testkit::daemon::{self, Daemon, NotifySocket};
+use serialgate_testkit::nats::{self, NatsServer};
+use serialgate_testkit::spread::{Spread, spread};
+use serialgate_testkit::{binary, rig, wait};
+use tokio_util::sync::CancellationToken;
+
+/// Calls before timing starts.
+const WARMUP: usize = 20;
+/// How long any one expected thing may take before the bench fails.
+const DEADLINE: Duration = Duration::from_secs(30);
+/// The fake sites, and the ports each announces.
+const SITES: usize = 50;
+const PORTS_PER_SITE: usize = 48;
+/// How often they announce (as a site's gateway does).
+const ANNOUNCE_EVERY: Duration = Duration::from_secs(1);
+const OPS: &str = "ops-secret-0123456789";
+/// A token that sees one port of each fake site: its short `list_ports`
+/// tells that every site was heard (a site's announcement is kept whole)
+/// without the serving gateway making the whole list.
+const SCOUT: &str = "scout-secret-0123456789";
+/// The largest answer the agent's client takes (`list_ports` of the
+/// whole fleet is some hundreds of KB).
+const MAX_MESSAGE: usize = 64 << 20;
+
+fn main() -> ExitCode {
+    let quick = std::env::args().any(|a| a == "--quick")
+        || std::env::var("SERIALGATE_BENCH_QUICK").is_ok_and(|v| v == "1");
+    let binary = match binary::bench_binary() {
+        Ok(binary) => binary,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(nats_server) = nats::binary() else {
+        eprintln!("nats-server is missing (Debian: apt install nats-server)");
+        return ExitCode::FAILURE;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let (rtt_samples, list_samples) = if quick { (100, 20) } else { (1000, 200) };
+    runtime.block_on(run(&binary, &nats_server, rtt_samples, list_samples, quick));
+    ExitCode::SUCCESS
+}
+
+async fn run(
+    binary: &Path,
+    nats_server: &Path,
+    rtt_samples: usize,
+    list_samples: usize,
+    quick: bool,
+) {
+    let fleet = Fleet::start(binary, nats_server).await;
+    let agent = GateClient::connect_http_with_limit(&fleet.url, Some(OPS), MAX_MESSAGE)
+        .await
+        .expect("an MCP session with the serving gateway");
+    println!(
+        "serving gateway pid {}, dc1 through a leaf; {rtt_samples} round trips, {list_samples} list_ports{}",
+        fleet.serving_pid,
+        if quick { " (quick)" } else { "" }
+    );
+    println!();
+
+    for port in ["dc1/core-sw1", "hub-sw1"] {
+        ok(&agent, "connect", json!({"port": port})).await;
+        rig::enable(&agent).await;
+    }
+    let (remote, local) = round_trips(&agent, &fleet, rtt_samples).await;
+    let small = list_ports(&agent, 2, list_samples).await;
+
+    let scout = GateClient::connect_http(&fleet.url, Some(SCOUT))
+        .await
+        .expect("the scout's MCP session");
+    let rss_before = rss_kib(fleet.serving_pid);
+    let stop = CancellationToken::new();
+    let announcing = announce_fake_sites(&fleet.hub_url, stop.clone()).await;
+    let announced = SITES * PORTS_PER_SITE;
+    let filled = Instant::now();
+    wait::eventually("every fake site heard", DEADLINE, || async {
+        let listed = ok(&scout, "list_ports", json!({})).await;
+        let open = ports(&listed)
+            .iter()
+            .filter(|p| p["state"] == "open")
+            .count();
+        wait::when(open, |n| *n == SITES)
+    })
+    .await;
+    let filled_in = filled.elapsed();
+    let rss_filled = rss_kib(fleet.serving_pid);
+    let whole = ok(&agent, "list_ports", json!({})).await;
+    let open = ports(&whole)
+        .iter()
+        .filter(|p| p["name"].as_str().is_some_and(|n| n.starts_with("fake")))
+        .filter(|p| p["state"] == "open")
+        .count();
+    assert_eq!(open, announced, "the fake sites' ports listed open");
+    let list_bytes = whole.to_string().len();
+    let large = list_ports(&agent, announced + 2, list_samples).await;
+    let rss_after = rss_kib(fleet.serving_pid);
+    stop.cancel();
+    let _ = announcing.await;
+
+    let per_port = |kib: u64| (kib.saturating_sub(rss_before) * 1024) as f64 / announced as f64;
+    println!("send_command show clock, alternating, {rtt_samples} each (ms)");
+    println!("{:>22} {:>9} {:>9} {:>9}", "port", "p50", "p99", "max");
+    for (name, s) in [
+        ("dc1/core-sw1 (fleet)", &remote),
+        ("hub-sw1 (local)", &local),
+    ] {
+        println!("{name:>22} {:>9.3} {:>9.3} {:>9.3}", s.p50, s.p99, s.max);
+    }
+    println!();
+    println!("list_ports at the serving gateway, {list_samples} calls (ms)");
+    println!(
+        "{:>22} {:>9} {:>9} {:>9}",
+        "ports listed", "p50", "p99", "max"
+    );
+    for (n, s) in [(2, &small), (announced + 2, &large)] {
+        println!("{n:>22} {:>9.3} {:>9.3} {:>9.3}", s.p50, s.p99, s.max);
+    }
+    println!(
+        "(the whole list's structured content is {} KiB of JSON)",
+        list_bytes / 1024
+    );
+    println!();
+    println!(
+        "{SITES} sites x {PORTS_PER_SITE} ports heard {:.0} ms after their first announcements were sent",
+        filled_in.as_secs_f64() * 1e3
+    );
+    println!(
+        "serving gateway VmRSS: {rss_before} KiB before, {rss_filled} KiB with {announced} ports announced ({:.0} B per port), {rss_after} KiB after the whole list's calls ({:.0} B per port)",
+        per_port(rss_filled),
+        per_port(rss_after)
+    );
+    println!();
+    println!(
+        "{}",
+        json!({
+            "rtt_samples": rtt_samples,
+            "remote_p50_ms": remote.p50, "remote_p99_ms": remote.p99, "remote_max_ms": remote.max,
+            "local_p50_ms": local.p50, "local_p99_ms": local.p99, "local_max_ms": local.max,
+            "list_samples": list_samples,
+            "list_2_p50_ms": small.p50, "list_2_p99_ms": small.p99, "list_2_max_ms": small.max,
+            "list_ports": announced + 2, "list_full_bytes": list_bytes,
+            "list_full_p50_ms": large.p50, "list_full_p99_ms": large.p99, "list_full_max_ms": large.max,
+            "heard_after_ms": filled_in.as_secs_f64() * 1e3,
+            "rss_before_kib": rss_before, "rss_filled_kib": rss_filled, "rss_after_kib": rss_after,
+            "rss_per_port_b": per_port(rss_filled),
+        })
+    );
+}
+
+/// `show clock` on the remote port and on the local one, in turn, after a
+/// warm-up; ms each. Panics on an answer that is not the clock, or when a
+/// switch did not get exactly the commands sent to its port.
+async fn round_trips(agent: &GateClient, fleet: &Fleet, samples: usize) -> (Spread, Spread) {
+    let sent_before = [&fleet.remote_sim, &fleet.local_sim].map(clocks_received);
+    let mut remote = Vec::with_capacity(samples);
+    let mut local = Vec::with_capacity(samples);
+    for i in 0..WARMUP + samples {
+        for (port, times) in [("dc1/core-sw1", &mut remote), ("hub-sw1", &mut local)] {
+            let started = Instant::now();
+            let answer = ok(
+                agent,
+                "send_command",
+                json!({"connection": port, "command": "show clock"}),
+            )
+            .await;
+            let took = started.elapsed();
+            let output = answer["output"].as_str().unwrap_or_default();
+            assert!(
+                output.contains(" UTC ") && answer["prompt_text"] == "SW1#",
+                "{port}: not the clock: {answer}"
+            );
+            if i >= WARMUP {
+                times.push(took.as_secs_f64() * 1e3);
+            }
+        }
+    }
+    let sent_after = [&fleet.remote_sim, &fleet.local_sim].map(clocks_received);
+    for (i, port) in ["dc1/core-sw1", "hub-sw1"].iter().enumerate() {
+        assert_eq!(
+            sent_after[i] - sent_before[i],
+            WARMUP + samples,
+            "{port}'s switch got another number of commands than were sent to it"
+        );
+    }
+    (spread(remote), spread(local))
+}
+
+/// How many `show clock` lines `sim` has received.
+fn clocks_received(sim: &SimHandle) -> usize {
+    let received = sim.received();
+    received
+        .windows(b"show clock".len())
+        .filter(|w| *w == b"show clock")
+        .count()
+}
+
+/// `samples` `list_ports` calls after a warm-up, ms; each must list
+/// `expected` ports.
+async fn list_ports(agent: &GateClient, expected: usize, samples: usize) -> Spread {
+    let mut times = Vec::with_capacity(samples);
+    for i in 0..WARMUP.min(samples) + samples {
+        let started = Instant::now();
+        let listed = ok(agent, "list_ports", json!({})).await;
+        let took = started.elapsed();
+        let n = ports(&listed).len();
+        assert_eq!(n, expected, "list_ports listed {n} ports, not {expected}");
+        if i >= WARMUP.min(samples) {
+            times.push(took.as_secs_f64() * 1e3);
+        }
+    }
+    spread(times)
+}
+
+fn ports(listed: &Value) -> &[Value] {
+    listed["ports"].as_array().map_or(&[], Vec::as_slice)
+}
+
+async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
+    agent.call(tool, args).await.expect("MCP transport").ok()
+}
+
+/// The fake sites' names.
+fn fake_site(i: usize) -> String {
+    format!("fake{i:02}")
+}
+
+/// What a site's user on the hub may do (as the fleet's tests allow it):
+/// publish its own announcements, take its own calls and answer them.
+fn site_user(site: &str) -> String {
+    format!(
+        "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.call\"], allow_responses: true }} }}\n",
+        password(site)
+    )
+}
+
+fn password(site: &str) -> String {
+    format!("{site}-bench-secret")
+}
+
+/// Connects as each fake site with its own user, and announces its
+/// ports every [`ANNOUNCE_EVERY`] until `stop`.
+async fn announce_fake_sites(hub: &str, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+    let mut sites = Vec::with_capacity(SITES);
+    for i in 0..SITES {
+        let site = fake_site(i);
+        let client =
+            async_nats::ConnectOptions::with_user_and_password(site.clone(), password(&site))
+                .connect(hub)
+                .await
+                .expect("a fake site's user connects");
+        let ports: Vec<Value> = (1..=PORTS_PER_SITE)
+            .map(|p| {
+                json!({"name": format!("sw{p:02}"), "state": "open", "preset": "cisco-ios", "writer": null, "people": 0})
+            })
+            .collect();
+        let payload = json!({"v": 1, "ports": ports}).to_string();
+        sites.push((client, format!("serialgate.announce.{site}"), payload));
+    }
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(ANNOUNCE_EVERY);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                _ = every.tick() => {}
+            }
+            for (client, subject, payload) in &sites {
+                client
+                    .publish(subject.clone(), payload.clone().into())
+                    .await
+                    .expect("publish an announcement");
+            }
+            for (client, _, _) in &sites {
+                client.flush().await.expect("flush the announcements");
+            }
+        }
+    })
+}
+
+/// The serving gateway's resident memory, KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmRSS in {status}"))
+}
+
+/// The hub, dc1's leaf and gateway, the serving gateway, and both
+/// switches.
+struct Fleet {
+    _dir: tempfile::TempDir,
+    _hub: NatsServer,
+    hub_url: String,
+    _leaf: NatsServer,
+    remote_sim: SimHandle,
+    local_sim: SimHandle,
+    _site: Daemon,
+    _serving: Daemon,
+    serving_pid: u32,
+    url: String,
+    _notify: Vec<NotifySocket>,
+}
+
+impl Fleet {
+    async fn start(binary: &Path, nats_server: &Path) -> Fleet {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let key = nkeys::KeyPair::new_user();
+        private(
+            &dir.path().join("serving.nk"),
+            &key.seed().expect("the serving gateway's seed"),
+        );
+        let leaf_port = nats::free_port();
+        let mut users = format!(
+            "    {{ nkey: \"{}\", permissions: {{ publish: [\"serialgate.site.*.call\", \"serialgate.announce.hub\"], subscribe: [\"serialgate.announce.*\", \"serialgate.site.hub.call\", \"_INBOX.>\"], allow_responses: true }} }}\n",
+            key.public_key()
+        );
+        users.push_str(&site_user("dc1"));
+        for i in 0..SITES {
+            users.push_str(&site_user(&fake_site(i)));
+        }
+        let hub = NatsServer::start(
+            nats_server,
+            dir.path(),
+            "hub",
+            &format!(
+                "leafnodes {{ listen: \"127.0.0.1:{leaf_port}\" }}\nauthorization {{\n  users = [\n{users}  ]\n}}\n"
+            ),
+        )
+        .await;
+        let leaf = NatsServer::start(
+            nats_server,
+            dir.path(),
+            "leaf-dc1",
+            &format!(
+                "leafnodes {{ remotes = [ {{ url: \"nats-leaf://dc1:{}@127.0.0.1:{leaf_port}\" }} ] }}\n",
+                password("dc1")
+            ),
+        )
+        .await;
+        let remote_sim = sim::spawn(Profile::CiscoIos, None)
+            .await
+            .expect("dc1's switch");
+        let local_sim = sim::spawn(Profile::CiscoIos, None)
+            .await
+            .expect("the serving gateway's switch");
+        let mut notify = Vec::new();
+
+        let site_config = dir.path().join("dc1.toml");
+        std::fs::write(
+            &site_config,
+            format!(
+                "[server]\nauth = \"none\"\n\n[ports.core-sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n\
+                 [fleet]\nurls = [\"{}\"]\nsite = \"dc1\"\n",
+                remote_sim.path().display(),
+                leaf.url()
+            ),
+        )
+        .expect("write dc1's config");
+        let (site, _) = gateway(binary, dir.path(), "dc1", &site_config, &mut notify).await;
+
+        let tokens = daemon::tokens_toml(
+            dir.path(),
+            &[
+                ("ops", OPS, r#"["*", "*/*"]"#, "write"),
+                ("scout", SCOUT, r#"["fake*/sw01"]"#, "read"),
+            ],
+        );
+        let serving_config = dir.path().join("serving.toml");
+        std::fs::write(
+            &serving_config,
+            format!(
+                "[ports.hub-sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}\n\
+                 [fleet]\nurls = [\"{}\"]\nsite = \"hub\"\ncredentials = \"serving.nk\"\nserve = true\n",
+                local_sim.path().display(),
+                hub.url()
+            ),
+        )
+        .expect("write the serving gateway's config");
+        let (serving, url) =
+            gateway(binary, dir.path(), "serving", &serving_config, &mut notify).await;
+        let serving_pid = serving.child.id().expect("the serving gateway runs");
+        let fleet = Fleet {
+            hub_url: hub.url(),
+            _dir: dir,
+            _hub: hub,
+            _leaf: leaf,
+            remote_sim,
+            local_sim,
+            _site: site,
+            _serving: serving,
+            serving_pid,
+            url,
+            _notify: notify,
+        };
+        let agent = GateClient::connect_http(&fleet.url, Some(OPS))
+            .await
+            .expect("an MCP session with the serving gateway");
+        wait::eventually("dc1/core-sw1 listed, open", DEADLINE, || async {
+            let listed = ok(&agent, "list_ports", json!({})).await;
+            let open = ports(&listed)
+                .iter()
+                .any(|p| p["name"] == "dc1/core-sw1" && p["state"] == "open");
+            wait::when(listed, |_| open)
+        })
+        .await;
+        fleet
+    }
+}
+
+/// Starts `binary serve` with `config` over HTTP on loopback, logging
+/// warnings only (a line per call would cost each sample a write); waits
+/// until it is ready. The daemon and its MCP URL.
+async fn gateway(
+    binary: &Path,
+    dir: &Path,
+    name: &str,
+    config: &Path,
+    notify: &mut Vec<NotifySocket>,
+) -> (Daemon, String) {
+    let own: PathBuf = dir.join(name);
+    std::fs::create_dir(&own).expect("a gateway's dir");
+    let socket = NotifySocket::bind(&own);
+    let mut command = Daemon::command_for(binary, Some(config), &["--http", "127.0.0.1:0"]);
+    command
+        .env("NOTIFY_SOCKET", socket.path())
+        .env("SERIALGATE_LOG", "warn");
+    let mut daemon = Daemon::run(command);
+    let url = tokio::time::timeout(DEADLINE, daemon.http_url())
+        .await
+        .expect("the gateway listens in time");
+    socket.expect("READY=1").await;
+    notify.push(socket);
+    (daemon, url)
+}
+
+fn private(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).expect("write a private file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
+}
