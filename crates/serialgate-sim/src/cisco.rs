@@ -4,6 +4,7 @@
 mod boot;
 mod clock;
 mod config;
+mod error;
 mod filter;
 mod rommon;
 mod running;
@@ -20,6 +21,7 @@ use super::cli::{
 use super::options::{Credentials, SimOptions};
 use boot::{boot_banner, boot_rest, boot_text};
 use clock::{clock_text, log_stamp};
+use error::{Error, error_text};
 use rommon::{Rommon, RommonEvent};
 use running::Configuration;
 use timers::{Reload, Revert};
@@ -92,17 +94,6 @@ enum Input {
         delimiter: String,
         lines: Vec<String>,
     },
-}
-
-/// Why a command line was refused; rendered the way IOS prints it.
-#[derive(Debug, PartialEq, Eq)]
-enum Error {
-    /// `% Invalid input detected`, with the marker under this byte of the line.
-    Invalid(usize),
-    /// `% Incomplete command.`
-    Incomplete,
-    /// `% Ambiguous command:`, quoting the line up to this byte.
-    Ambiguous(usize),
 }
 
 /// A command: its words (the command's own word first) to its output.
@@ -875,23 +866,6 @@ fn no_more_words(words: &[Word], count: usize) -> Result<(), Error> {
     match words.get(count) {
         Some(extra) => Err(Error::Invalid(extra.at)),
         None => Ok(()),
-    }
-}
-
-/// How IOS reports `error` for `line`, whose first word starts at `start`,
-/// typed after a prompt of `prompt_len` characters.
-fn error_text(error: &Error, prompt_len: usize, line: &[u8], start: usize) -> String {
-    match *error {
-        Error::Invalid(at) => format!(
-            "{:width$}^\r\n% Invalid input detected at '^' marker.\r\n\r\n",
-            "",
-            width = prompt_len + at
-        ),
-        Error::Incomplete => "% Incomplete command.\r\n\r\n".to_owned(),
-        Error::Ambiguous(end) => {
-            let typed = String::from_utf8_lossy(&line[start..end]);
-            format!("% Ambiguous command:  \"{typed}\"\r\n")
-        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use regex::bytes::Regex;
 
-use super::Error;
+use super::error::Error;
 use crate::cli::{Miss, lookup, split_words};
 
 /// A filter: which one, and its expression.
