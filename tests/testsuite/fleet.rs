@@ -442,8 +442,10 @@ async fn a_site_cut_off_fails_at_once_and_comes_back_with_what_it_captured() {
         json!({"connection": "dc1/core-sw1", "command": "show clock"}),
     )
     .await;
+    // At once: well before the 30 s a forwarded request may wait, with
+    // room for a loaded machine.
     assert!(
-        started.elapsed() < Duration::from_secs(1),
+        started.elapsed() < Duration::from_secs(5),
         "took {:?}",
         started.elapsed()
     );
