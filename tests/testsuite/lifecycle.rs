@@ -18,6 +18,10 @@ async fn unplugged_device_is_lost_then_reopened_with_its_log_kept() {
         .ok("send_command", json!({"command": "show clock"}))
         .await;
     let head_before = num(&before, "end_cursor");
+    let first_page = rig
+        .ok("read_output", json!({"cursor": 0, "max_bytes": 64}))
+        .await;
+    assert!(text(&first_page, "output").len() > 8, "{first_page}");
     // Pull the cable.
     let link = rig.dir.path().join("sw1");
     rig.sim.close().await;
@@ -53,7 +57,8 @@ async fn unplugged_device_is_lost_then_reopened_with_its_log_kept() {
         .ok("read_output", json!({"cursor": 0, "max_bytes": 64}))
         .await;
     assert_eq!(page["truncated"], false);
-    assert!(!text(&page, "output").is_empty());
+    // The old device's first bytes, as they were before the unplug.
+    assert_eq!(page["output"], first_page["output"], "{page}");
     // What the new device said is there too, after what the old one said.
     let after = rig
         .ok(
