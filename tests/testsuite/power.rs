@@ -449,7 +449,18 @@ async fn a_cycle_while_one_runs_is_busy_and_a_device_that_never_comes_back_ends_
         err(&second, "power", json!({"action": "cycle"})).await
     };
     let (cycled, e) = tokio::join!(cycle, other);
-    cycled.expect("MCP").ok();
+    let cycled = cycled.expect("MCP").ok();
+    // The first cycle ran whole: the outlet was cut and is on again.
+    assert_eq!(cycled["action"], "cycle", "{cycled}");
+    // The controller's answer to the cut, then to the power back.
+    assert_eq!(cycled["outlets"][0]["outlet"], "pdu1:4", "{cycled}");
+    assert_eq!(cycled["outlets"][1]["outlet"], "pdu1:4", "{cycled}");
+    assert_eq!(
+        cycled["outlets"].as_array().map(Vec::len),
+        Some(2),
+        "{cycled}"
+    );
+    assert_eq!(site.pdu.outlet_on(4), Some(true), "{cycled}");
     assert!(
         e.starts_with("busy: outlet pdu1:4 is being switched by session")
             && e.contains("token ops"),
@@ -543,7 +554,8 @@ async fn a_guarded_port_holds_a_cut_for_a_persons_approval() {
     // Nobody decides: the request expires, the outlet stays on.
     let e = err(&agent, "power", json!({"action": "off"})).await;
     assert!(
-        e.starts_with("denied: ") || e.starts_with("timeout: "),
+        e.starts_with("denied: \"power off sw1 (pdu1:4)\" expired: nobody approved it within")
+            && e.contains("nothing was sent"),
         "{e}"
     );
     assert_eq!(site.pdu.outlet_on(4), Some(true));
