@@ -387,7 +387,12 @@ async fn a_guarded_line_typed_at_a_console_waits_for_another_person_and_runs_onl
     waiting(&mut ops, 1).await;
     agent.send_data(b"\x03").await;
     let why = agent.until_json("error").await["message"].to_string();
-    assert!(why.contains("withdrawn"), "{why}");
+    assert!(
+        why.contains("reload in 6")
+            && why.contains("was withdrawn (request ")
+            && why.contains("on sw1); it was not run"),
+        "{why}"
+    );
     waiting(&mut ops, 0).await;
 
     // Approved: exactly that line runs.
@@ -531,7 +536,10 @@ async fn a_held_line_is_withdrawn_when_its_token_loses_write_access() {
     waiting(&mut ops, 0).await;
     assert!(!received(&site.sim, b"reload in 8\r"));
     let why = refused_any(&mut agent, b"x").await;
-    assert!(why.contains("read"), "{why}");
+    assert!(
+        why.contains(r#"typing into \"sw1\" (as send_keys) needs write access, and token \"agent\" has read access"#),
+        "{why}"
+    );
     assert!(!received(&site.sim, b"reload in 8\r") && !received(&site.sim, b"reload in 8\x15"));
 }
 
