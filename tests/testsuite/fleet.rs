@@ -318,7 +318,15 @@ async fn an_agent_lists_both_sites_and_runs_commands_and_config_on_a_remote_swit
     )
     .await;
     let output = version["output"].as_str().expect("output");
-    assert!(output.contains("SW1 uptime is"), "{version:#}");
+    // The switch's own text, from its first line, with no echo of the
+    // command before it and no prompt after it.
+    assert!(
+        output.starts_with("Cisco IOS Software, C2960X Software")
+            && output.contains("\nSW1 uptime is ")
+            && !output.contains("show version")
+            && !output.trim_end().ends_with("SW1#"),
+        "{version:#}"
+    );
     let changed = ok(
         &ops,
         "send_config",
@@ -610,7 +618,12 @@ async fn clock(agent: &GateClient, connection: &str) -> String {
     )
     .await;
     let output = answer["output"].as_str().expect("output").to_owned();
-    assert!(output.contains(" UTC "), "{connection}: {answer:#}");
+    let clock_line =
+        regex::Regex::new(r"^\*\d{2}:\d{2}:\d{2}\.\d{3} UTC \w{3} \w{3} \d{1,2} \d{4}$").unwrap();
+    assert!(
+        clock_line.is_match(output.trim_end()),
+        "{connection}: {answer:#}"
+    );
     output
 }
 
