@@ -283,9 +283,23 @@ async fn hostile_outputs_are_answered_within_the_deadline_with_the_reason() {
     let rig = Rig::start(Profile::CiscoIos, &extra).await;
     rig.login().await;
     let command = json!({"command": "show running-config", "parse": true, "timeout": 60, "max_output": 1 << 20});
+    let called = Instant::now();
     let r = rig.ok("send_command", command).await;
+    let called = called.elapsed();
     assert_eq!(r["template"], "bait.textfsm", "{r}");
     let waited = Duration::from_millis(r["elapsed_ms"].as_u64().unwrap());
+    // Past the wait for the prompt, the parse took at most its deadline
+    // (2 s, then at most 2 s more for a piece the engine could not
+    // interrupt: both wall-clock bounds in the daemon), with 2 s of room
+    // for a loaded machine. Without a deadline this bait parses for 8 s.
+    let parsing = called.saturating_sub(waited);
+    eprintln!("the bait parse: {parsing:?} after a wait of {waited:?}");
+    assert!(
+        parsing < Duration::from_secs(6),
+        "parsing took {parsing:?}: parsed {}, note {}",
+        r["parsed"],
+        r["parse_note"]
+    );
     // Either every line failed to match in time, or the parse stopped at
     // its deadline and says so; the output is there either way.
     match &r["parsed"] {
