@@ -278,7 +278,9 @@ async fn a_client_without_elicitation_or_a_policy_without_its_user_is_never_aske
     let printed = child.finished().await;
     let text = printed.get("text").as_str().unwrap_or_default();
     assert!(
-        text.starts_with("denied: ") && text.contains("on console"),
+        text.starts_with("denied: \"reload\" was denied by ")
+            && text.contains(" on console")
+            && text.contains("nothing was sent"),
         "{text}"
     );
     let progress = printed.get("progress").to_string();
