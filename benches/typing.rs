@@ -61,15 +61,9 @@ async fn run(samples: usize) {
             ("locked", LOCKED, r#"["*"]"#, "write"),
             ("open", OPEN, r#"["*"]"#, "write"),
         ],
-    )
-    .replace(
-        "secret_file = \"locked.token\"\n",
-        "secret_file = \"locked.token\"\npolicy = \"locked\"\n",
-    )
-    .replace(
-        "secret_file = \"open.token\"\n",
-        "secret_file = \"open.token\"\npolicy = \"none\"\n",
     );
+    let tokens = daemon::with_token_keys(&tokens, "locked", "policy = \"locked\"\n");
+    let tokens = daemon::with_token_keys(&tokens, "open", "policy = \"none\"\n");
     let config = dir.path().join("serialgate.toml");
     std::fs::write(
         &config,

@@ -56,11 +56,8 @@ impl Site {
                 ("agent", AGENT, r#"["*"]"#, "write"),
                 ("ops", OPS, r#"["*"]"#, "write"),
             ],
-        )
-        .replace(
-            "secret_file = \"ops.token\"\n",
-            "secret_file = \"ops.token\"\npolicy = \"none\"\n",
         );
+        let tokens = daemon::with_token_keys(&tokens, "ops", "policy = \"none\"\n");
         let tokens = daemon::approving(&tokens, &["ops"]);
         let config = dir.path().join("serialgate.toml");
         std::fs::write(

@@ -293,7 +293,13 @@ pub fn tokens_toml(dir: &Path, tokens: &[TestToken<'_>]) -> String {
 /// for approval.
 pub fn approving(toml: &str, names: &[&str]) -> String {
     names.iter().fold(toml.to_owned(), |toml, name| {
-        let line = format!("secret_file = \"{name}.token\"\n");
-        toml.replace(&line, &format!("{line}approve = true\n"))
+        with_token_keys(&toml, name, "approve = true\n")
     })
+}
+
+/// `toml` (of [`tokens_toml`]) with the TOML lines `keys` (e.g.
+/// `policy = "none"\n`) added to the token named `name`.
+pub fn with_token_keys(toml: &str, name: &str, keys: &str) -> String {
+    let line = format!("secret_file = \"{name}.token\"\n");
+    toml.replace(&line, &format!("{line}{keys}"))
 }
