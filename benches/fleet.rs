@@ -279,7 +279,7 @@ fn fake_site(i: usize) -> String {
 /// publish its own announcements, take its own calls and answer them.
 fn site_user(site: &str) -> String {
     format!(
-        "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.call\"], allow_responses: true }} }}\n",
+        "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"serialgate.from.{site}.>\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.>\"], allow_responses: true }} }}\n",
         password(site)
     )
 }
@@ -363,7 +363,7 @@ impl Fleet {
         );
         let leaf_port = nats::free_port();
         let mut users = format!(
-            "    {{ nkey: \"{}\", permissions: {{ publish: [\"serialgate.site.*.call\", \"serialgate.announce.hub\"], subscribe: [\"serialgate.announce.*\", \"serialgate.site.hub.call\", \"_INBOX.>\"], allow_responses: true }} }}\n",
+            "    {{ nkey: \"{}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.hub\", \"serialgate.from.hub.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.hub.>\", \"_INBOX.>\"], allow_responses: true }} }}\n",
             key.public_key()
         );
         users.push_str(&site_user("dc1"));

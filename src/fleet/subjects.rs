@@ -1,14 +1,30 @@
-//! The fleet's NATS subjects. A site's credentials allow it to subscribe
-//! to its own call subject and to publish its own announcements (and the
-//! replies NATS lets it send with `allow_responses`), nothing else.
+//! The fleet's NATS subjects, in three trees a site's credentials are
+//! cut along: `serialgate.site.<SITE>.…` is what is asked of a site (it
+//! may subscribe there and nowhere else), `serialgate.from.<SITE>.…` and
+//! `serialgate.announce.<SITE>` are what a site tells the fleet (it may
+//! publish there, and the replies NATS lets it send with
+//! `allow_responses`, nothing else). A serving gateway publishes under
+//! every site's `serialgate.site.*` and hears every `serialgate.from.*`.
 
 /// Every subject of the fleet starts with this token.
 pub const PREFIX: &str = "serialgate";
 
+/// The root of everything asked of `site`: its credentials subscribe to
+/// `<root>.>`, so a new kind of request needs no new permission.
+pub fn to_site(site: &str) -> String {
+    format!("{PREFIX}.site.{site}")
+}
+
+/// The root of everything `site` tells the fleet besides its
+/// announcements: its credentials publish `<root>.>`.
+pub fn from_site(site: &str) -> String {
+    format!("{PREFIX}.from.{site}")
+}
+
 /// Where a site's gateway takes the tool calls forwarded to its ports
 /// (request/reply).
 pub fn calls(site: &str) -> String {
-    format!("{PREFIX}.site.{site}.call")
+    format!("{}.call", to_site(site))
 }
 
 /// Where a site's gateway announces its ports.
@@ -35,6 +51,8 @@ mod tests {
     #[test]
     fn subjects_name_one_site() {
         assert_eq!(calls("dc1"), "serialgate.site.dc1.call");
+        assert!(calls("dc1").starts_with(&format!("{}.", to_site("dc1"))));
+        assert_eq!(from_site("dc1"), "serialgate.from.dc1");
         assert_eq!(announcing_site(&announcements("dc1")), Some("dc1"));
         assert_eq!(announcing_site("serialgate.announce.dc1.x"), None);
         assert_eq!(announcing_site("serialgate.site.dc1.call"), None);

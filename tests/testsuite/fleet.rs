@@ -42,11 +42,11 @@ fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
     // The serving gateway is a site too (`hub`): it announces its own
     // ports and answers for them.
     let mut users = format!(
-        "    {{ nkey: \"{serving_nkey}\", permissions: {{ publish: [\"serialgate.site.*.call\", \"serialgate.announce.hub\"], subscribe: [\"serialgate.announce.*\", \"serialgate.site.hub.call\", \"_INBOX.>\"], allow_responses: true }} }}\n"
+        "    {{ nkey: \"{serving_nkey}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.hub\", \"serialgate.from.hub.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.hub.>\", \"_INBOX.>\"], allow_responses: true }} }}\n"
     );
     for site in ["dc1", "dc2", "dc3"] {
         users.push_str(&format!(
-            "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.call\"], allow_responses: true }} }}\n",
+            "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"serialgate.from.{site}.>\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.>\"], allow_responses: true }} }}\n",
             site_password(site)
         ));
     }
