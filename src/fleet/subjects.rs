@@ -17,6 +17,7 @@ pub fn to_site(site: &str) -> String {
 
 /// The root of everything `site` tells the fleet besides its
 /// announcements: its credentials publish `<root>.>`.
+#[allow(dead_code)] // the console feed and alert streams will publish here
 pub fn from_site(site: &str) -> String {
     format!("{PREFIX}.from.{site}")
 }
