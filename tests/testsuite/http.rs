@@ -210,13 +210,23 @@ async fn a_read_token_reads_but_never_writes() {
     );
     let e = err(&ro, "send_command", json!({"command": "show clock"})).await;
     assert!(e.starts_with("forbidden: "), "{e}");
+    // A writer's line reaching the device is the barrier: anything the
+    // refused calls had queued for it would have arrived first.
+    let rw = daemon.client("rw").await;
+    ok(&rw, "connect", json!({"port": "sw1"})).await;
+    ok(&rw, "send_text", json!({"text": "show users"})).await;
     assert!(
-        !sim.wait_received(b"reload", Duration::from_millis(200))
+        sim.wait_received(b"show users\r", Duration::from_secs(20))
             .await,
-        "nothing reached the device"
+        "the writer's line did not reach the device"
     );
-    assert!(sim.received().is_empty(), "{:?}", sim.received());
+    assert_eq!(
+        String::from_utf8_lossy(&sim.received()),
+        "show users\r",
+        "only the writer's line reached the device"
+    );
     ro.close().await.ok();
+    rw.close().await.ok();
 }
 
 #[tokio::test]

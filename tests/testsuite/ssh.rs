@@ -414,12 +414,27 @@ async fn a_port_in_the_user_name_or_the_command_attaches_at_once_and_spy_only_wa
     terminal.read_until("spying on sw1 as alice on ssh").await;
     terminal.type_keys(b"show version\r");
     terminal.read_until("spying: typed keys are not sent").await;
+    terminal.type_keys(b"\x1d.");
+    assert_eq!(exit_code(&mut ssh).await, Some(0));
+    // Had the door passed the spy's keys on, they would be queued for
+    // the switch before anything typed after: a writer's line reaching
+    // the switch is the barrier, then the spy's line must be absent.
+    let mut terminal = Terminal::open();
+    let mut ssh = door.ssh(Some(&terminal), "alice:sw1", "alice", &["-tt"]);
+    terminal
+        .read_until("attached to sw1 as alice on ssh: you hold the write")
+        .await;
+    terminal.type_keys(b"show inventory\r");
     assert!(
-        !door
-            .sim
-            .wait_received(b"show version", Duration::from_millis(500))
+        door.sim
+            .wait_received(b"show inventory\r", Duration::from_secs(20))
             .await,
-        "a spy's keys reached the switch"
+        "the writer's line did not reach the switch"
+    );
+    let received = String::from_utf8_lossy(&door.sim.received()).into_owned();
+    assert!(
+        !received.contains("show version"),
+        "a spy's keys reached the switch: {received:?}"
     );
     terminal.type_keys(b"\x1d.");
     assert_eq!(exit_code(&mut ssh).await, Some(0));
