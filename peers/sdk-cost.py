@@ -3,7 +3,7 @@
 
 Starts a simulated Cisco switch (`serialgate simulate cisco-ios`) and the
 daemon over stdio (`serialgate serve`), as the SDK's stdio client does,
-then times `status` and `send_command {"command": "show clock"}`: the whole
+then times `list_presets`, `status` and `send_command {"command": "show clock"}`: the whole
 `call_tool` (request, server, response, the SDK's parsing and its
 output-schema validation), and the validation alone (the SDK's compiled
 validator run on the same structured result). Also prints the size of
@@ -92,6 +92,7 @@ async def report(session, tools, calls):
     await session.call_tool("read_until_prompt", {"timeout": 5})
     figures = {"tools": len(listed), "tools_list_bytes": total, "model_visible_bytes": visible}
     for name, args in [
+        ("list_presets", {}),
         ("status", {}),
         ("send_command", {"command": "show clock"}),
     ]:

@@ -78,6 +78,44 @@ pub struct ListPresetsResult {
     pub presets: Vec<Preset>,
 }
 
+/// The fields of a preset that `list_presets`' output schema types: what
+/// an agent picks a preset by. Every result carries the others too (the
+/// modes, watches, error patterns, auto replies, break sequences), but the
+/// schema leaves them untyped: a client that validates each result
+/// against the schema, as the Python SDK does, would otherwise walk every
+/// regex of every preset on every call (3 of its 7 ms there).
+const PRESET_FIELDS_TYPED: &[&str] = &[
+    "name",
+    "description",
+    "platform",
+    "line",
+    "line_ending",
+    "prompt",
+    "pagers",
+    "paging_off",
+];
+
+/// `list_presets`' output schema: [`ListPresetsResult`]'s, with a
+/// preset's fields cut to [`PRESET_FIELDS_TYPED`].
+fn list_presets_output_schema() -> std::sync::Arc<JsonObject> {
+    use serde_json::Value;
+    let mut schema =
+        (*rmcp::handler::server::common::schema_for_output::<ListPresetsResult>()).clone();
+    let typed = |key: &str| PRESET_FIELDS_TYPED.contains(&key);
+    if let Some(Value::Object(preset)) = schema
+        .get_mut("$defs")
+        .and_then(|defs| defs.get_mut("Preset"))
+    {
+        if let Some(Value::Object(properties)) = preset.get_mut("properties") {
+            properties.retain(|key, _| typed(key));
+        }
+        if let Some(Value::Array(required)) = preset.get_mut("required") {
+            required.retain(|key| key.as_str().is_some_and(typed));
+        }
+    }
+    std::sync::Arc::new(schema)
+}
+
 /// The arguments of `list_ports` and `list_presets`: none. An argument
 /// given anyway is refused (`invalid_argument`), like an unknown one of
 /// any other tool, rather than silently ignored (a filter the agent thinks
@@ -346,7 +384,8 @@ impl GateServer {
     /// patterns, paging-off command, line settings) that connect accepts.
     #[tool(
         annotations(read_only_hint = true),
-        input_schema = rmcp::handler::server::common::schema_for_input::<NoArgs>().unwrap_or_default()
+        input_schema = rmcp::handler::server::common::schema_for_input::<NoArgs>().unwrap_or_default(),
+        output_schema = list_presets_output_schema()
     )]
     pub async fn list_presets(
         &self,
@@ -499,7 +538,33 @@ pub struct GetTranscriptResult {
 
 #[cfg(test)]
 mod tests {
-    use super::blocked_prompt;
+    use super::{PRESET_FIELDS_TYPED, blocked_prompt, list_presets_output_schema};
+
+    #[test]
+    fn list_presets_schema_types_the_fields_a_preset_is_picked_by_and_no_more() {
+        let schema = list_presets_output_schema();
+        let preset = &schema["$defs"]["Preset"];
+        let mut typed: Vec<&str> = preset["properties"]
+            .as_object()
+            .expect("a preset's properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        typed.sort_unstable();
+        let mut want = PRESET_FIELDS_TYPED.to_vec();
+        want.sort_unstable();
+        // A field renamed in Preset would be dropped here, and caught.
+        assert_eq!(typed, want);
+        let required = preset["required"].as_array().expect("required");
+        assert!(required.iter().any(|k| k == "name"), "{required:?}");
+        assert!(
+            required
+                .iter()
+                .all(|k| { k.as_str().is_some_and(|k| PRESET_FIELDS_TYPED.contains(&k)) })
+        );
+        // What is left untyped is allowed, not refused.
+        assert_ne!(preset["additionalProperties"], false);
+    }
 
     #[test]
     fn blocked_prompts_are_recognized_on_the_last_line() {
