@@ -52,6 +52,7 @@ pub async fn ready(gateway: &Gateway) {
     first_open_attempts(gateway, &names).await;
     notify_or_warn("READY=1");
     crate::daemon::notify::start_watchdog();
+    crate::daemon::startup_pages::release_startup_code_soon();
 }
 
 /// Waits for the first open attempt of the ports `names` (at most

@@ -22,6 +22,7 @@ pub mod logging;
 pub(crate) mod metrics_http;
 pub(crate) mod notify;
 pub mod ssh;
+pub(crate) mod startup_pages;
 pub(crate) mod stdio;
 pub(crate) mod stdio_frames;
 
