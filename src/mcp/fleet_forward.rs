@@ -5,7 +5,9 @@
 //! which runs it as a local call (`mcp/fleet_site.rs`). Every port tool
 //! is forwarded alike; what the fleet does not offer yet is refused here.
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceResult, ResourceContents,
+};
 use serde_json::Value;
 
 use super::authorize::str_arg;
@@ -41,6 +43,11 @@ impl RemotePort {
     pub fn full(&self) -> String {
         format!("{}/{}", self.site, self.port)
     }
+}
+
+/// `site/port` read from a name; `None` for a local name or device path.
+pub fn remote_port(name: &str) -> Option<RemotePort> {
+    split(name)
 }
 
 /// `site/port` read from a name; `None` for a local name or device path.
@@ -151,6 +158,7 @@ pub async fn forward(
         client: client.to_owned(),
         tool: tool.to_owned(),
         arguments,
+        resource: None,
     };
     // Kept to run the call again, should the site have lost the session's
     // connection it names.
@@ -192,6 +200,15 @@ pub async fn forward(
                     fields.insert(key.to_owned(), Value::String(full.clone()));
                 }
             }
+            // The whole output of a command cut at max_output is read
+            // through this gateway, as a resource of site/port.
+            if let Some(uri) = fields
+                .get("resource")
+                .and_then(Value::as_str)
+                .and_then(|uri| super::resources::renamed(uri, &target.port, &full))
+            {
+                fields.insert("resource".to_owned(), Value::String(uri));
+            }
         }
         match &*tool {
             "connect" => session.add_remote(&full, sent_connect.unwrap_or_default()),
@@ -200,6 +217,76 @@ pub async fn forward(
         }
     }
     Ok(result.into())
+}
+
+/// How long reading a resource at a site may take.
+const RESOURCE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reads `uri`, a resource of `target` (a command's output there), at its
+/// site: in the site's session of this session (which remembers the
+/// command, so its echo is cut as at the site), the URI naming the port
+/// as the site does. The handler checked that `caller` reaches the port.
+pub async fn read_resource(
+    fleet: Option<&Fleet>,
+    caller: &Caller,
+    session: &Session,
+    client: &str,
+    uri: &str,
+    target: RemotePort,
+) -> Result<ReadResourceResult, GateError> {
+    let full = target.full();
+    let Some(fleet) = fleet else {
+        return Err(GateError::new(
+            ErrorCode::PortUnavailable,
+            format!(
+                "{} names a port of another site, and this gateway does not serve the fleet ([fleet] serve = true)",
+                shown(&full)
+            ),
+        ));
+    };
+    if !plain_port_name(&target.port) {
+        return Err(GateError::invalid(format!(
+            "{} is no port of a site",
+            shown(&full)
+        )));
+    }
+    if let Some(directory) = &fleet.directory {
+        directory.reachable_port(&target.site, &target.port)?;
+    }
+    let at_site = super::resources::renamed(uri, &full, &target.port)
+        .ok_or_else(|| GateError::invalid(format!("{} names no resource of {full}", shown(uri))))?;
+    let call = ForwardedCall {
+        v: VERSION,
+        gateway: fleet.gateway.clone(),
+        session: session.actor().session,
+        token: caller.name.clone(),
+        access: caller.access,
+        use_credentials: caller.use_credentials,
+        client: client.to_owned(),
+        tool: "read_resource".to_owned(),
+        arguments: serde_json::Map::new(),
+        resource: Some(at_site),
+    };
+    let value = match fleet.forward(&target.site, &call, RESOURCE_DEADLINE).await? {
+        CallAnswer::Result(value) => value,
+        CallAnswer::Refused(message) => return Err(coded(&message)),
+    };
+    let mut read: ReadResourceResult = serde_json::from_value(value).map_err(|e| {
+        GateError::new(
+            ErrorCode::PortUnavailable,
+            format!("site {} answered with no resource: {e}", target.site),
+        )
+    })?;
+    for contents in &mut read.contents {
+        match contents {
+            ResourceContents::TextResourceContents { uri: named, .. }
+            | ResourceContents::BlobResourceContents { uri: named, .. } => {
+                *named = uri.to_owned();
+            }
+            _ => {}
+        }
+    }
+    Ok(read)
 }
 
 /// Sends `call` to `site` within `deadline`: the tool's result there, or

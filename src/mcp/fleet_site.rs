@@ -204,7 +204,11 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
         crate::error::label(&call.gateway)
     );
     let deadline = call_deadline(&call.arguments);
-    match session.call(&call.tool, call.arguments, deadline).await {
+    let answered = match &call.resource {
+        Some(uri) => session.read_resource(uri, deadline).await,
+        None => session.call(&call.tool, call.arguments, deadline).await,
+    };
+    match answered {
         Ok(result) => CallAnswer::Result(result),
         Err(e) => CallAnswer::Refused(e.to_string()),
     }
