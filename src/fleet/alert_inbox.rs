@@ -249,10 +249,7 @@ impl SiteReader {
             .messages()
             .await
             .map_err(|e| format!("pulling: {e}"))?;
-        tracing::info!(
-            "fleet: reading site {}'s alerts from its stream",
-            self.site
-        );
+        tracing::info!("fleet: reading site {}'s alerts from its stream", self.site);
         *pause = Duration::from_millis(250);
         while let Some(message) = messages.next().await {
             let message = message.map_err(|e| format!("pulling: {e}"))?;

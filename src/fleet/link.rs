@@ -112,12 +112,7 @@ impl Fleet {
                 .await
                 .map_err(|e| anyhow::anyhow!("fleet: cannot hear the sites' announcements: {e}"))?;
             let alerts = AlertInbox::default();
-            alerts.start(
-                client.clone(),
-                directory.clone(),
-                config.site.clone(),
-                stop,
-            );
+            alerts.start(client.clone(), directory.clone(), config.site.clone(), stop);
             (Some(directory), Some(alerts))
         } else {
             (None, None)

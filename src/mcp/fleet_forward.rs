@@ -267,7 +267,10 @@ pub async fn read_resource(
         arguments: serde_json::Map::new(),
         resource: Some(at_site),
     };
-    let value = match fleet.forward(&target.site, &call, RESOURCE_DEADLINE).await? {
+    let value = match fleet
+        .forward(&target.site, &call, RESOURCE_DEADLINE)
+        .await?
+    {
         CallAnswer::Result(value) => value,
         CallAnswer::Refused(message) => return Err(coded(&message)),
     };

@@ -79,7 +79,6 @@ fn resource_scope(caller: &Caller, gateway: &Gateway, port: &str) -> Result<(), 
     Ok(())
 }
 
-
 // `#[tool_handler]` is not used: `call_tool` checks the caller's access
 // (the access rules, src/access/) and picks the session state (mcp/scope.rs) first.
 impl ServerHandler for GateServer {

@@ -63,7 +63,12 @@ fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
 /// the site's user, and runs JetStream in the site's own domain (its
 /// name), on file in `dir`, so that the site's alerts are kept while its
 /// uplink is down and are read from the hub as `$JS.<site>.API`.
-pub(crate) async fn start_leaf(binary: &Path, dir: &Path, site: &str, leaf_port: u16) -> NatsServer {
+pub(crate) async fn start_leaf(
+    binary: &Path,
+    dir: &Path,
+    site: &str,
+    leaf_port: u16,
+) -> NatsServer {
     NatsServer::start(
         binary,
         dir,
@@ -510,7 +515,12 @@ async fn a_site_cut_off_fails_at_once_and_comes_back_with_what_it_captured() {
 
 /// Connects to the hub as `user` and says what the server answered to
 /// the subscription and the publish (a permission error, or nothing).
-pub(crate) async fn try_as_site(hub: &str, user: &str, subscribe: &str, publish: &str) -> Vec<String> {
+pub(crate) async fn try_as_site(
+    hub: &str,
+    user: &str,
+    subscribe: &str,
+    publish: &str,
+) -> Vec<String> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let client =
         async_nats::ConnectOptions::with_user_and_password(user.into(), site_password(user))

@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 use serialgate_testkit::nats;
 use serialgate_testkit::rig::num;
 use serialgate_testkit::updates::UpdatesClient;
-use serialgate_testkit::wait;
+use serialgate_testkit::{rig, wait};
 
-use crate::fleet::{Fleet, OPS, ROOT, start_leaf, try_as_site};
+use crate::fleet::{DC1_ONLY, Fleet, OPS, ROOT, ok, start_leaf, try_as_site};
 
 /// How long a subscribed agent may wait to be told of an alert: a
 /// deadline on the event (a site's uplink coming back takes a few
@@ -94,7 +94,9 @@ async fn an_agent_subscribed_to_a_remote_ports_alerts_is_told_of_the_one_its_swi
     };
     let ops = agent(&fleet, OPS).await;
     let uri = alerts_uri("dc1/core-sw1");
-    ops.subscribe(&uri).await.expect("subscribe as to a local port");
+    ops.subscribe(&uri)
+        .await
+        .expect("subscribe as to a local port");
 
     fleet.sims[0].inject(MEMORY).await;
     assert_eq!(
@@ -119,7 +121,9 @@ async fn an_agent_subscribed_to_a_remote_ports_alerts_is_told_of_the_one_its_swi
         .as_millis() as u64;
     assert!(at <= now && now - at < 120_000, "{raised}");
     // The range is the site's log's: read there, it is the switch's text.
-    ops.call("connect", json!({"port": "dc1/core-sw1"})).await.ok();
+    ops.call("connect", json!({"port": "dc1/core-sw1"}))
+        .await
+        .ok();
     let read = ops
         .call(
             "read_output",
@@ -209,7 +213,9 @@ async fn alerts_raised_while_a_site_is_cut_off_arrive_once_each_in_order_and_not
         "{shown:#}"
     );
     // The site itself still lists all five (the alerts tool runs there).
-    ops.call("connect", json!({"port": "dc1/core-sw1"})).await.ok();
+    ops.call("connect", json!({"port": "dc1/core-sw1"}))
+        .await
+        .ok();
     let listed = ops
         .call("alerts", json!({"connection": "dc1/core-sw1"}))
         .await
@@ -228,24 +234,28 @@ async fn a_remote_commands_whole_output_is_read_through_the_serving_gateway() {
     let Some(fleet) = Fleet::start().await else {
         return;
     };
-    let ops = agent(&fleet, OPS).await;
-    ops.call("connect", json!({"port": "dc2/core-sw1"})).await.ok();
-    ops.call("send_command", json!({"command": "enable"}))
-        .await
-        .ok();
-    let cut = ops
-        .call(
-            "send_command",
-            json!({"connection": "dc2/core-sw1", "command": "show version", "max_output": 200}),
-        )
-        .await
-        .ok();
-    let resource = cut["resource"].as_str().expect("a resource for the rest");
+    let ops = fleet.agent(OPS).await;
+    ok(&ops, "connect", json!({"port": "dc2/core-sw1"})).await;
+    rig::enable(&ops).await;
+    let cut = ok(
+        &ops,
+        "send_command",
+        json!({"connection": "dc2/core-sw1", "command": "show version", "max_output": 200}),
+    )
+    .await;
+    let resource = cut["resource"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a resource for the rest: {cut:#}"));
     assert!(
         resource.starts_with("serialgate://ports/dc2/core-sw1/output/"),
         "{cut:#}"
     );
-    let whole = ops.read(resource).await.expect("read the whole output");
+    // Read in the same session: the site remembers the command, and cuts
+    // its echo and the prompt as for a local port.
+    let whole = ops
+        .read_resource(resource)
+        .await
+        .expect("read the whole output");
     let shown = cut["output"].as_str().expect("output");
     assert!(
         whole.starts_with("Cisco IOS Software, C2960X Software")
@@ -255,11 +265,16 @@ async fn a_remote_commands_whole_output_is_read_through_the_serving_gateway() {
             && whole.len() > shown.len(),
         "{whole}"
     );
-    // A token that does not reach dc2 cannot read it, as for a local port.
-    let dc1 = agent(&fleet, crate::fleet::DC1_ONLY).await;
-    let refused = dc1.read(resource).await.unwrap_err();
+    // A token that does not reach dc2 can neither read it nor subscribe
+    // to dc2's alerts, as for a local port.
+    let dc1 = fleet.agent(DC1_ONLY).await;
+    let refused = dc1.read_resource(resource).await.unwrap_err().to_string();
     assert!(refused.contains("forbidden"), "{refused}");
-    let refused = dc1.subscribe(&alerts_uri("dc2/core-sw1")).await.unwrap_err();
+    let dc1 = agent(&fleet, DC1_ONLY).await;
+    let refused = dc1
+        .subscribe(&alerts_uri("dc2/core-sw1"))
+        .await
+        .unwrap_err();
     assert!(refused.contains("forbidden"), "{refused}");
 }
 
@@ -354,9 +369,7 @@ async fn a_rogue_sites_alert_is_shown_bounded_and_escaped_and_cannot_land_on_ano
     assert_eq!(evil["watch"], "crash", "{evil}");
     let text = evil["text"].as_str().expect("text");
     assert!(
-        text.starts_with("boom")
-            && text.len() <= 200
-            && !text.chars().any(char::is_control),
+        text.starts_with("boom") && text.len() <= 200 && !text.chars().any(char::is_control),
         "{text:?}"
     );
     // The forged one was dropped, said so, and is on no port of dc1.
