@@ -3,7 +3,8 @@
 //! access rules, as a local call is (a token's `ports` globs match
 //! `site/port`), then sent whole (tool, arguments, who) to the site,
 //! which runs it as a local call (`mcp/fleet_site.rs`). Every port tool
-//! is forwarded alike; what the fleet does not offer yet is refused here.
+//! is forwarded alike; a transfer's file is the site's files_dir's, and
+//! its result says so.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceResult, ResourceContents,
@@ -19,12 +20,6 @@ use crate::error::{ErrorCode, GateError, shown};
 use crate::fleet::link::Fleet;
 use crate::fleet::wire::{CallAnswer, ForwardedCall, VERSION, plain_port_name};
 use crate::gateway::Gateway;
-
-/// Tools that do not work on a port of another site yet, and why.
-const NOT_YET: &[(&str, &str)] = &[
-    ("send_file", "files_dir is the site's"),
-    ("receive_file", "files_dir is the site's"),
-];
 
 /// Most characters of a site's refusal an agent is shown.
 const MAX_REFUSAL: usize = 2048;
@@ -111,12 +106,6 @@ pub async fn forward(
             ),
         ));
     };
-    if let Some((_, why)) = NOT_YET.iter().find(|(t, _)| *t == tool) {
-        return Err(GateError::invalid(format!(
-            "{tool} is not yet offered through the fleet ({why}); use it at site {}'s own gateway",
-            target.site
-        )));
-    }
     if caller.policy.is_some() && rules::classify(&tool).0 >= TokenAccess::Write {
         return Err(GateError::new(
             ErrorCode::Forbidden,
@@ -141,7 +130,7 @@ pub async fn forward(
             arguments.insert(key.to_owned(), Value::String(target.port.clone()));
         }
     }
-    let deadline = super::fleet_site::call_deadline(&arguments);
+    let deadline = super::fleet_site::tool_deadline(&tool, &arguments);
     // A connect's arguments are kept with the connection it makes.
     let sent_connect = (tool == "connect").then(|| arguments.clone());
     tracing::info!(
@@ -179,7 +168,7 @@ pub async fn forward(
             target.site
         );
         connect.remove("take_over");
-        let deadline_connect = super::fleet_site::call_deadline(&connect);
+        let deadline_connect = super::fleet_site::tool_deadline("connect", &connect);
         let connected = ask(
             fleet,
             &target.site,
@@ -209,6 +198,16 @@ pub async fn forward(
             {
                 fields.insert("resource".to_owned(), Value::String(uri));
             }
+        }
+        // A transfer's file is in the site's files_dir, not this
+        // gateway's: the result says whose.
+        if super::fleet_site::TRANSFERS.contains(&tool.as_str())
+            && let Some(Value::Object(fields)) = result.structured_content.as_mut()
+        {
+            fields.insert(
+                "files_dir".to_owned(),
+                Value::String(format!("site {}'s", target.site)),
+            );
         }
         match &*tool {
             "connect" => session.add_remote(&full, sent_connect.unwrap_or_default()),

@@ -383,19 +383,6 @@ async fn an_agent_lists_both_sites_and_runs_commands_and_config_on_a_remote_swit
     let status = ok(&ops, "status", json!({})).await;
     assert_eq!(status["connection"], "dc2/core-sw1", "{status:#}");
     assert_eq!(status["state"], "open", "{status:#}");
-    // A transfer is not offered through the fleet yet, and says so.
-    let root = fleet.agent(ROOT).await;
-    let refused = err(
-        &root,
-        "send_file",
-        json!({"connection": "dc2/core-sw1", "file": "x.bin"}),
-    )
-    .await;
-    assert!(
-        refused.starts_with("invalid_argument:")
-            && refused.contains("not yet offered through the fleet"),
-        "{refused}"
-    );
 }
 
 #[tokio::test]

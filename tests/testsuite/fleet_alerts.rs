@@ -384,3 +384,109 @@ async fn a_rogue_sites_alert_is_shown_bounded_and_escaped_and_cannot_land_on_ano
     assert_eq!(dc1["total"], 0, "{dc1}");
     drop(leaf);
 }
+
+/// A file of `len` bytes no simple pattern describes.
+fn image(len: usize) -> Vec<u8> {
+    let mut x: u32 = 0x2468_ace1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_image_goes_from_the_sites_files_dir_to_a_remote_rommon_through_the_serving_gateway() {
+    let Some(fleet) = Fleet::start().await else {
+        return;
+    };
+    let Some(binary) = nats::binary() else {
+        return;
+    };
+    // A third site, dc3, whose switch sits in ROMMON, with a files_dir.
+    let dir = fleet.dir.path();
+    let leaf = start_leaf(&binary, dir, "dc3", fleet.leaf_port).await;
+    let link = dir.join("dc3-rom");
+    let _rommon = serialgate_sim::spawn_with(
+        serialgate_sim::Profile::CiscoIos,
+        Some(link.clone()),
+        serialgate_sim::SimOptions {
+            rommon: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("a switch in ROMMON");
+    let files = dir.join("dc3-files");
+    std::fs::create_dir(&files).expect("dc3's files_dir");
+    let file = image(64 * 1024);
+    std::fs::write(files.join("c2960x.bin"), &file).expect("the image");
+    let config = dir.join("dc3.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nauth = \"none\"\nfiles_dir = {files:?}\n\n\
+             [ports.rom]\ndevice = {link:?}\npreset = \"cisco-ios\"\n\n\
+             [fleet]\nurls = [\"{}\"]\nsite = \"dc3\"\n",
+            leaf.url()
+        ),
+    )
+    .expect("dc3's config");
+    std::fs::create_dir(dir.join("dc3")).expect("dc3's dir");
+    let notify = serialgate_testkit::daemon::NotifySocket::bind(&dir.join("dc3"));
+    let _dc3 = crate::fleet::start_gateway(&config, &notify).await;
+
+    let root = fleet.agent(ROOT).await;
+    fleet
+        .port_state(&root, "dc3/rom", |p| p["state"] == "open")
+        .await;
+    ok(&root, "connect", json!({"port": "dc3/rom"})).await;
+    let until = async |prompt: &str| -> String {
+        let r = ok(
+            &root,
+            "read_until_prompt",
+            json!({"prompt": prompt, "regex": true, "timeout": 20}),
+        )
+        .await;
+        assert_eq!(r["matched"], true, "no {prompt:?} in {r}");
+        r["output"].as_str().unwrap_or_default().to_owned()
+    };
+    ok(&root, "send_text", json!({"text": "\r"})).await;
+    until(r"rommon \d+ > $").await;
+    ok(
+        &root,
+        "send_text",
+        json!({"text": "xmodem -c -s 115200 c2960x.bin"}),
+    )
+    .await;
+    until("change the speed of your terminal to 115200 baud now\\.\r\n").await;
+    let sent = ok(
+        &root,
+        "send_file",
+        json!({"connection": "dc3/rom", "file": "c2960x.bin", "protocol": "xmodem-1k", "transfer_baud": 115200}),
+    )
+    .await;
+    assert_eq!(sent["file"], "c2960x.bin", "{sent}");
+    assert_eq!(sent["files_dir"], "site dc3's", "{sent}");
+    assert_eq!(sent["bytes"], 64 * 1024, "{sent}");
+    assert_eq!(sent["blocks"], 64, "{sent}");
+    assert_eq!(sent["baud_after"], 9600, "{sent}");
+    let after = until(r"rommon \d+ > $").await;
+    let want = format!(
+        "Received 65536 bytes of c2960x.bin, checksum 0x{:04x}",
+        serialgate_xmodem::crc16(&file)
+    );
+    assert!(after.contains(&want), "{after:?}");
+    // A name outside the site's files_dir is refused there, as locally.
+    let refused = crate::fleet::err(
+        &root,
+        "send_file",
+        json!({"connection": "dc3/rom", "file": "../dc3.toml"}),
+    )
+    .await;
+    assert!(refused.starts_with("invalid_argument:"), "{refused}");
+    drop(leaf);
+}
