@@ -253,8 +253,14 @@ impl SiteReader {
         *pause = Duration::from_millis(250);
         while let Some(message) = messages.next().await {
             let message = message.map_err(|e| format!("pulling: {e}"))?;
-            let sequence = message.info().map(|i| i.stream_sequence).unwrap_or(0);
-            if sequence == 0 || sequence > *last_sequence {
+            let (sequence, delivered) = message
+                .info()
+                .map(|i| (i.stream_sequence, i.delivered))
+                .unwrap_or((0, 1));
+            // Sent again, and kept already by this process (its ack was
+            // lost): acknowledged, not kept twice. A first delivery is
+            // always kept (a stream made anew numbers from 1 again).
+            if delivered <= 1 || sequence > *last_sequence {
                 match read_alert(&self.site, &message.payload) {
                     Ok(alert) => {
                         tracing::info!(

@@ -14,10 +14,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use serialgate_testkit::nats;
 use serialgate_testkit::rig::num;
-use serialgate_testkit::updates::UpdatesClient;
+use serialgate_testkit::updates::{UpdatesClient, next_updated};
 use serialgate_testkit::{rig, wait};
 
-use crate::fleet::{DC1_ONLY, Fleet, OPS, ROOT, ok, start_leaf, try_as_site};
+use crate::fleet::{DC1_ONLY, DEADLINE, Fleet, OPS, ROOT, ok, start_leaf, try_as_site};
 
 /// How long a subscribed agent may wait to be told of an alert: a
 /// deadline on the event (a site's uplink coming back takes a few
@@ -65,14 +65,14 @@ async fn delivered(agent: &UpdatesClient, port: &str, total: u64) -> Value {
     .await
 }
 
-/// `(id, watch, severity, text)` of each alert shown.
-fn summary(shown: &Value) -> Vec<(u64, String, String, String)> {
+/// `(id, watch, severity, text)` of each alert shown, all of `port`.
+fn summary_of(shown: &Value, port: &str) -> Vec<(u64, String, String, String)> {
     shown["alerts"]
         .as_array()
         .expect("alerts")
         .iter()
         .map(|a| {
-            assert_eq!(a["port"], "dc1/core-sw1", "{a}");
+            assert_eq!(a["port"], port, "{a}");
             (
                 num(a, "id"),
                 a["watch"].as_str().unwrap_or_default().to_owned(),
@@ -81,6 +81,11 @@ fn summary(shown: &Value) -> Vec<(u64, String, String, String)> {
             )
         })
         .collect()
+}
+
+/// [`summary_of`] dc1's switch.
+fn summary(shown: &Value) -> Vec<(u64, String, String, String)> {
+    summary_of(shown, "dc1/core-sw1")
 }
 
 fn alert(id: u64, watch: &str, severity: &str, text: &str) -> (u64, String, String, String) {
@@ -170,11 +175,13 @@ async fn alerts_raised_while_a_site_is_cut_off_arrive_once_each_in_order_and_not
     assert_eq!(meanwhile["total"], 0, "{meanwhile}");
 
     fleet.leaves[0].restart().await;
+    let back = std::time::Instant::now();
     assert_eq!(
         ops.next_update(TOLD_WITHIN).await.as_deref(),
         Some(uri.as_str()),
         "told once the site is back"
     );
+    eprintln!("the agent was told {:?} after the leaf", back.elapsed());
     delivered(&ops, "dc1/core-sw1", 3).await;
     // One more after: when it is there, nothing came twice before it.
     fleet.sims[0].inject(RESTART).await;
@@ -227,6 +234,75 @@ async fn alerts_raised_while_a_site_is_cut_off_arrive_once_each_in_order_and_not
         .map(|a| num(a, "id"))
         .collect();
     assert_eq!(ids, [1, 2, 3, 4, 5], "{listed:#}");
+}
+
+#[tokio::test]
+async fn an_alert_raised_while_the_uplink_is_down_waits_in_the_sites_own_stream_and_then_arrives() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let uri = alerts_uri("dc2/core-sw1");
+    let ops = agent(&fleet, OPS).await;
+    ops.subscribe(&uri).await.expect("subscribe");
+    // A sessionless client listens instead (`subscriptions/listen`).
+    let listener = UpdatesClient::sessionless(&fleet.url, OPS)
+        .await
+        .expect("a sessionless client");
+    let mut listening = listener
+        .listen(std::slice::from_ref(&uri))
+        .await
+        .expect("listen");
+
+    // The hub is gone: every leaf's uplink is cut, the leaves and the
+    // sites' gateways stay up.
+    fleet.hub.kill();
+    fleet
+        .port_state(&fleet.agent(OPS).await, "dc2/core-sw1", |p| {
+            p["state"] == "down"
+        })
+        .await;
+    fleet.sims[1].inject(CRASH).await;
+    fleet.sites[1]
+        .stderr
+        .wait_for("alert crash (critical) on core-sw1")
+        .await;
+    // The site's own stream, in its leaf, keeps it meanwhile.
+    let at_site = async_nats::connect(fleet.leaves[1].url())
+        .await
+        .expect("connect to dc2's leaf");
+    let js = async_nats::jetstream::with_domain(at_site, "dc2");
+    wait::eventually("the alert in dc2's stream", DEADLINE, async || {
+        let mut stream = js
+            .get_stream("serialgate-alerts-dc2")
+            .await
+            .map_err(|e| e.to_string())?;
+        let info = stream.info().await.map_err(|e| e.to_string())?;
+        if info.state.messages == 1 {
+            Ok(())
+        } else {
+            Err(format!("{} message(s)", info.state.messages))
+        }
+    })
+    .await;
+
+    fleet.hub.restart().await;
+    let back = std::time::Instant::now();
+    assert_eq!(
+        ops.next_update(TOLD_WITHIN).await.as_deref(),
+        Some(uri.as_str()),
+        "told once the uplink is back"
+    );
+    eprintln!("the agent was told {:?} after the hub", back.elapsed());
+    assert_eq!(
+        next_updated(&mut listening, TOLD_WITHIN).await.as_deref(),
+        Some(uri.as_str()),
+        "the listening client is told too"
+    );
+    let shown = delivered(&ops, "dc2/core-sw1", 1).await;
+    assert_eq!(
+        summary_of(&shown, "dc2/core-sw1"),
+        [alert(1, "crash", "critical", "Unexpected exception to CPU")]
+    );
 }
 
 #[tokio::test]
