@@ -277,9 +277,12 @@ impl SiteReader {
                             );
                         }
                     }
-                    Err(e) => {
-                        tracing::warn!("fleet: dropped an alert of site {}: {e}", self.site)
-                    }
+                    // Why, quoted: a parse error repeats the site's text.
+                    Err(e) => tracing::warn!(
+                        "fleet: dropped an alert of site {}: {}",
+                        self.site,
+                        crate::error::shown(&e)
+                    ),
                 }
                 *last_sequence = sequence;
             }

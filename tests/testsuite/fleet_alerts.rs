@@ -421,7 +421,9 @@ async fn a_rogue_sites_alert_is_shown_bounded_and_escaped_and_cannot_land_on_ano
         "severity": "critical", "at_unix_ms": 1,
         "text": format!("\u{1b}[2Jboom\r\nforged line\u{1b}[31m{}", "A".repeat(5000)),
         "start": 0, "end": 4});
-    for alert in [forged, hostile] {
+    let forging_a_log_line = json!({"v": 1, "id": 3, "port": "evil", "watch": "w",
+        "severity": "critical\u{1b}[2J\nFAKE LOG LINE", "at_unix_ms": 1, "text": "t", "start": 0, "end": 1});
+    for alert in [forged, hostile, forging_a_log_line] {
         js.publish("serialgate.from.dc3.alerts", alert.to_string().into())
             .await
             .expect("publish")
@@ -455,6 +457,16 @@ async fn a_rogue_sites_alert_is_shown_bounded_and_escaped_and_cannot_land_on_ano
         .wait_for("dropped an alert of site dc3")
         .await;
     assert!(line.contains("no port name"), "{line}");
+    // A site's text in the reason stays on its line, escaped.
+    let line = fleet
+        .serving
+        .stderr
+        .wait_for("dropped an alert of site dc3")
+        .await;
+    assert!(
+        line.contains("FAKE LOG LINE") && !line.contains('\u{1b}'),
+        "{line:?}"
+    );
     let root = agent(&fleet, ROOT).await;
     let dc1 = read_alerts(&root, "dc1/core-sw1").await;
     assert_eq!(dc1["total"], 0, "{dc1}");
