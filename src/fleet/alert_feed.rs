@@ -9,6 +9,7 @@
 //! reads the stream through the leaf link (`fleet/alert_inbox.rs`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, stream};
@@ -40,13 +41,19 @@ pub struct Queue(mpsc::Receiver<Alert>);
 /// without waiting, and the queue it fills.
 pub fn hook() -> (AlertHook, Queue) {
     let (tx, rx) = mpsc::channel::<Alert>(QUEUE);
+    let dropped = AtomicU64::new(0);
     let hook: AlertHook = Arc::new(move |alert: &Alert| {
         if tx.try_send(alert.clone()).is_err() {
-            tracing::warn!(
-                "fleet: alert {} of {} not given to the fleet: {QUEUE} alerts wait for the site's stream already",
-                alert.id,
-                alert.port
-            );
+            // Said at the 1st, 2nd, 4th, 8th… drop: a port raising alerts
+            // in a loop while the site is cut off does not flood the log.
+            let n = dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                tracing::warn!(
+                    "fleet: alert {} of {} not given to the fleet: {QUEUE} alerts wait for the site's stream already ({n} not given so far)",
+                    alert.id,
+                    alert.port
+                );
+            }
         }
     });
     (hook, Queue(rx))
