@@ -1,13 +1,15 @@
-//! Alerts and resources of a port of another site, end to end, on the
-//! fleet of `fleet.rs` (a hub `nats-server`, a leaf per site running
-//! JetStream in the site's own domain, real gateways, simulated Cisco
-//! switches): an agent at the serving gateway subscribes to a remote
-//! port's alerts as to a local one's and is told of each; alerts raised
-//! while the site's leaf is down reach it once the leaf is back, each
-//! once and in order, and never again after the serving gateway
-//! restarts; a command's whole output is read through the serving
-//! gateway; a site key cannot touch another site's alert stream, and a
-//! rogue site's alert is shown bounded and escaped.
+//! Alerts, resources and transfers of a port of another site, end to
+//! end, on the fleet of `fleet.rs` (a hub `nats-server`, a leaf per site
+//! running JetStream in the site's own domain, real gateways, simulated
+//! Cisco switches): an agent at the serving gateway subscribes to a
+//! remote port's alerts as to a local one's and is told of each; alerts
+//! raised while the site's leaf is down reach it once the leaf is back,
+//! each once and in order, and never again after the serving gateway
+//! restarts; one raised while only the uplink is down waits in the site's
+//! own stream; a command's whole output is read through the serving
+//! gateway; an image goes from the site's files_dir to a remote ROMMON; a
+//! site key cannot touch another site's alert stream, and a rogue site's
+//! alert is shown bounded and escaped.
 
 use std::time::Duration;
 
