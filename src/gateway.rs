@@ -80,9 +80,12 @@ struct Shared {
     shutdown: CancellationToken,
     /// The audit trail of every session write, shared by all ports.
     audit: Audit,
-    /// Told of every alert of every port (the webhook), from the config
-    /// the daemon started with.
+    /// Told of every alert of every port (the webhook, the fleet), from
+    /// the config the daemon started with.
     on_alert: Option<AlertHook>,
+    /// The alerts queued for the fleet's stream, until the fleet takes
+    /// them ([`Gateway::take_fleet_alerts`]).
+    fleet_alerts: Mutex<Option<crate::fleet::alert_feed::Queue>>,
     /// Bumped when ports are added or removed (reload, ad hoc), so that
     /// views of every port (the web view's ports page) list them again.
     ports_changed: watch::Sender<u64>,
@@ -114,12 +117,27 @@ impl Gateway {
             }),
             None => Audit::log_only(),
         };
-        // Alerts go to the webhook through a bounded queue (webhook.rs).
-        let on_alert = config
+        // Alerts go to the webhook through a bounded queue (webhook.rs),
+        // and to the fleet's stream through another (fleet/alert_feed.rs).
+        let webhook = config
             .server
             .alert_webhook
             .clone()
             .map(|w| crate::webhook::start(w, shutdown.clone()));
+        let (fleet_hook, fleet_alerts) = match config.fleet {
+            Some(_) => {
+                let (hook, queue) = crate::fleet::alert_feed::hook();
+                (Some(hook), Some(queue))
+            }
+            None => (None, None),
+        };
+        let on_alert: Option<AlertHook> = match (webhook, fleet_hook) {
+            (Some(a), Some(b)) => Some(std::sync::Arc::new(move |alert: &_| {
+                a(alert);
+                b(alert);
+            })),
+            (a, b) => a.or(b),
+        };
         let mut ports = BTreeMap::new();
         for (name, pc) in &config.ports {
             ports.insert(
@@ -134,11 +152,18 @@ impl Gateway {
                 shutdown,
                 audit,
                 on_alert,
+                fleet_alerts: Mutex::new(fleet_alerts),
                 ports_changed: watch::Sender::new(0),
                 config_changed: watch::Sender::new(0),
                 power: crate::power::PowerBoard::default(),
             }),
         }
+    }
+
+    /// The queue of alerts for the fleet's stream, once: the fleet takes
+    /// it when it joins.
+    pub fn take_fleet_alerts(&self) -> Option<crate::fleet::alert_feed::Queue> {
+        crate::sync::lock(&self.shared.fleet_alerts).take()
     }
 
     /// How the transcripts and the audit trail of `config` are rotated.

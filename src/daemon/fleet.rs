@@ -1,6 +1,7 @@
 //! Joining the fleet at start (`[fleet]`): the NATS connection, this
-//! site's announcements and the calls forwarded to its ports, and for a
-//! serving gateway the directory its doors show.
+//! site's announcements, its alerts' stream and the calls forwarded to
+//! its ports, and for a serving gateway the directory its doors show and
+//! the sites' alerts.
 
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +24,15 @@ pub async fn start(
         gateway.clone(),
         shutdown.child_token(),
     );
+    if let Some(queue) = gateway.take_fleet_alerts() {
+        crate::fleet::alert_feed::start(
+            fleet.client().clone(),
+            config.site.clone(),
+            fleet.gateway.clone(),
+            queue,
+            shutdown.child_token(),
+        );
+    }
     crate::mcp::fleet_site::serve_calls(gateway.clone(), fleet.clone(), shutdown.child_token())
         .await
         .map_err(|e| anyhow::anyhow!("fleet: cannot take calls for site {}: {e}", config.site))?;

@@ -78,6 +78,14 @@ impl Directory {
         crate::sync::lock(&self.sites).values().cloned().collect()
     }
 
+    /// Whether `site` announced a port `port` when last heard, reachable
+    /// now or not.
+    pub fn announced(&self, site: &str, port: &str) -> bool {
+        crate::sync::lock(&self.sites)
+            .get(site)
+            .is_some_and(|s| s.ports.iter().any(|p| p.name == port))
+    }
+
     /// The port `port` of `site`, if the site is reachable and announced
     /// it; else `port_unavailable` saying which and since when.
     pub fn reachable_port(&self, site: &str, port: &str) -> Result<AnnouncedPort, GateError> {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_nats::{ConnectOptions, ServerAddr};
 use tokio_util::sync::CancellationToken;
 
+use super::alert_inbox::AlertInbox;
 use super::directory::Directory;
 use super::subjects;
 use super::wire::{CallAnswer, ForwardedCall, MAX_CALL};
@@ -30,6 +31,9 @@ pub struct Fleet {
     pub gateway: String,
     /// The fleet's ports, when this gateway serves them.
     pub directory: Option<Directory>,
+    /// The remote ports' alerts delivered here, when this gateway serves
+    /// the fleet.
+    pub alerts: Option<AlertInbox>,
 }
 
 /// The options of a connection as `[fleet]` asks for it.
@@ -100,22 +104,25 @@ impl Fleet {
                     config.urls.join(", ")
                 )
             })?;
-        let directory = if config.serve {
+        let (directory, alerts) = if config.serve {
             let directory = Directory::default();
             directory
                 .clone()
-                .listen(client.clone(), config.site.clone(), stop)
+                .listen(client.clone(), config.site.clone(), stop.clone())
                 .await
                 .map_err(|e| anyhow::anyhow!("fleet: cannot hear the sites' announcements: {e}"))?;
-            Some(directory)
+            let alerts = AlertInbox::default();
+            alerts.start(client.clone(), directory.clone(), config.site.clone(), stop);
+            (Some(directory), Some(alerts))
         } else {
-            None
+            (None, None)
         };
         Ok(Fleet {
             client,
             site: config.site.clone(),
             gateway: incarnation(&config.site),
             directory,
+            alerts,
         })
     }
 

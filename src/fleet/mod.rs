@@ -8,12 +8,18 @@
 //!   deadlines), the handle the doors use;
 //! - `directory`: a serving gateway's view of every site's ports, with
 //!   when each site was last heard from;
-//! - `announcer`: a site gateway announcing its ports.
+//! - `announcer`: a site gateway announcing its ports;
+//! - `alert_feed`: a site gateway storing its alerts in its own
+//!   JetStream stream, which keeps them while the site is cut off;
+//! - `alert_inbox`: a serving gateway reading every site's alert stream
+//!   with a durable consumer and keeping what it delivered.
 //!
 //! Running a forwarded call is the MCP tools' (`mcp/fleet_site.rs`), and
 //! forwarding one is the MCP handler's (`mcp/fleet_forward.rs`): this
 //! room knows NATS, not the tools.
 
+pub mod alert_feed;
+pub mod alert_inbox;
 pub mod announcer;
 pub mod directory;
 pub mod link;

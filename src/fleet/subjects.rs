@@ -17,7 +17,6 @@ pub fn to_site(site: &str) -> String {
 
 /// The root of everything `site` tells the fleet besides its
 /// announcements: its credentials publish `<root>.>`.
-#[allow(dead_code)] // the console feed and alert streams will publish here
 pub fn from_site(site: &str) -> String {
     format!("{PREFIX}.from.{site}")
 }
@@ -31,6 +30,21 @@ pub fn calls(site: &str) -> String {
 /// Where a site's gateway announces its ports.
 pub fn announcements(site: &str) -> String {
     format!("{PREFIX}.announce.{site}")
+}
+
+/// Where a site's gateway publishes the alerts of its configured
+/// watches, which the site's own JetStream stream ([`alert_stream`])
+/// keeps.
+pub fn alerts(site: &str) -> String {
+    format!("{}.alerts", from_site(site))
+}
+
+/// The JetStream stream, in the site's own domain (its name), that keeps
+/// `site`'s alerts while its uplink is down. Named after the site too, so
+/// that the acks of its consumers (`$JS.ACK.<stream>.…`) name one site
+/// and a site's credentials may be granted only its own.
+pub fn alert_stream(site: &str) -> String {
+    format!("serialgate-alerts-{site}")
 }
 
 /// What a serving gateway subscribes to, to hear every site.
@@ -54,6 +68,8 @@ mod tests {
         assert_eq!(calls("dc1"), "serialgate.site.dc1.call");
         assert!(calls("dc1").starts_with(&format!("{}.", to_site("dc1"))));
         assert_eq!(from_site("dc1"), "serialgate.from.dc1");
+        assert_eq!(alerts("dc1"), "serialgate.from.dc1.alerts");
+        assert_eq!(alert_stream("dc1"), "serialgate-alerts-dc1");
         assert_eq!(announcing_site(&announcements("dc1")), Some("dc1"));
         assert_eq!(announcing_site("serialgate.announce.dc1.x"), None);
         assert_eq!(announcing_site("serialgate.site.dc1.call"), None);

@@ -61,15 +61,20 @@ pub struct Heard {
 /// A text of a member bounded and cleaned as the gateway shows device
 /// text ([`crate::clean::clean_field`]), then cut to [`MAX_TEXT`] bytes.
 fn cleaned(text: &str) -> String {
-    let bounded = &text.as_bytes()[..text.len().min(MAX_TEXT * 4)];
+    cleaned_to(text, MAX_TEXT)
+}
+
+/// [`cleaned`], cut to `max` bytes.
+fn cleaned_to(text: &str, max: usize) -> String {
+    let bounded = &text.as_bytes()[..text.len().min(max * 4)];
     // Cleaned as device text, then one line: a line end a member sends
     // would start a line of its own in a log or a list.
     let mut clean: String = crate::clean::clean_field(bounded)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if clean.len() > MAX_TEXT {
-        let cut = (0..=MAX_TEXT)
+    if clean.len() > max {
+        let cut = (0..=max)
             .rev()
             .find(|&i| clean.is_char_boundary(i))
             .unwrap_or(0);
@@ -147,6 +152,10 @@ pub struct ForwardedCall {
     pub tool: String,
     /// Its arguments, port names as the site knows them.
     pub arguments: Map<String, Value>,
+    /// A resource to read instead of calling a tool (`tool` is then
+    /// `read_resource`), its URI naming the port as the site knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
 }
 
 /// A site's answer: the tool's result as MCP sends it, or why the site
@@ -160,10 +169,112 @@ pub enum CallAnswer {
     Refused(String),
 }
 
+/// Largest alert message a serving gateway reads.
+pub const MAX_ALERT: usize = 16 * 1024;
+/// Longest alert text kept (a site's own alerts are cut at 200 bytes).
+pub const MAX_ALERT_TEXT: usize = 200;
+/// Longest watch name kept.
+pub const MAX_WATCH_NAME: usize = 64;
+
+/// An alert of a configured watch as a site's gateway publishes it to
+/// its stream (`serialgate.from.<SITE>.alerts`), and as a serving gateway
+/// reads it back: the port's alert with the wire's version.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SiteAlert {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The alert's id at its site (ids start at 1 again when the site's
+    /// gateway does).
+    pub id: u64,
+    /// The port's name at its site.
+    pub port: String,
+    /// The watch that matched.
+    pub watch: String,
+    /// How bad it is.
+    pub severity: crate::config::watches::Severity,
+    /// When, in milliseconds since the Unix epoch, at the site.
+    pub at_unix_ms: u64,
+    /// The matched text.
+    pub text: String,
+    /// First byte of the match in the port's OutputLog at the site.
+    pub start: u64,
+    /// One past its last byte.
+    pub end: u64,
+}
+
+impl SiteAlert {
+    /// `alert` as its site publishes it.
+    pub fn of(alert: &crate::port::alerts::Alert) -> SiteAlert {
+        SiteAlert {
+            v: VERSION,
+            id: alert.id,
+            port: alert.port.clone(),
+            watch: alert.watch.clone(),
+            severity: alert.severity,
+            at_unix_ms: alert.at_unix_ms,
+            text: alert.text.clone(),
+            start: alert.start,
+            end: alert.end,
+        }
+    }
+}
+
+/// Reads an alert of `site`'s stream as a serving gateway shows it: its
+/// port named `site/port`, its watch name and text bounded and cleaned;
+/// `Err` says why it was dropped. The site is the stream's (its domain),
+/// never the payload's.
+pub fn read_alert(site: &str, payload: &[u8]) -> Result<crate::port::alerts::Alert, String> {
+    if payload.len() > MAX_ALERT {
+        return Err(format!(
+            "{} bytes, more than the {MAX_ALERT} an alert may have",
+            payload.len()
+        ));
+    }
+    let raw: SiteAlert =
+        serde_json::from_slice(payload).map_err(|e| format!("not an alert: {e}"))?;
+    if raw.v != VERSION {
+        return Err(format!("version {} (this gateway reads {VERSION})", raw.v));
+    }
+    if !plain_port_name(&raw.port) {
+        return Err("its port's name is no port name".into());
+    }
+    Ok(crate::port::alerts::Alert {
+        id: raw.id,
+        port: format!("{site}/{}", raw.port),
+        watch: cleaned_to(&raw.watch, MAX_WATCH_NAME),
+        severity: raw.severity,
+        at_unix_ms: raw.at_unix_ms,
+        text: cleaned_to(&raw.text, MAX_ALERT_TEXT),
+        start: raw.start,
+        end: raw.end,
+        session_watch: false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_hostile_alert_is_bounded_and_cleaned_and_named_after_its_stream() {
+        let alert = json!({"v": 1, "id": 7, "port": "sw1", "watch": "crash\u{1b}]0;x\u{7}\n",
+            "severity": "critical", "at_unix_ms": 1, "text": format!("\u{1b}[2Jboom\r\n{}", "x".repeat(5000)),
+            "start": 10, "end": 14});
+        let read = read_alert("dc1", alert.to_string().as_bytes()).unwrap();
+        assert_eq!(read.port, "dc1/sw1");
+        assert_eq!(read.watch, "crash");
+        assert!(read.text.starts_with("boom"), "{:?}", read.text);
+        assert!(
+            read.text.len() <= MAX_ALERT_TEXT && !read.text.contains(char::is_control),
+            "{:?}",
+            read.text
+        );
+        let elsewhere = json!({"v": 1, "id": 1, "port": "../dc2/sw1", "watch": "w",
+            "severity": "info", "at_unix_ms": 1, "text": "t", "start": 0, "end": 1});
+        assert!(read_alert("dc1", elsewhere.to_string().as_bytes()).is_err());
+        assert!(read_alert("dc1", &vec![b' '; MAX_ALERT + 1]).is_err());
+    }
 
     #[test]
     fn a_hostile_announcement_is_bounded_and_cleaned() {

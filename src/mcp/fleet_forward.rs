@@ -3,9 +3,12 @@
 //! access rules, as a local call is (a token's `ports` globs match
 //! `site/port`), then sent whole (tool, arguments, who) to the site,
 //! which runs it as a local call (`mcp/fleet_site.rs`). Every port tool
-//! is forwarded alike; what the fleet does not offer yet is refused here.
+//! is forwarded alike; a transfer's file is the site's files_dir's, and
+//! its result says so.
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceResult, ResourceContents,
+};
 use serde_json::Value;
 
 use super::authorize::str_arg;
@@ -17,12 +20,6 @@ use crate::error::{ErrorCode, GateError, shown};
 use crate::fleet::link::Fleet;
 use crate::fleet::wire::{CallAnswer, ForwardedCall, VERSION, plain_port_name};
 use crate::gateway::Gateway;
-
-/// Tools that do not work on a port of another site yet, and why.
-const NOT_YET: &[(&str, &str)] = &[
-    ("send_file", "files_dir is the site's"),
-    ("receive_file", "files_dir is the site's"),
-];
 
 /// Most characters of a site's refusal an agent is shown.
 const MAX_REFUSAL: usize = 2048;
@@ -41,6 +38,11 @@ impl RemotePort {
     pub fn full(&self) -> String {
         format!("{}/{}", self.site, self.port)
     }
+}
+
+/// `site/port` read from a name; `None` for a local name or device path.
+pub fn remote_port(name: &str) -> Option<RemotePort> {
+    split(name)
 }
 
 /// `site/port` read from a name; `None` for a local name or device path.
@@ -104,12 +106,6 @@ pub async fn forward(
             ),
         ));
     };
-    if let Some((_, why)) = NOT_YET.iter().find(|(t, _)| *t == tool) {
-        return Err(GateError::invalid(format!(
-            "{tool} is not yet offered through the fleet ({why}); use it at site {}'s own gateway",
-            target.site
-        )));
-    }
     if caller.policy.is_some() && rules::classify(&tool).0 >= TokenAccess::Write {
         return Err(GateError::new(
             ErrorCode::Forbidden,
@@ -134,7 +130,7 @@ pub async fn forward(
             arguments.insert(key.to_owned(), Value::String(target.port.clone()));
         }
     }
-    let deadline = super::fleet_site::call_deadline(&arguments);
+    let deadline = super::fleet_site::tool_deadline(&tool, &arguments);
     // A connect's arguments are kept with the connection it makes.
     let sent_connect = (tool == "connect").then(|| arguments.clone());
     tracing::info!(
@@ -151,6 +147,7 @@ pub async fn forward(
         client: client.to_owned(),
         tool: tool.to_owned(),
         arguments,
+        resource: None,
     };
     // Kept to run the call again, should the site have lost the session's
     // connection it names.
@@ -171,7 +168,7 @@ pub async fn forward(
             target.site
         );
         connect.remove("take_over");
-        let deadline_connect = super::fleet_site::call_deadline(&connect);
+        let deadline_connect = super::fleet_site::tool_deadline("connect", &connect);
         let connected = ask(
             fleet,
             &target.site,
@@ -192,6 +189,25 @@ pub async fn forward(
                     fields.insert(key.to_owned(), Value::String(full.clone()));
                 }
             }
+            // The whole output of a command cut at max_output is read
+            // through this gateway, as a resource of site/port.
+            if let Some(uri) = fields
+                .get("resource")
+                .and_then(Value::as_str)
+                .and_then(|uri| super::resources::renamed(uri, &target.port, &full))
+            {
+                fields.insert("resource".to_owned(), Value::String(uri));
+            }
+        }
+        // A transfer's file is in the site's files_dir, not this
+        // gateway's: the result says whose.
+        if super::fleet_site::TRANSFERS.contains(&tool.as_str())
+            && let Some(Value::Object(fields)) = result.structured_content.as_mut()
+        {
+            fields.insert(
+                "files_dir".to_owned(),
+                Value::String(format!("site {}'s", target.site)),
+            );
         }
         match &*tool {
             "connect" => session.add_remote(&full, sent_connect.unwrap_or_default()),
@@ -200,6 +216,79 @@ pub async fn forward(
         }
     }
     Ok(result.into())
+}
+
+/// How long reading a resource at a site may take.
+const RESOURCE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reads `uri`, a resource of `target` (a command's output there), at its
+/// site: in the site's session of this session (which remembers the
+/// command, so its echo is cut as at the site), the URI naming the port
+/// as the site does. The handler checked that `caller` reaches the port.
+pub async fn read_resource(
+    fleet: Option<&Fleet>,
+    caller: &Caller,
+    session: &Session,
+    client: &str,
+    uri: &str,
+    target: RemotePort,
+) -> Result<ReadResourceResult, GateError> {
+    let full = target.full();
+    let Some(fleet) = fleet else {
+        return Err(GateError::new(
+            ErrorCode::PortUnavailable,
+            format!(
+                "{} names a port of another site, and this gateway does not serve the fleet ([fleet] serve = true)",
+                shown(&full)
+            ),
+        ));
+    };
+    if !plain_port_name(&target.port) {
+        return Err(GateError::invalid(format!(
+            "{} is no port of a site",
+            shown(&full)
+        )));
+    }
+    if let Some(directory) = &fleet.directory {
+        directory.reachable_port(&target.site, &target.port)?;
+    }
+    let at_site = super::resources::renamed(uri, &full, &target.port)
+        .ok_or_else(|| GateError::invalid(format!("{} names no resource of {full}", shown(uri))))?;
+    let call = ForwardedCall {
+        v: VERSION,
+        gateway: fleet.gateway.clone(),
+        session: session.actor().session,
+        token: caller.name.clone(),
+        access: caller.access,
+        use_credentials: caller.use_credentials,
+        client: client.to_owned(),
+        tool: "read_resource".to_owned(),
+        arguments: serde_json::Map::new(),
+        resource: Some(at_site),
+    };
+    let value = match fleet
+        .forward(&target.site, &call, RESOURCE_DEADLINE)
+        .await?
+    {
+        CallAnswer::Result(value) => value,
+        CallAnswer::Refused(message) => return Err(coded(&message)),
+    };
+    let mut read: ReadResourceResult = serde_json::from_value(value).map_err(|e| {
+        GateError::new(
+            ErrorCode::PortUnavailable,
+            format!("site {} answered with no resource: {e}", target.site),
+        )
+    })?;
+    for contents in &mut read.contents {
+        match contents {
+            ResourceContents::TextResourceContents { uri: named, .. }
+            | ResourceContents::BlobResourceContents { uri: named, .. } => {
+                *named = uri.to_owned();
+            }
+            _ => {}
+        }
+    }
+    Ok(read)
 }
 
 /// Sends `call` to `site` within `deadline`: the tool's result there, or

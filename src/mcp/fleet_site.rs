@@ -124,6 +124,26 @@ pub fn call_deadline(arguments: &serde_json::Map<String, serde_json::Value>) -> 
     Duration::from_secs_f64(asked.max(20.0) + 10.0)
 }
 
+/// The tools that move a file between the site's files_dir and a device.
+pub const TRANSFERS: [&str; 2] = ["send_file", "receive_file"];
+
+/// How long a forwarded transfer may take: a large image at a boot
+/// loader's speed takes long, and the device's start a minute.
+const TRANSFER_DEADLINE: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// The deadline of a forwarded call of `tool`: a transfer's
+/// [`TRANSFER_DEADLINE`], else [`call_deadline`].
+pub fn tool_deadline(
+    tool: &str,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+) -> Duration {
+    if TRANSFERS.contains(&tool) {
+        TRANSFER_DEADLINE
+    } else {
+        call_deadline(arguments)
+    }
+}
+
 /// Why a forwarded call is refused before it runs, if it is.
 fn refused(call: &ForwardedCall) -> Option<String> {
     if call.v != VERSION {
@@ -203,8 +223,12 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
         call.tool,
         crate::error::label(&call.gateway)
     );
-    let deadline = call_deadline(&call.arguments);
-    match session.call(&call.tool, call.arguments, deadline).await {
+    let deadline = tool_deadline(&call.tool, &call.arguments);
+    let answered = match &call.resource {
+        Some(uri) => session.read_resource(uri, deadline).await,
+        None => session.call(&call.tool, call.arguments, deadline).await,
+    };
+    match answered {
         Ok(result) => CallAnswer::Result(result),
         Err(e) => CallAnswer::Refused(e.to_string()),
     }

@@ -79,11 +79,6 @@ fn resource_scope(caller: &Caller, gateway: &Gateway, port: &str) -> Result<(), 
     Ok(())
 }
 
-/// The port a resource URI names (`serialgate://ports/{port}/...`).
-fn resource_port(uri: &str) -> Option<&str> {
-    uri.strip_prefix("serialgate://ports/")?.split('/').next()
-}
-
 // `#[tool_handler]` is not used: `call_tool` checks the caller's access
 // (the access rules, src/access/) and picks the session state (mcp/scope.rs) first.
 impl ServerHandler for GateServer {
@@ -269,10 +264,34 @@ impl ServerHandler for GateServer {
         let (target, caller) = self
             .resolve(&context.extensions)
             .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
-        if let Some(port) = resource_port(&request.uri) {
+        if let Some(port) = resources::uri_port(&request.uri) {
             resource_scope(&caller, &target.gateway, port)?;
+            // An output of a port of another site is read there.
+            if resources::alerts_port(&request.uri).is_none()
+                && let Some(remote) = super::fleet_forward::remote_port(port)
+            {
+                let info = context.peer.peer_info();
+                let client = info.as_ref().map(|info| info.client_info.name.as_str());
+                return super::fleet_forward::read_resource(
+                    target.fleet.as_deref(),
+                    &caller,
+                    &target.session,
+                    client.unwrap_or("unknown"),
+                    &request.uri,
+                    remote,
+                )
+                .await
+                .map(Into::into)
+                .map_err(|e| ErrorData::resource_not_found(e.to_string(), None));
+            }
         }
-        resources::read(&target.gateway, &target.session, &request.uri).map(Into::into)
+        resources::read(
+            &target.gateway,
+            target.fleet.as_deref(),
+            &target.session,
+            &request.uri,
+        )
+        .map(Into::into)
     }
 
     /// `subscriptions/listen` (protocol `2026-07-28`): alerts resources
@@ -311,6 +330,7 @@ impl ServerHandler for GateServer {
             }
             resources::listen_alerts(
                 &target.gateway,
+                target.fleet.as_deref(),
                 port,
                 uri,
                 context.sink().clone(),
@@ -343,6 +363,7 @@ impl ServerHandler for GateServer {
         resource_scope(&caller, &target.gateway, port)?;
         resources::subscribe_alerts(
             &target.gateway,
+            target.fleet.as_deref(),
             &target.session,
             port,
             &request.uri,

@@ -128,6 +128,13 @@ impl Loopback {
         .await
     }
 
+    /// Reads the resource `uri`; the `ReadResourceResult` as JSON, within
+    /// `deadline`.
+    pub async fn read_resource(&self, uri: &str, deadline: Duration) -> Result<Value, GateError> {
+        self.request("resources/read", json!({"uri": uri}), deadline)
+            .await
+    }
+
     async fn request(
         &self,
         method: &str,

@@ -18,19 +18,19 @@ use serialgate_testkit::{rig, skip, wait};
 use tempfile::TempDir;
 
 /// How long any one expected thing may take.
-const DEADLINE: Duration = Duration::from_secs(20);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 /// How soon a part started again must be back in use: NATS's longest
 /// pause between two reconnects (4 s), a leaf's between two dials (1 s),
 /// the next announcement (1 s), and a margin for a loaded machine.
 const RECOVERY: Duration = Duration::from_secs(12);
-const OPS: &str = "ops-secret-0123456789";
-const DC1_ONLY: &str = "dc1only-secret-0123456789";
-const ROOT: &str = "root-secret-0123456789";
+pub(crate) const OPS: &str = "ops-secret-0123456789";
+pub(crate) const DC1_ONLY: &str = "dc1only-secret-0123456789";
+pub(crate) const ROOT: &str = "root-secret-0123456789";
 /// The sites that have a gateway; `dc3` has only credentials (the rogue).
-const SITES: [&str; 2] = ["dc1", "dc2"];
+pub(crate) const SITES: [&str; 2] = ["dc1", "dc2"];
 
 /// A site user's password on the hub (what its leaf dials with).
-fn site_password(site: &str) -> String {
+pub(crate) fn site_password(site: &str) -> String {
     format!("{site}-leaf-secret")
 }
 
@@ -41,12 +41,16 @@ fn site_password(site: &str) -> String {
 fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
     // The serving gateway is a site too (`hub`): it announces its own
     // ports and answers for them.
+    // It also reads every site's alert stream in the site's JetStream
+    // domain: the stream's info, its durable consumer, the acks.
     let mut users = format!(
-        "    {{ nkey: \"{serving_nkey}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.hub\", \"serialgate.from.hub.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.hub.>\", \"_INBOX.>\"], allow_responses: true }} }}\n"
+        "    {{ nkey: \"{serving_nkey}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.hub\", \"serialgate.from.hub.>\", \"$JS.*.API.STREAM.INFO.*\", \"$JS.*.API.CONSUMER.>\", \"$JS.ACK.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.hub.>\", \"_INBOX.>\"], allow_responses: true }} }}\n"
     );
+    // A site's leaf takes requests to its own JetStream domain and the
+    // acks of its own alert stream, no other.
     for site in ["dc1", "dc2", "dc3"] {
         users.push_str(&format!(
-            "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"serialgate.from.{site}.>\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.>\"], allow_responses: true }} }}\n",
+            "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"serialgate.from.{site}.>\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.>\", \"$JS.{site}.API.>\", \"$JS.ACK.serialgate-alerts-{site}.>\"], allow_responses: true }} }}\n",
             site_password(site)
         ));
     }
@@ -55,22 +59,48 @@ fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
     )
 }
 
+/// Starts `site`'s leaf server: it dials the hub's leaf-node port with
+/// the site's user, and runs JetStream in the site's own domain (its
+/// name), on file in `dir`, so that the site's alerts are kept while its
+/// uplink is down and are read from the hub as `$JS.<site>.API`.
+pub(crate) async fn start_leaf(
+    binary: &Path,
+    dir: &Path,
+    site: &str,
+    leaf_port: u16,
+) -> NatsServer {
+    NatsServer::start(
+        binary,
+        dir,
+        &format!("leaf-{site}"),
+        &format!(
+            "jetstream {{ domain: \"{site}\", store_dir: {:?} }}\n\
+             leafnodes {{ remotes = [ {{ url: \"nats-leaf://{site}:{}@127.0.0.1:{leaf_port}\" }} ] }}\n",
+            dir.join(format!("js-{site}")),
+            site_password(site)
+        ),
+    )
+    .await
+}
+
 /// The whole fleet; what NATS refused is printed when it ends, for a
 /// failing test's reader.
-struct Fleet {
-    dir: TempDir,
-    hub: NatsServer,
-    hub_url: String,
+pub(crate) struct Fleet {
+    pub(crate) dir: TempDir,
+    pub(crate) hub: NatsServer,
+    pub(crate) hub_url: String,
     /// dc1's and dc2's leaf servers.
-    leaves: Vec<NatsServer>,
-    sims: Vec<SimHandle>,
-    sites: Vec<Daemon>,
-    serving: Daemon,
-    url: String,
+    pub(crate) leaves: Vec<NatsServer>,
+    pub(crate) sims: Vec<SimHandle>,
+    pub(crate) sites: Vec<Daemon>,
+    pub(crate) serving: Daemon,
+    pub(crate) url: String,
     /// dc1's, dc2's and the serving gateway's configs and notify sockets,
     /// to start each again as it was.
-    configs: Vec<std::path::PathBuf>,
-    notify: Vec<NotifySocket>,
+    pub(crate) configs: Vec<std::path::PathBuf>,
+    pub(crate) notify: Vec<NotifySocket>,
+    /// The hub's leaf-node port, for another leaf.
+    pub(crate) leaf_port: u16,
 }
 
 impl Drop for Fleet {
@@ -91,7 +121,7 @@ impl Drop for Fleet {
 
 impl Fleet {
     /// Starts everything, or says why it cannot (no nats-server).
-    async fn start() -> Option<Fleet> {
+    pub(crate) async fn start() -> Option<Fleet> {
         let Some(binary) = nats::binary() else {
             skip::skipped("nats-server is not installed (Debian: apt install nats-server)");
             return None;
@@ -114,16 +144,7 @@ impl Fleet {
         let mut notify = Vec::new();
         let mut configs = Vec::new();
         for site in SITES {
-            let leaf = NatsServer::start(
-                &binary,
-                dir.path(),
-                &format!("leaf-{site}"),
-                &format!(
-                    "leafnodes {{ remotes = [ {{ url: \"nats-leaf://{site}:{}@127.0.0.1:{leaf_port}\" }} ] }}\n",
-                    site_password(site)
-                ),
-            )
-            .await;
+            let leaf = start_leaf(&binary, dir.path(), site, leaf_port).await;
             let link = dir.path().join(format!("{site}-core-sw1"));
             sims.push(
                 sim::spawn(Profile::CiscoIos, Some(link.clone()))
@@ -185,6 +206,7 @@ impl Fleet {
             url,
             configs,
             notify,
+            leaf_port,
         };
         let ops = fleet.agent(OPS).await;
         for site in SITES {
@@ -196,19 +218,19 @@ impl Fleet {
     }
 
     /// Kills site `i`'s gateway (SIGKILL: no goodbye to anyone).
-    async fn kill_site(&mut self, i: usize) {
+    pub(crate) async fn kill_site(&mut self, i: usize) {
         kill(&mut self.sites[i]).await;
     }
 
     /// Starts site `i`'s gateway again with its config; waits until it is
     /// ready.
-    async fn start_site(&mut self, i: usize) {
+    pub(crate) async fn start_site(&mut self, i: usize) {
         self.sites[i] = start_gateway(&self.configs[i], &self.notify[i]).await.0;
     }
 
     /// Kills the serving gateway and starts it again with its config, on
     /// a new HTTP port; waits until it is ready.
-    async fn restart_serving(&mut self) {
+    pub(crate) async fn restart_serving(&mut self) {
         kill(&mut self.serving).await;
         let i = SITES.len();
         let (serving, url) = start_gateway(&self.configs[i], &self.notify[i]).await;
@@ -216,14 +238,14 @@ impl Fleet {
         self.url = url;
     }
 
-    async fn agent(&self, secret: &str) -> GateClient {
+    pub(crate) async fn agent(&self, secret: &str) -> GateClient {
         GateClient::connect_http(&self.url, Some(secret))
             .await
             .expect("HTTP MCP session")
     }
 
     /// Waits until `list_ports` shows `name` as `done` says; returns it.
-    async fn port_state(
+    pub(crate) async fn port_state(
         &self,
         agent: &GateClient,
         name: &str,
@@ -233,7 +255,7 @@ impl Fleet {
     }
 
     /// [`Fleet::port_state`] within `within`.
-    async fn port_state_within(
+    pub(crate) async fn port_state_within(
         &self,
         agent: &GateClient,
         name: &str,
@@ -259,7 +281,7 @@ impl Fleet {
 
 /// Starts a gateway with `config` over HTTP on a free port; waits until
 /// it says it is ready. The daemon and its MCP URL.
-async fn start_gateway(config: &Path, notify: &NotifySocket) -> (Daemon, String) {
+pub(crate) async fn start_gateway(config: &Path, notify: &NotifySocket) -> (Daemon, String) {
     let mut d = Daemon::spawn(Some(config), notify, &["--http", "127.0.0.1:0"]);
     let url = d.http_url().await;
     notify.expect("READY=1").await;
@@ -267,22 +289,22 @@ async fn start_gateway(config: &Path, notify: &NotifySocket) -> (Daemon, String)
 }
 
 /// SIGKILLs `daemon` and reaps it.
-async fn kill(daemon: &mut Daemon) {
+pub(crate) async fn kill(daemon: &mut Daemon) {
     daemon.child.start_kill().expect("kill the gateway");
     daemon.exit().await;
 }
 
-fn write_private(path: &Path, text: &str) {
+pub(crate) fn write_private(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, text).expect("write a private file");
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
 }
 
-async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
+pub(crate) async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
     agent.call(tool, args).await.expect("MCP transport").ok()
 }
 
-async fn err(agent: &GateClient, tool: &str, args: Value) -> String {
+pub(crate) async fn err(agent: &GateClient, tool: &str, args: Value) -> String {
     agent.call(tool, args).await.expect("MCP transport").err()
 }
 
@@ -361,19 +383,6 @@ async fn an_agent_lists_both_sites_and_runs_commands_and_config_on_a_remote_swit
     let status = ok(&ops, "status", json!({})).await;
     assert_eq!(status["connection"], "dc2/core-sw1", "{status:#}");
     assert_eq!(status["state"], "open", "{status:#}");
-    // A transfer is not offered through the fleet yet, and says so.
-    let root = fleet.agent(ROOT).await;
-    let refused = err(
-        &root,
-        "send_file",
-        json!({"connection": "dc2/core-sw1", "file": "x.bin"}),
-    )
-    .await;
-    assert!(
-        refused.starts_with("invalid_argument:")
-            && refused.contains("not yet offered through the fleet"),
-        "{refused}"
-    );
 }
 
 #[tokio::test]
@@ -493,7 +502,12 @@ async fn a_site_cut_off_fails_at_once_and_comes_back_with_what_it_captured() {
 
 /// Connects to the hub as `user` and says what the server answered to
 /// the subscription and the publish (a permission error, or nothing).
-async fn try_as_site(hub: &str, user: &str, subscribe: &str, publish: &str) -> Vec<String> {
+pub(crate) async fn try_as_site(
+    hub: &str,
+    user: &str,
+    subscribe: &str,
+    publish: &str,
+) -> Vec<String> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let client =
         async_nats::ConnectOptions::with_user_and_password(user.into(), site_password(user))
