@@ -11,9 +11,13 @@
 //! arrives, and a watch that already matched its beginning does not alert
 //! again for it.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use crate::matcher::Span;
+use crate::sync::lock;
 
 /// The longest line kept across reads: a longer one is matched in pieces
 /// of this size (a match spanning a cut is missed).
@@ -49,10 +53,39 @@ impl Default for WatchSet {
     }
 }
 
+/// Most sets kept compiled for ports to share; past it the keeping
+/// starts afresh (sets in use live on in their ports).
+const MAX_SHARED: usize = 64;
+
+/// The sets compiled so far, by their sources: every port of a preset
+/// has the same standing watches, and a clone of a compiled set shares
+/// its automata (about half a MiB for a preset's five watches), so a
+/// gateway of 256 ports holds one copy, not 256.
+fn shared() -> &'static Mutex<HashMap<Vec<String>, WatchSet>> {
+    static SHARED: OnceLock<Mutex<HashMap<Vec<String>, WatchSet>>> = OnceLock::new();
+    SHARED.get_or_init(Mutex::default)
+}
+
 impl WatchSet {
     /// Compiles `sources` (each already checked by
-    /// [`check_watch_regex`](crate::config::watches::check_watch_regex)).
+    /// [`check_watch_regex`](crate::config::watches::check_watch_regex)),
+    /// or shares the set compiled before from the same sources.
     pub fn new<S: AsRef<str>>(sources: &[S]) -> Result<WatchSet, regex::Error> {
+        let key: Vec<String> = sources.iter().map(|s| s.as_ref().to_owned()).collect();
+        if let Some(set) = lock(shared()).get(&key) {
+            return Ok(set.clone());
+        }
+        let set = WatchSet::compile_own(sources)?;
+        let mut kept = lock(shared());
+        if kept.len() >= MAX_SHARED {
+            kept.clear();
+        }
+        kept.insert(key, set.clone());
+        Ok(set)
+    }
+
+    /// Compiles `sources` into a set of their own.
+    fn compile_own<S: AsRef<str>>(sources: &[S]) -> Result<WatchSet, regex::Error> {
         let each = sources
             .iter()
             .map(|s| compile(s.as_ref()))

@@ -5,6 +5,7 @@
 //! one [`ModeRules`] each; a `[presets.NAME.modes]` or `[ports.NAME.modes]`
 //! table overrides any key of it.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use schemars::JsonSchema;
@@ -16,7 +17,7 @@ use super::diagnostics::{ConfigError, Source, regex_error};
 use super::raw::RawModes;
 
 /// Where a device's CLI is, judged from its prompt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceMode {
     /// Asking for a user name (`Username:`, `login:`).
@@ -415,17 +416,38 @@ pub struct ModePrompts {
 }
 
 impl ModePrompts {
-    /// Compiles `rules`' prompt regexes in the order they are judged.
-    /// Regexes that do not compile (checked at load) are left out: they
-    /// never match.
+    /// Compiles `rules`' prompt regexes in the order they are judged, or
+    /// shares those compiled before from the same rules (every port and
+    /// connection of a family has them: a clone of a compiled regex
+    /// shares its automata). Regexes that do not compile (checked at load)
+    /// are left out: they never match.
     pub fn new(rules: &ModeRules) -> ModePrompts {
-        ModePrompts {
-            judged: rules
-                .prompts()
-                .into_iter()
-                .filter_map(|(mode, pattern)| regex::Regex::new(pattern).ok().map(|re| (mode, re)))
-                .collect(),
+        /// Most rule sets kept compiled; past it the keeping starts afresh.
+        const MAX_SHARED: usize = 64;
+        type Key = Vec<(DeviceMode, String)>;
+        static SHARED: std::sync::OnceLock<std::sync::Mutex<HashMap<Key, ModePrompts>>> =
+            std::sync::OnceLock::new();
+        let shared = SHARED.get_or_init(Default::default);
+        let key: Key = rules
+            .prompts()
+            .into_iter()
+            .map(|(mode, pattern)| (mode, pattern.to_owned()))
+            .collect();
+        if let Some(prompts) = crate::sync::lock(shared).get(&key) {
+            return prompts.clone();
         }
+        let prompts = ModePrompts {
+            judged: key
+                .iter()
+                .filter_map(|(mode, pattern)| regex::Regex::new(pattern).ok().map(|re| (*mode, re)))
+                .collect(),
+        };
+        let mut kept = crate::sync::lock(shared);
+        if kept.len() >= MAX_SHARED {
+            kept.clear();
+        }
+        kept.insert(key, prompts.clone());
+        prompts
     }
 
     /// The mode `prompt` (the prompt text the device printed last) is in,
