@@ -8,13 +8,16 @@
 //!   deadlines), the handle the doors use;
 //! - `directory`: a serving gateway's view of every site's ports, with
 //!   when each site was last heard from;
-//! - `announcer`: a site gateway announcing its ports.
+//! - `announcer`: a site gateway announcing its ports;
+//! - `console_wire`: what a person's console on another site's port
+//!   sends and reads (sessions, ranges of output, head notices).
 //!
 //! Running a forwarded call is the MCP tools' (`mcp/fleet_site.rs`), and
 //! forwarding one is the MCP handler's (`mcp/fleet_forward.rs`): this
 //! room knows NATS, not the tools.
 
 pub mod announcer;
+pub mod console_wire;
 pub mod directory;
 pub mod link;
 pub mod subjects;

@@ -2,7 +2,8 @@
 //! server per site (each leaf dials the hub with its site's user, whose
 //! permissions allow only that site's subjects), two site gateways each
 //! with a simulated Cisco switch, and a serving gateway over HTTP that
-//! dials the hub with an nkey. Agents use the serving gateway's MCP
+//! dials the hub with an nkey (and has a console socket for people,
+//! which `fleet_console.rs` uses). Agents use the serving gateway's MCP
 //! endpoint with their tokens; the fault is a leaf killed (the site's
 //! uplink cut) and started again.
 
@@ -18,19 +19,19 @@ use serialgate_testkit::{rig, skip, wait};
 use tempfile::TempDir;
 
 /// How long any one expected thing may take.
-const DEADLINE: Duration = Duration::from_secs(20);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 /// How soon a part started again must be back in use: NATS's longest
 /// pause between two reconnects (4 s), a leaf's between two dials (1 s),
 /// the next announcement (1 s), and a margin for a loaded machine.
-const RECOVERY: Duration = Duration::from_secs(12);
-const OPS: &str = "ops-secret-0123456789";
-const DC1_ONLY: &str = "dc1only-secret-0123456789";
-const ROOT: &str = "root-secret-0123456789";
+pub(crate) const RECOVERY: Duration = Duration::from_secs(12);
+pub(crate) const OPS: &str = "ops-secret-0123456789";
+pub(crate) const DC1_ONLY: &str = "dc1only-secret-0123456789";
+pub(crate) const ROOT: &str = "root-secret-0123456789";
 /// The sites that have a gateway; `dc3` has only credentials (the rogue).
 const SITES: [&str; 2] = ["dc1", "dc2"];
 
 /// A site user's password on the hub (what its leaf dials with).
-fn site_password(site: &str) -> String {
+pub(crate) fn site_password(site: &str) -> String {
     format!("{site}-leaf-secret")
 }
 
@@ -57,16 +58,16 @@ fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
 
 /// The whole fleet; what NATS refused is printed when it ends, for a
 /// failing test's reader.
-struct Fleet {
-    dir: TempDir,
-    hub: NatsServer,
-    hub_url: String,
+pub(crate) struct Fleet {
+    pub(crate) dir: TempDir,
+    pub(crate) hub: NatsServer,
+    pub(crate) hub_url: String,
     /// dc1's and dc2's leaf servers.
-    leaves: Vec<NatsServer>,
-    sims: Vec<SimHandle>,
-    sites: Vec<Daemon>,
-    serving: Daemon,
-    url: String,
+    pub(crate) leaves: Vec<NatsServer>,
+    pub(crate) sims: Vec<SimHandle>,
+    pub(crate) sites: Vec<Daemon>,
+    pub(crate) serving: Daemon,
+    pub(crate) url: String,
     /// dc1's, dc2's and the serving gateway's configs and notify sockets,
     /// to start each again as it was.
     configs: Vec<std::path::PathBuf>,
@@ -91,7 +92,7 @@ impl Drop for Fleet {
 
 impl Fleet {
     /// Starts everything, or says why it cannot (no nats-server).
-    async fn start() -> Option<Fleet> {
+    pub(crate) async fn start() -> Option<Fleet> {
         let Some(binary) = nats::binary() else {
             skip::skipped("nats-server is not installed (Debian: apt install nats-server)");
             return None;
@@ -162,7 +163,7 @@ impl Fleet {
         std::fs::write(
             &config,
             format!(
-                "[ports.hub-sw]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}\n\
+                "[server]\nconsole_socket = \"serving-console.sock\"\n\n[ports.hub-sw]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}\n\
                  [fleet]\nurls = [\"{}\"]\nsite = \"hub\"\ncredentials = \"serving.nk\"\nserve = true\n",
                 dir.path().join("absent-device").display(),
                 hub.url()
@@ -196,13 +197,13 @@ impl Fleet {
     }
 
     /// Kills site `i`'s gateway (SIGKILL: no goodbye to anyone).
-    async fn kill_site(&mut self, i: usize) {
+    pub(crate) async fn kill_site(&mut self, i: usize) {
         kill(&mut self.sites[i]).await;
     }
 
     /// Starts site `i`'s gateway again with its config; waits until it is
     /// ready.
-    async fn start_site(&mut self, i: usize) {
+    pub(crate) async fn start_site(&mut self, i: usize) {
         self.sites[i] = start_gateway(&self.configs[i], &self.notify[i]).await.0;
     }
 
@@ -216,14 +217,14 @@ impl Fleet {
         self.url = url;
     }
 
-    async fn agent(&self, secret: &str) -> GateClient {
+    pub(crate) async fn agent(&self, secret: &str) -> GateClient {
         GateClient::connect_http(&self.url, Some(secret))
             .await
             .expect("HTTP MCP session")
     }
 
     /// Waits until `list_ports` shows `name` as `done` says; returns it.
-    async fn port_state(
+    pub(crate) async fn port_state(
         &self,
         agent: &GateClient,
         name: &str,
@@ -278,11 +279,11 @@ fn write_private(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
 }
 
-async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
+pub(crate) async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
     agent.call(tool, args).await.expect("MCP transport").ok()
 }
 
-async fn err(agent: &GateClient, tool: &str, args: Value) -> String {
+pub(crate) async fn err(agent: &GateClient, tool: &str, args: Value) -> String {
     agent.call(tool, args).await.expect("MCP transport").err()
 }
 
@@ -493,7 +494,12 @@ async fn a_site_cut_off_fails_at_once_and_comes_back_with_what_it_captured() {
 
 /// Connects to the hub as `user` and says what the server answered to
 /// the subscription and the publish (a permission error, or nothing).
-async fn try_as_site(hub: &str, user: &str, subscribe: &str, publish: &str) -> Vec<String> {
+pub(crate) async fn try_as_site(
+    hub: &str,
+    user: &str,
+    subscribe: &str,
+    publish: &str,
+) -> Vec<String> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let client =
         async_nats::ConnectOptions::with_user_and_password(user.into(), site_password(user))

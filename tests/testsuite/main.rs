@@ -36,6 +36,7 @@ mod errors;
 mod expect;
 mod first_config;
 mod fleet;
+mod fleet_console;
 mod frr;
 mod hostile;
 mod hostile_doors;
