@@ -4,7 +4,7 @@
 //! switch, a serving gateway with a console socket and its HTTP
 //! listener): the real `serialgate console` client types into a remote
 //! switch while an agent is `busy`; the web view in headless Chromium
-//! shows a remote port's output; a leaf killed mid-session is told and
+//! lists the remote ports and shows one's output; a leaf killed mid-session is told and
 //! what the switch printed meanwhile follows when it is back; a token of
 //! one site is refused the other's consoles at every door; a site key
 //! cannot speak for another site's consoles.
@@ -168,10 +168,17 @@ async fn the_web_view_of_the_serving_gateway_shows_a_remote_ports_output() {
     let line = "%SYS-5-CONFIG_I: Configured from console by vty0 (10.9.8.7)";
     browser::session(move |browser| async move {
         browser.sign_in(&base, OPS).await;
-        browser.until_text("body", "hub-sw").await;
+        // The ports page lists the other sites' ports; a person follows
+        // the link to the console page.
+        let row = "tr[data-port='dc1/core-sw1']";
+        let shown = browser.until_text(row, "open").await;
+        assert!(shown.contains("site dc1 · cisco-ios"), "{shown}");
         browser
-            .goto(&format!("{base}/web/console/dc1%2Fcore-sw1"))
-            .await;
+            .find(&format!("{row} a"))
+            .await
+            .click()
+            .await
+            .expect("follow the port's link");
         browser.until_text("#port", DC1_SW).await;
         // Attached (the replay is in), then the switch speaks.
         browser.until_text("#state", "open").await;
