@@ -70,7 +70,7 @@ pub(crate) struct Fleet {
     pub(crate) url: String,
     /// dc1's, dc2's and the serving gateway's configs and notify sockets,
     /// to start each again as it was.
-    configs: Vec<std::path::PathBuf>,
+    pub(crate) configs: Vec<std::path::PathBuf>,
     notify: Vec<NotifySocket>,
 }
 
@@ -209,7 +209,7 @@ impl Fleet {
 
     /// Kills the serving gateway and starts it again with its config, on
     /// a new HTTP port; waits until it is ready.
-    async fn restart_serving(&mut self) {
+    pub(crate) async fn restart_serving(&mut self) {
         kill(&mut self.serving).await;
         let i = SITES.len();
         let (serving, url) = start_gateway(&self.configs[i], &self.notify[i]).await;

@@ -331,3 +331,113 @@ async fn a_site_key_cannot_publish_another_sites_console_output_nor_take_its_con
     .await;
     assert!(own.is_empty(), "{own:?}");
 }
+
+#[tokio::test]
+async fn at_the_ssh_door_a_person_of_one_site_lists_and_attaches_it_and_is_refused_the_other() {
+    if !super::ssh::have_openssh() {
+        return;
+    }
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    // The serving gateway again, with its SSH door and erin, who may
+    // write on dc1's ports only.
+    let dir = fleet.dir.path().to_owned();
+    super::ssh::keygen(&dir, "erin");
+    std::fs::copy(dir.join("erin.pub"), dir.join("erin.keys")).expect("erin's keys");
+    super::ssh::private(&dir.join("erin.keys"));
+    let state = dir.join("serving-state");
+    std::fs::create_dir(&state).expect("state dir");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    let ssh_port = serialgate_testkit::nats::free_port();
+    let serving = fleet.configs[2].clone();
+    let config = std::fs::read_to_string(&serving).expect("the serving config");
+    let config = config.replacen(
+        "[server]\n",
+        &format!(
+            "[server]\nssh_listen = \"127.0.0.1:{ssh_port}\"\nstate_dir = \"serving-state\"\n"
+        ),
+        1,
+    ) + "\n[[people]]\nname = \"erin\"\nauthorized_keys = \"erin.keys\"\nports = [\"dc1/*\"]\naccess = \"write\"\n";
+    std::fs::write(&serving, config).expect("rewrite the serving config");
+    fleet.restart_serving().await;
+    let agent = fleet.agent(OPS).await;
+    fleet
+        .port_state(&agent, DC1_SW, |p| p["state"] == "open")
+        .await;
+    let known_hosts = dir.join("serving-known_hosts");
+    let host_key = Command::new("ssh-keygen")
+        .arg("-y")
+        .arg("-f")
+        .arg(state.join("ssh_host_ed25519_key"))
+        .output()
+        .await
+        .expect("ssh-keygen -y");
+    std::fs::write(
+        &known_hosts,
+        format!(
+            "[127.0.0.1]:{ssh_port} {}",
+            String::from_utf8_lossy(&host_key.stdout).trim()
+        ),
+    )
+    .expect("known_hosts");
+    let ssh = |terminal: &Terminal, user: &str| {
+        Command::new("ssh")
+            .args(["-F", "/dev/null", "-i"])
+            .arg(dir.join("erin"))
+            .args(["-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none"])
+            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"])
+            .arg("-o")
+            .arg(format!("UserKnownHostsFile={}", known_hosts.display()))
+            .args([
+                "-o",
+                "GlobalKnownHostsFile=/dev/null",
+                "-o",
+                "LogLevel=ERROR",
+            ])
+            .args(["-tt", "-p", &ssh_port.to_string(), "-l", user, "127.0.0.1"])
+            .stdin(terminal.stdio())
+            .stdout(terminal.stdio())
+            .stderr(terminal.stdio())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn ssh")
+    };
+    let exit = async |child: &mut tokio::process::Child| {
+        tokio::time::timeout(DEADLINE, child.wait())
+            .await
+            .expect("ssh exits")
+            .expect("wait")
+            .code()
+    };
+
+    let mut terminal = Terminal::open();
+    let mut refused = ssh(&terminal, "erin:dc2/core-sw1");
+    let screen = terminal.read_until("may use").await;
+    assert!(
+        screen.contains(r#"no port "dc2/core-sw1" that this caller may use"#),
+        "{screen}"
+    );
+    assert_eq!(exit(&mut refused).await, Some(1));
+
+    let mut terminal = Terminal::open();
+    let mut person = ssh(&terminal, "erin");
+    let menu = terminal.read_until("empty line to leave): ").await;
+    assert!(
+        menu.contains("dc1/core-sw1  open") && !menu.contains("dc2/") && !menu.contains("hub-sw"),
+        "{menu}"
+    );
+    terminal.type_keys(b"dc1/core-sw1\r");
+    terminal
+        .read_until("attached to dc1/core-sw1 as erin@hub:")
+        .await;
+    terminal.read_until("you hold the write").await;
+    terminal.type_keys(b"\r");
+    terminal.read_until("SW1>").await;
+    assert!(fleet.sims[0].wait_received(b"\r", DEADLINE).await);
+    terminal.type_keys(b"\x1d.");
+    assert_eq!(exit(&mut person).await, Some(0));
+}
