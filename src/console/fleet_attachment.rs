@@ -359,7 +359,7 @@ impl Remote<'_> {
                 }
                 frame = incoming.recv() => {
                     let Some(frame) = frame else { return Ok(()) };
-                    self.from_person(session, frame).await?;
+                    self.typed_or_asked(session, frame).await?;
                 }
                 _ = keep.tick() => self.keep(session).await?,
                 recheck = standing.changed() => {
@@ -388,7 +388,7 @@ impl Remote<'_> {
 
     /// A frame of the person: to their session at the site, or refused
     /// while the site is unreachable.
-    async fn from_person(&self, session: &SiteSession, frame: Frame) -> Result<(), Ended> {
+    async fn typed_or_asked(&self, session: &SiteSession, frame: Frame) -> Result<(), Ended> {
         if let Some(since) = &self.down_since {
             return self.out.error(&self.unreachable(since)).await;
         }

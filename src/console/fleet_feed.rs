@@ -32,13 +32,16 @@ const READ_DEADLINE: Duration = Duration::from_secs(5);
 /// (what a replay may send).
 const MAX_BACKFILL: u64 = 256 * 1024;
 
+/// The feeds by site and port; a feed nobody holds is gone.
+type Feeds = Arc<Mutex<HashMap<(String, String), Weak<Feed>>>>;
+
 /// A serving gateway's way to other sites' consoles: its fleet link, and
 /// the feeds of the remote ports people watch. A cheap clonable handle.
 #[derive(Clone)]
 pub struct RemoteConsoles {
     /// The fleet (its directory says which sites are reachable).
     pub fleet: Fleet,
-    feeds: Arc<Mutex<HashMap<(String, String), Weak<Feed>>>>,
+    feeds: Feeds,
 }
 
 impl RemoteConsoles {
@@ -182,11 +185,11 @@ impl Feed {
     /// past from the site, kept in the mirror for the next watcher.
     pub async fn read(&self, log: &str, from: u64, to: u64) -> Result<Slice, GateError> {
         let to = to.min(from + MAX_RANGE as u64);
-        if let Some(slice) = self.from_mirror(log, from, to) {
+        if let Some(slice) = self.mirrored(log, from, to) {
             return Ok(slice);
         }
         let _one = self.backfill.lock().await;
-        if let Some(slice) = self.from_mirror(log, from, to) {
+        if let Some(slice) = self.mirrored(log, from, to) {
             return Ok(slice);
         }
         let base = {
@@ -231,7 +234,7 @@ impl Feed {
         if start + fetched.len() as u64 == base {
             crate::sync::lock(&self.mirror).prepend(log, start, &fetched);
         }
-        if let Some(slice) = self.from_mirror(log, from, to) {
+        if let Some(slice) = self.mirrored(log, from, to) {
             return Ok(slice);
         }
         let cut = usize::try_from(to.saturating_sub(start)).unwrap_or(usize::MAX);
@@ -244,7 +247,7 @@ impl Feed {
 
     /// `[from, to)` of `log` from the mirror when it holds `from` (or
     /// retention there dropped it: then from its base).
-    fn from_mirror(&self, log: &str, from: u64, to: u64) -> Option<Slice> {
+    fn mirrored(&self, log: &str, from: u64, to: u64) -> Option<Slice> {
         let mirror = crate::sync::lock(&self.mirror);
         if mirror.log != log || from > mirror.end() || mirror.bytes.is_empty() {
             return None;
