@@ -454,6 +454,9 @@ impl Remote<'_> {
     /// Opens the session at the site again (it was cut off, or its
     /// gateway restarted), from where the person's output stopped.
     async fn reopen(&mut self, session: &mut SiteSession) -> Result<(), Ended> {
+        // The session before, if the site still runs it, lets its hold
+        // and presence go now rather than when it is no longer kept.
+        self.close(session).await;
         match self.open().await {
             Ok(new) => {
                 tracing::info!(
