@@ -6,8 +6,9 @@
 //! switch while an agent is `busy`; the web view in headless Chromium
 //! lists the remote ports and shows one's output; a leaf killed mid-session is told and
 //! what the switch printed meanwhile follows when it is back; a token of
-//! one site is refused the other's consoles at every door; a site key
-//! cannot speak for another site's consoles.
+//! one site is refused the other's consoles at every door (the socket's
+//! list, the WebSocket, SSH); a site key cannot speak for another site's
+//! consoles; a rogue site's events and ranges are bounded and cleaned.
 
 use std::process::Stdio;
 
@@ -440,4 +441,126 @@ async fn at_the_ssh_door_a_person_of_one_site_lists_and_attaches_it_and_is_refus
     assert!(fleet.sims[0].wait_received(b"\r", DEADLINE).await);
     terminal.type_keys(b"\x1d.");
     assert_eq!(exit(&mut person).await, Some(0));
+}
+
+/// A rogue site (dc3's credentials, no gateway): it announces `evil`,
+/// opens any console, sends hostile events and an oversized range first,
+/// then a plain one.
+async fn rogue_site(hub: &str) -> tokio::task::JoinHandle<()> {
+    use futures_util::StreamExt;
+    let client = async_nats::ConnectOptions::with_user_and_password(
+        "dc3".into(),
+        super::fleet::site_password("dc3"),
+    )
+    .connect(hub)
+    .await
+    .expect("dc3's credentials connect");
+    let mut asked = client
+        .subscribe("serialgate.site.dc3.console.>")
+        .await
+        .expect("subscribe");
+    tokio::spawn(async move {
+        let announcement = json!({"v": 1, "ports": [
+            {"name": "evil", "state": "open", "preset": "p", "writer": null, "people": 0}
+        ]})
+        .to_string();
+        let mut every = tokio::time::interval(std::time::Duration::from_millis(500));
+        let mut reads = 0;
+        loop {
+            let message = tokio::select! {
+                _ = every.tick() => {
+                    let _ = client.publish("serialgate.announce.dc3", announcement.clone().into()).await;
+                    continue;
+                }
+                m = asked.next() => match m { Some(m) => m, None => return },
+            };
+            let Some(reply) = message.reply.clone() else {
+                continue;
+            };
+            let subject = message.subject.as_str();
+            let answer: Vec<u8> = if subject.ends_with(".open") {
+                let open: serde_json::Value =
+                    serde_json::from_slice(&message.payload).expect("an open");
+                let out = format!(
+                    "serialgate.from.dc3.console.out.{}",
+                    open["id"].as_str().expect("id")
+                );
+                let events = [
+                    json!({"type": "attached", "port": "evil", "session": 7,
+                        "you": "you\u{1b}]0;pwned\u{7}", "writing": false, "start": 0, "head": 0,
+                        "log": "l1", "state": "open", "holder": null, "watchers": []}),
+                    json!({"type": "holder", "what": "taken\r\n[serialgate: fake line]",
+                        "holder": {"session": 9, "who": format!("eve\u{1b}[2J{}", "A".repeat(5000)), "since": "t"}}),
+                    json!({"type": "error", "code": "busy", "message": "B".repeat(70 * 1024)}),
+                    json!({"type": "who", "watchers": [], "holder": null}),
+                ];
+                let _ = client.publish(reply, "\"ok\"".into()).await;
+                for event in events {
+                    let _ = client.publish(out.clone(), event.to_string().into()).await;
+                }
+                let _ = client
+                    .publish(
+                        "serialgate.from.dc3.console.head.evil",
+                        json!({"log": "l1", "head": 5}).to_string().into(),
+                    )
+                    .await;
+                continue;
+            } else if subject.ends_with(".read") {
+                let ask: serde_json::Value =
+                    serde_json::from_slice(&message.payload).expect("a read");
+                let mut answer = json!({"log": "l1", "start": 0, "head": 5})
+                    .to_string()
+                    .into_bytes();
+                answer.push(b'\n');
+                if !ask["from"].is_null() {
+                    reads += 1;
+                    if reads == 1 {
+                        answer.extend(std::iter::repeat_n(b'X', 70 * 1024));
+                    } else {
+                        answer.extend_from_slice(b"fine\n");
+                    }
+                }
+                answer
+            } else {
+                b"\"ok\"".to_vec()
+            };
+            let _ = client.publish(reply, answer.into()).await;
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_rogue_sites_console_events_and_ranges_are_bounded_and_cleaned() {
+    let Some(fleet) = Fleet::start().await else {
+        return;
+    };
+    let rogue = rogue_site(&fleet.hub_url).await;
+    let agent = fleet.agent(OPS).await;
+    fleet
+        .port_state(&agent, "dc3/evil", |p| p["state"] == "open")
+        .await;
+    let (mut person, attached) =
+        ConsoleConn::attach(&socket(&fleet), "dc3/evil", "watch", json!({})).await;
+    assert_eq!(attached["port"], "dc3/evil", "{attached}");
+    assert_eq!(attached["you"], "you?]0;pwned?", "{attached}");
+    let holder = person.until_json("holder").await;
+    assert_eq!(holder["what"], "taken??[serialgate: fake line]", "{holder}");
+    let who = holder["holder"]["who"].as_str().expect("who");
+    assert!(
+        who.starts_with("eve?[2JAAA") && who.chars().count() == 512,
+        "{holder}"
+    );
+    // The 70 KiB message was dropped: the next is the one after it.
+    let next = loop {
+        match person.next().await {
+            Some(serialgate_testkit::console::Received::Json(m)) => break m,
+            Some(_) => {}
+            None => panic!("closed"),
+        }
+    };
+    assert_eq!(next["type"], "who", "{next}");
+    // The oversized range was refused; the plain one read after it.
+    person.until_output("fine\n").await;
+    assert_eq!(person.output, b"fine\n");
+    rogue.abort();
 }
