@@ -26,6 +26,16 @@
 //!   `list_ports` calls of the whole list; the difference per announced
 //!   port.
 //!
+//! - `console`: a burst of output printed by dc1's switch, watched through
+//!   the serving gateway's console WebSocket (`/console`, spying on
+//!   `dc1/core-sw1`) by 1 and then by 100 watchers: the time from the
+//!   burst's first byte written to the switch's line to its last byte at
+//!   every watcher, and the bytes per second that makes per watcher and in
+//!   all. The site keeps the bytes; the serving gateway's one feed of the
+//!   port reads each range once, whatever the number of watchers. Every
+//!   watcher must see the burst whole, in order, or be told what its
+//!   gateway's retention dropped (counted).
+//!
 //! It prints figures, never asserts a speed, and ends with one JSON line of
 //! all of them (quoted by BENCHMARKS.md).
 //!
@@ -115,6 +125,9 @@ async fn run(
     }
     let (remote, local) = round_trips(&agent, &fleet, rtt_samples).await;
     let small = list_ports(&agent, 2, list_samples).await;
+    let burst = if quick { 256 << 10 } else { 1 << 20 };
+    let one = console_fanout(&fleet, 1, burst).await;
+    let hundred = console_fanout(&fleet, WATCHERS, burst).await;
 
     let scout = GateClient::connect_http(&fleet.url, Some(SCOUT))
         .await
@@ -172,6 +185,25 @@ async fn run(
     );
     println!();
     println!(
+        "console output of dc1/core-sw1 through the fleet, a burst of {} KiB, spied on over the serving gateway's WebSocket",
+        burst >> 10
+    );
+    println!(
+        "{:>22} {:>9} {:>14} {:>14} {:>10}",
+        "watchers", "ms", "MiB/s each", "MiB/s in all", "truncated"
+    );
+    for f in [&one, &hundred] {
+        println!(
+            "{:>22} {:>9.0} {:>14.2} {:>14.2} {:>10}",
+            f.watchers,
+            f.seconds * 1e3,
+            f.per_watcher_mib_s(burst),
+            f.per_watcher_mib_s(burst) * f.watchers as f64,
+            f.truncated
+        );
+    }
+    println!();
+    println!(
         "{SITES} sites x {PORTS_PER_SITE} ports heard {:.0} ms after their first announcements were sent",
         filled_in.as_secs_f64() * 1e3
     );
@@ -194,8 +226,122 @@ async fn run(
             "heard_after_ms": filled_in.as_secs_f64() * 1e3,
             "rss_before_kib": rss_before, "rss_filled_kib": rss_filled, "rss_after_kib": rss_after,
             "rss_per_port_b": per_port(rss_filled),
+            "console_burst_bytes": burst,
+            "console_1_ms": one.seconds * 1e3,
+            "console_1_mib_s": one.per_watcher_mib_s(burst),
+            "console_100_ms": hundred.seconds * 1e3,
+            "console_100_mib_s_each": hundred.per_watcher_mib_s(burst),
+            "console_100_mib_s_all": hundred.per_watcher_mib_s(burst) * WATCHERS as f64,
+            "console_100_truncated_bytes": hundred.truncated,
         })
     );
+}
+
+/// Watchers of the console fan-out.
+const WATCHERS: usize = 100;
+
+/// What a console burst took.
+struct Fanout {
+    watchers: usize,
+    /// From the burst's first byte written to the last watcher's last.
+    seconds: f64,
+    /// Bytes of the burst the watchers were told retention dropped.
+    truncated: u64,
+}
+
+impl Fanout {
+    fn per_watcher_mib_s(&self, burst: usize) -> f64 {
+        burst as f64 / self.seconds / (1 << 20) as f64
+    }
+}
+
+/// `watchers` spies on `dc1/core-sw1` through the serving gateway's
+/// console WebSocket, then a burst of `burst` bytes of numbered lines
+/// printed by dc1's switch; how long until every watcher had all of it.
+/// Panics when a watcher's output is not the burst (less what it was
+/// told was dropped).
+async fn console_fanout(fleet: &Fleet, watchers: usize, burst: usize) -> Fanout {
+    use serialgate_testkit::console::{ConsoleConn, Received};
+    let url = format!(
+        "{}/console",
+        fleet
+            .url
+            .trim_end_matches("/mcp")
+            .replacen("http://", "ws://", 1)
+    );
+    let end = format!("burst-end-{watchers}\r\n");
+    let mut text = Vec::with_capacity(burst + 64);
+    let mut n = 0;
+    while text.len() + 80 + end.len() <= burst {
+        text.extend_from_slice(
+            format!("{:<78}\r\n", format!("burst {watchers} line {n:06}")).as_bytes(),
+        );
+        n += 1;
+    }
+    text.extend_from_slice(end.as_bytes());
+    let text = std::sync::Arc::new(text);
+    let mut tasks = tokio::task::JoinSet::new();
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel(watchers);
+    for _ in 0..watchers {
+        let (url, text, ready) = (url.clone(), text.clone(), ready_tx.clone());
+        tasks.spawn(async move {
+            let (mut conn, attached) = ConsoleConn::attach_ws(
+                &url,
+                Some(OPS),
+                "dc1/core-sw1",
+                "spy",
+                json!({"replay_lines": 0}),
+            )
+            .await
+            .expect("a console WebSocket");
+            let start = attached["start"].as_u64().expect("start");
+            ready.send(()).await.expect("the bench waits");
+            let mut got: Vec<u8> = Vec::with_capacity(text.len());
+            let mut truncated = 0u64;
+            let mut at = start;
+            while !got.ends_with(b"\r\n") || !got.ends_with(&text[text.len() - 20..]) {
+                match conn.next().await {
+                    Some(Received::Data { offset, bytes }) => {
+                        assert_eq!(offset, at, "data in order");
+                        at += bytes.len() as u64;
+                        got.extend_from_slice(&bytes);
+                    }
+                    Some(Received::Json(m)) if m["type"] == "truncated" => {
+                        let (from, to) = (
+                            m["from"].as_u64().unwrap_or(0),
+                            m["to"].as_u64().unwrap_or(0),
+                        );
+                        truncated += to - from;
+                        at = to;
+                    }
+                    Some(Received::Json(_)) => {}
+                    None => panic!("a watcher's console closed"),
+                }
+            }
+            if truncated == 0 {
+                assert!(got.ends_with(&text), "a watcher's output is the burst");
+            }
+            (Instant::now(), truncated)
+        });
+    }
+    drop(ready_tx);
+    for _ in 0..watchers {
+        ready_rx.recv().await.expect("a watcher attached");
+    }
+    let started = Instant::now();
+    fleet.remote_sim.inject(&text).await;
+    let mut last = started;
+    let mut truncated = 0;
+    while let Some(done) = tasks.join_next().await {
+        let (at, dropped) = done.expect("a watcher");
+        last = last.max(at);
+        truncated += dropped;
+    }
+    Fanout {
+        watchers,
+        seconds: last.duration_since(started).as_secs_f64(),
+        truncated,
+    }
 }
 
 /// `show clock` on the remote port and on the local one, in turn, after a

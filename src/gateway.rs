@@ -95,6 +95,9 @@ struct Shared {
     /// Who switches which outlet and when each last was: kept across
     /// reloads, since an outlet's rest outlives a config.
     power: crate::power::PowerBoard,
+    /// The fleet's consoles, when this gateway serves other sites' ports:
+    /// set once when the daemon has joined the fleet.
+    fleet_consoles: std::sync::OnceLock<crate::console::fleet_feed::RemoteConsoles>,
 }
 
 struct Entry {
@@ -156,6 +159,7 @@ impl Gateway {
                 ports_changed: watch::Sender::new(0),
                 config_changed: watch::Sender::new(0),
                 power: crate::power::PowerBoard::default(),
+                fleet_consoles: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -336,6 +340,17 @@ impl Gateway {
     /// The outlets' use, daemon-wide (busy, minimum intervals).
     pub fn power_board(&self) -> &crate::power::PowerBoard {
         &self.shared.power
+    }
+
+    /// Lets the console doors reach the ports of other sites through
+    /// `consoles` (once; a second call is ignored).
+    pub fn set_fleet_consoles(&self, consoles: crate::console::fleet_feed::RemoteConsoles) {
+        let _ = self.shared.fleet_consoles.set(consoles);
+    }
+
+    /// The fleet's consoles, when this gateway serves other sites' ports.
+    pub fn fleet_consoles(&self) -> Option<&crate::console::fleet_feed::RemoteConsoles> {
+        self.shared.fleet_consoles.get()
     }
 
     /// The configuration in force.

@@ -73,7 +73,7 @@ pub struct Person {
 
 /// Why an attachment ended without the client asking.
 #[derive(Debug)]
-struct Ended(String);
+pub(super) struct Ended(pub(super) String);
 
 /// Serves one console connection: reads the client's frames from
 /// `incoming` and sends the server's to `outgoing`, until the client
@@ -86,9 +86,63 @@ pub async fn serve(
     gateway: Gateway,
     person: Person,
     only_port: Option<String>,
+    incoming: mpsc::Receiver<Frame>,
+    outgoing: mpsc::Sender<Frame>,
+    shutdown: CancellationToken,
+) {
+    serve_with(
+        gateway,
+        person,
+        only_port,
+        incoming,
+        outgoing,
+        shutdown,
+        Output::Sent,
+    )
+    .await
+}
+
+/// Serves the console session a person at a serving gateway opened on a
+/// port of this site ([`super::fleet_site`]): as [`serve`], but the
+/// output is not sent (the serving gateway reads it in ranges, once for
+/// all its watchers); `attached` and `replay` still say where it starts.
+pub async fn serve_for_fleet(
+    gateway: Gateway,
+    person: Person,
+    port: String,
+    incoming: mpsc::Receiver<Frame>,
+    outgoing: mpsc::Sender<Frame>,
+    shutdown: CancellationToken,
+) {
+    serve_with(
+        gateway,
+        person,
+        Some(port),
+        incoming,
+        outgoing,
+        shutdown,
+        Output::Withheld,
+    )
+    .await
+}
+
+/// Whether an attachment sends the port's output itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// It does (a person here).
+    Sent,
+    /// It does not: the serving gateway of a person elsewhere reads it.
+    Withheld,
+}
+
+async fn serve_with(
+    gateway: Gateway,
+    person: Person,
+    only_port: Option<String>,
     mut incoming: mpsc::Receiver<Frame>,
     outgoing: mpsc::Sender<Frame>,
     shutdown: CancellationToken,
+    output: Output,
 ) {
     let out = Outgoing(outgoing);
     let first = tokio::time::timeout(HELLO_DEADLINE, incoming.recv()).await;
@@ -116,9 +170,41 @@ pub async fn serve(
             ))
             .await
         }
+        Ok(ClientMessage::Hello(hello))
+            if output == Output::Sent
+                && gateway.port(&hello.port).is_none()
+                && let Some(consoles) = gateway.fleet_consoles()
+                && let Some(target) = crate::mcp::fleet_forward::split(&hello.port) =>
+        {
+            let name = label(&person.name);
+            let outcome = super::fleet_attachment::attach(
+                &gateway,
+                consoles,
+                person,
+                target,
+                hello,
+                &mut incoming,
+                &out,
+                &shutdown,
+            )
+            .await;
+            if let Err(Ended(reason)) = outcome {
+                tracing::info!(person = %name, "console session ended: {reason}");
+                out.bye(&reason).await;
+            }
+        }
         Ok(ClientMessage::Hello(hello)) => {
             let name = label(&person.name);
-            let outcome = attach(&gateway, person, hello, &mut incoming, &out, &shutdown).await;
+            let outcome = attach(
+                &gateway,
+                person,
+                hello,
+                &mut incoming,
+                &out,
+                &shutdown,
+                output,
+            )
+            .await;
             if let Err(Ended(reason)) = outcome {
                 tracing::info!(person = %name, "console session ended: {reason}");
                 out.bye(&reason).await;
@@ -136,9 +222,10 @@ pub async fn serve(
 }
 
 /// The port list a caller may see: the ports it may watch
-/// ([`crate::access::rules::may_watch`]; ad-hoc ones only for admins).
+/// ([`crate::access::rules::may_watch`]; ad-hoc ones only for admins),
+/// and at a serving gateway those of the fleet's other sites.
 fn list(gateway: &Gateway, caller: &Caller) -> ServerMessage {
-    let ports = gateway
+    let mut ports: Vec<PortSummary> = gateway
         .ports()
         .into_iter()
         .filter(|p| may_watch(caller, gateway, p.port.name()).is_ok())
@@ -149,14 +236,19 @@ fn list(gateway: &Gateway, caller: &Caller) -> ServerMessage {
             holder: p.port.holder(),
         })
         .collect();
+    if let Some(consoles) = gateway.fleet_consoles() {
+        ports.extend(super::fleet_attachment::fleet_ports(
+            gateway, consoles, caller,
+        ));
+    }
     ServerMessage::Ports { ports }
 }
 
 /// The sending side of a connection, with the slow-watcher deadline.
-struct Outgoing(mpsc::Sender<Frame>);
+pub(super) struct Outgoing(mpsc::Sender<Frame>);
 
 impl Outgoing {
-    async fn send(&self, frame: Frame) -> Result<(), Ended> {
+    pub(super) async fn send(&self, frame: Frame) -> Result<(), Ended> {
         match tokio::time::timeout(SLOW_WATCHER, self.0.send(frame)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(Ended("the connection closed".to_owned())),
@@ -167,14 +259,14 @@ impl Outgoing {
         }
     }
 
-    async fn send_message(&self, message: &ServerMessage) -> Result<(), Ended> {
+    pub(super) async fn send_message(&self, message: &ServerMessage) -> Result<(), Ended> {
         match serde_json::to_string(message) {
             Ok(text) => self.send(Frame::Json(text)).await,
             Err(e) => Err(Ended(format!("cannot encode a message: {e}"))),
         }
     }
 
-    async fn error(&self, error: &GateError) -> Result<(), Ended> {
+    pub(super) async fn error(&self, error: &GateError) -> Result<(), Ended> {
         self.send_message(&ServerMessage::Error {
             code: error.code.as_str().to_owned(),
             message: error.message.clone(),
@@ -183,7 +275,7 @@ impl Outgoing {
     }
 
     /// Says why the session ends (without waiting for a slow client).
-    async fn bye(&self, reason: &str) {
+    pub(super) async fn bye(&self, reason: &str) {
         if let Ok(text) = serde_json::to_string(&ServerMessage::Bye {
             reason: reason.to_owned(),
         }) {
@@ -212,6 +304,8 @@ struct Attachment<'a> {
     line: TypedLine,
     /// A typed line waiting for a person's approval.
     held: Option<HeldLine>,
+    /// Whether the output is sent, or read by a serving gateway.
+    output: Output,
 }
 
 /// The decision on the line `held` waits with; never, without one.
@@ -252,6 +346,7 @@ async fn attach(
     incoming: &mut mpsc::Receiver<Frame>,
     out: &Outgoing,
     shutdown: &CancellationToken,
+    output: Output,
 ) -> Result<(), Ended> {
     let Person { mut standing, name } = person;
     let caller = standing.caller().clone();
@@ -304,6 +399,7 @@ async fn attach(
         out,
         line: TypedLine::default(),
         held: None,
+        output,
     };
     let outcome = attachment
         .run(hello, incoming, shutdown, &mut standing)
@@ -474,6 +570,9 @@ impl Attachment<'_> {
     /// where the sent output ends.
     async fn send_range(&self, from: u64, to: u64) -> Result<u64, Ended> {
         let log = self.port.log();
+        if self.output == Output::Withheld {
+            return Ok(to.min(log.head()).max(from));
+        }
         let mut at = from;
         while at < to {
             let (start, bytes) = {

@@ -2,9 +2,15 @@
 //! client (and the browser view) speaks to the daemon, the server side of
 //! one person's attachment to a port, the local console socket, and the terminal client,
 //! `serialgate console`. The WebSocket that carries the same protocol over
-//! HTTP is in `daemon::http::console_ws`.
+//! HTTP is in `daemon::http::console_ws`. Ports of other sites
+//! (`site/port`) are reached through the fleet: `fleet_attachment` at the
+//! serving gateway, one `fleet_feed` per remote port there, and
+//! `fleet_site` at the site that owns the port.
 
 pub(crate) mod attachment;
+mod fleet_attachment;
+pub mod fleet_feed;
+pub(crate) mod fleet_site;
 mod judged_typing;
 pub(crate) mod protocol;
 mod typed_line;

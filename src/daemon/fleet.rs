@@ -1,7 +1,8 @@
 //! Joining the fleet at start (`[fleet]`): the NATS connection, this
-//! site's announcements, its alerts' stream and the calls forwarded to
-//! its ports, and for a serving gateway the directory its doors show and
-//! the sites' alerts.
+//! site's announcements, its alerts' stream, the calls and consoles of
+//! other gateways on its ports, and for a serving gateway the directory
+//! its doors show, the sites' alerts and the way its console doors reach
+//! other sites' ports.
 
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +37,18 @@ pub async fn start(
     crate::mcp::fleet_site::serve_calls(gateway.clone(), fleet.clone(), shutdown.child_token())
         .await
         .map_err(|e| anyhow::anyhow!("fleet: cannot take calls for site {}: {e}", config.site))?;
+    crate::console::fleet_site::serve_consoles(
+        gateway.clone(),
+        fleet.clone(),
+        shutdown.child_token(),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("fleet: cannot take consoles for site {}: {e}", config.site))?;
+    if fleet.directory.is_some() {
+        gateway.set_fleet_consoles(crate::console::fleet_feed::RemoteConsoles::new(
+            fleet.clone(),
+        ));
+    }
     tracing::info!(
         "fleet: site {} joined through {}{}",
         config.site,

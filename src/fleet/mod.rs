@@ -13,6 +13,8 @@
 //!   JetStream stream, which keeps them while the site is cut off;
 //! - `alert_inbox`: a serving gateway reading every site's alert stream
 //!   with a durable consumer and keeping what it delivered.
+//! - `console_wire`: what a person's console on another site's port
+//!   sends and reads (sessions, ranges of output, head notices).
 //!
 //! Running a forwarded call is the MCP tools' (`mcp/fleet_site.rs`), and
 //! forwarding one is the MCP handler's (`mcp/fleet_forward.rs`): this
@@ -21,6 +23,7 @@
 pub mod alert_feed;
 pub mod alert_inbox;
 pub mod announcer;
+pub mod console_wire;
 pub mod directory;
 pub mod link;
 pub mod subjects;

@@ -47,6 +47,24 @@ pub fn alert_stream(site: &str) -> String {
     format!("serialgate-alerts-{site}")
 }
 
+/// The root of the console requests a site takes (a person's session
+/// opened, kept and typed into; ranges of a port's output read):
+/// `<root>.open`, `<root>.keep`, `<root>.read`, `<root>.in.<ID>`.
+pub fn consoles(site: &str) -> String {
+    format!("{}.console", to_site(site))
+}
+
+/// Where `site` says how far the output of its `port` reaches (while a
+/// console of another gateway watches it).
+pub fn console_heads(site: &str, port: &str) -> String {
+    format!("{}.console.head.{port}", from_site(site))
+}
+
+/// Where `site` sends the console session `id` its messages.
+pub fn console_out(site: &str, id: &str) -> String {
+    format!("{}.console.out.{id}", from_site(site))
+}
+
 /// What a serving gateway subscribes to, to hear every site.
 pub const ALL_ANNOUNCEMENTS: &str = "serialgate.announce.*";
 
@@ -70,6 +88,9 @@ mod tests {
         assert_eq!(from_site("dc1"), "serialgate.from.dc1");
         assert_eq!(alerts("dc1"), "serialgate.from.dc1.alerts");
         assert_eq!(alert_stream("dc1"), "serialgate-alerts-dc1");
+        assert!(consoles("dc1").starts_with(&format!("{}.", to_site("dc1"))));
+        assert!(console_heads("dc1", "sw1").starts_with(&format!("{}.", from_site("dc1"))));
+        assert!(console_out("dc1", "ab12").starts_with(&format!("{}.", from_site("dc1"))));
         assert_eq!(announcing_site(&announcements("dc1")), Some("dc1"));
         assert_eq!(announcing_site("serialgate.announce.dc1.x"), None);
         assert_eq!(announcing_site("serialgate.site.dc1.call"), None);

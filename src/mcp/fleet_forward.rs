@@ -45,8 +45,9 @@ pub fn remote_port(name: &str) -> Option<RemotePort> {
     split(name)
 }
 
-/// `site/port` read from a name; `None` for a local name or device path.
-fn split(name: &str) -> Option<RemotePort> {
+/// `site/port` read from a name; `None` for a local name or device path
+/// (the console doors read it too).
+pub fn split(name: &str) -> Option<RemotePort> {
     if name.starts_with('/') || crate::remote::RemoteAddr::is_url(name) {
         return None;
     }

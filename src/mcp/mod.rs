@@ -27,7 +27,7 @@ mod dialogue;
 mod encoding;
 mod exit_status;
 mod expect;
-mod fleet_forward;
+pub(crate) mod fleet_forward;
 pub mod fleet_site;
 mod handler;
 mod info;

@@ -2,7 +2,8 @@
 //! server per site (each leaf dials the hub with its site's user, whose
 //! permissions allow only that site's subjects), two site gateways each
 //! with a simulated Cisco switch, and a serving gateway over HTTP that
-//! dials the hub with an nkey. Agents use the serving gateway's MCP
+//! dials the hub with an nkey (and has a console socket for people,
+//! which `fleet_console.rs` uses). Agents use the serving gateway's MCP
 //! endpoint with their tokens; the fault is a leaf killed (the site's
 //! uplink cut) and started again.
 
@@ -22,7 +23,7 @@ pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 /// How soon a part started again must be back in use: NATS's longest
 /// pause between two reconnects (4 s), a leaf's between two dials (1 s),
 /// the next announcement (1 s), and a margin for a loaded machine.
-const RECOVERY: Duration = Duration::from_secs(12);
+pub(crate) const RECOVERY: Duration = Duration::from_secs(12);
 pub(crate) const OPS: &str = "ops-secret-0123456789";
 pub(crate) const DC1_ONLY: &str = "dc1only-secret-0123456789";
 pub(crate) const ROOT: &str = "root-secret-0123456789";
@@ -183,7 +184,7 @@ impl Fleet {
         std::fs::write(
             &config,
             format!(
-                "[ports.hub-sw]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}\n\
+                "[server]\nconsole_socket = \"serving-console.sock\"\n\n[ports.hub-sw]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}\n\
                  [fleet]\nurls = [\"{}\"]\nsite = \"hub\"\ncredentials = \"serving.nk\"\nserve = true\n",
                 dir.path().join("absent-device").display(),
                 hub.url()

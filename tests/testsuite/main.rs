@@ -37,6 +37,7 @@ mod expect;
 mod first_config;
 mod fleet;
 mod fleet_alerts;
+mod fleet_console;
 mod frr;
 mod hostile;
 mod hostile_doors;

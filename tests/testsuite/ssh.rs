@@ -88,7 +88,7 @@ pub(super) fn keygen(dir: &Path, name: &str) {
     assert!(status.success(), "ssh-keygen failed");
 }
 
-fn private(path: &Path) {
+pub(super) fn private(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
 }

@@ -90,8 +90,18 @@ fn parse_port_words(text: &str) -> Result<PortRequest, String> {
     })
 }
 
-/// A port name as the config allows them: `[A-Za-z0-9][A-Za-z0-9_.-]*`.
+/// A port name as the config allows them: `[A-Za-z0-9][A-Za-z0-9_.-]*`,
+/// or at a serving gateway a port of another site, `site/port`, each
+/// part such a name.
 pub fn is_port_name(name: &str) -> bool {
+    match name.split_once('/') {
+        Some((site, port)) => is_plain_name(site) && is_plain_name(port),
+        None => is_plain_name(name),
+    }
+}
+
+/// `[A-Za-z0-9][A-Za-z0-9_.-]*`.
+fn is_plain_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
@@ -144,5 +154,20 @@ mod tests {
         }
         let e = parse_exec(b"/bin/sh").unwrap_err();
         assert!(e.contains("runs no commands"), "{e}");
+    }
+
+    #[test]
+    fn a_port_of_another_site_is_site_slash_port_and_nothing_more() {
+        assert_eq!(
+            Some(parse_exec(b"dc1/core-sw1 --spy").unwrap()),
+            port("dc1/core-sw1", true)
+        );
+        assert_eq!(
+            parse_user("alice:dc1/core-sw1:spy").unwrap().port,
+            port("dc1/core-sw1", true)
+        );
+        for refused in [&b"dc1/"[..], b"/sw1", b"dc1/sw1/x", b"../sw1", b"dc1/.."] {
+            assert!(parse_exec(refused).is_err(), "{refused:?}");
+        }
     }
 }

@@ -6,6 +6,10 @@
 //! head and requests for approval are watched, and the gateway says when
 //! ports come and go.
 //!
+//! At a serving gateway the fleet's other sites' ports are shown too, as
+//! `site/port`, as their sites announce them (resent every
+//! [`FLEET_REFRESH`]: a site's announcement wakes nothing here).
+//!
 //! The requests waiting for a person's approval come with each port (the
 //! oldest ones, as many as a console lists, with the port's last lines),
 //! and the page decides them on this feed: a `decide` naming the port, the
@@ -35,11 +39,13 @@ use crate::clean::{CleanOptions, clean_output};
 use crate::config::{DeviceMode, ModePrompts};
 use crate::console::attachment::{MAX_LISTED_APPROVALS, SLOW_WATCHER};
 use crate::error::{GateError, label, shown};
-use crate::gateway::GatewayPort;
+use crate::gateway::{Gateway, GatewayPort};
 use crate::matcher::Prompt;
 use crate::port::approvals::{MAX_TEXT_BYTES, PendingApproval};
 use crate::port::{Participant, Port, PortEvent, PortState};
 
+/// How often a serving gateway's page is sent the fleet's ports again.
+pub const FLEET_REFRESH: Duration = Duration::from_secs(1);
 /// The shortest time between two snapshots sent because output arrived.
 pub const OUTPUT_REFRESH: Duration = Duration::from_secs(1);
 /// Bytes of a port's newest output searched for its last line.
@@ -186,12 +192,16 @@ async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
         }
         let mut pending: Option<Instant> = None;
         let mut last_sent = Instant::now();
-        if !send(&mut sink, &snapshot(&caller, &visible)).await {
+        if !send(&mut sink, &snapshot(&state.gateway, &caller, &visible)).await {
             return;
         }
+        let serving = state.gateway.fleet_consoles().is_some();
+        let mut fleet_refresh = tokio::time::interval(FLEET_REFRESH);
+        fleet_refresh.tick().await;
         loop {
             let due = pending.unwrap_or_else(Instant::now);
             tokio::select! {
+                _ = fleet_refresh.tick(), if serving => {}
                 changed = ports_rx.changed() => {
                     if changed.is_err() {
                         return;
@@ -234,7 +244,7 @@ async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
             }
             pending = None;
             last_sent = Instant::now();
-            if !send(&mut sink, &snapshot(&caller, &visible)).await {
+            if !send(&mut sink, &snapshot(&state.gateway, &caller, &visible)).await {
                 return;
             }
         }
@@ -382,14 +392,83 @@ impl Shown {
     }
 }
 
-fn snapshot(caller: &Caller, ports: &[Shown]) -> Snapshot {
+fn snapshot(gateway: &Gateway, caller: &Caller, ports: &[Shown]) -> Snapshot {
+    let mut views: Vec<PortView> = ports.iter().map(view).collect();
+    if let Some(consoles) = gateway.fleet_consoles() {
+        views.extend(fleet_views(gateway, consoles, caller));
+    }
     Snapshot {
         r#type: "ports",
         token: caller.name.clone(),
         access: access_name(caller.access),
         bytes_since: "the daemon started",
-        ports: ports.iter().map(view).collect(),
+        ports: views,
     }
+}
+
+/// The fleet's ports `caller` may read, as their sites announce them
+/// (cleaned there): state, preset, people and holder; the rest (output,
+/// counts, approvals) is the site's, seen on the port's console page.
+fn fleet_views(
+    gateway: &Gateway,
+    consoles: &crate::console::fleet_feed::RemoteConsoles,
+    caller: &Caller,
+) -> Vec<PortView> {
+    let Some(directory) = &consoles.fleet.directory else {
+        return Vec::new();
+    };
+    let mut views = Vec::new();
+    for site in directory.sites() {
+        let unreachable = site.unreachable();
+        for p in &site.ports {
+            let name = format!("{}/{}", site.name, p.name);
+            if !may_read_port(caller, gateway, &name) {
+                continue;
+            }
+            views.push(PortView {
+                name,
+                device: format!("site {}", site.name),
+                preset: p.preset.clone(),
+                state: if unreachable { PortState::Down } else { p.state },
+                reason: unreachable.then(|| {
+                    format!(
+                        "site {} unreachable since {} (its announcements stopped); the port keeps capturing at the site",
+                        site.name,
+                        site.since()
+                    )
+                }),
+                mode: None,
+                watchers: if p.people == 0 {
+                    Vec::new()
+                } else {
+                    vec![Participant {
+                        session: 0,
+                        who: format!("{} at site {}", p.people, site.name),
+                        since: String::new(),
+                        spy: false,
+                    }]
+                },
+                holder: p.writer.clone().map(|who| HolderView {
+                    kind: if who.contains(" on console") || who.contains(" on ssh") {
+                        "person"
+                    } else {
+                        "agent"
+                    },
+                    who,
+                    since: String::new(),
+                }),
+                reconnects: 0,
+                last_line: String::new(),
+                bytes_read: 0,
+                bytes_written: 0,
+                last_loss: None,
+                approvals: Vec::new(),
+                approvals_waiting: 0,
+                screen: Vec::new(),
+            });
+        }
+    }
+    views
 }
 
 fn view(shown: &Shown) -> PortView {
