@@ -8,7 +8,9 @@
 //!   deadlines), the handle the doors use;
 //! - `directory`: a serving gateway's view of every site's ports, with
 //!   when each site was last heard from;
-//! - `announcer`: a site gateway announcing its ports.
+//! - `announcer`: a site gateway announcing its ports;
+//! - `forwarded_policy`: a token's command policy sent with its calls,
+//!   bounded and read again at the site.
 //!
 //! Running a forwarded call is the MCP tools' (`mcp/fleet_site.rs`), and
 //! forwarding one is the MCP handler's (`mcp/fleet_forward.rs`): this
@@ -16,6 +18,7 @@
 
 pub mod announcer;
 pub mod directory;
+pub mod forwarded_policy;
 pub mod link;
 pub mod subjects;
 pub mod wire;

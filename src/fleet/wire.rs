@@ -147,6 +147,11 @@ pub struct ForwardedCall {
     pub tool: String,
     /// Its arguments, port names as the site knows them.
     pub arguments: Map<String, Value>,
+    /// The token's command policy, which the site judges the call's
+    /// lines under as well as under the port's own
+    /// (`fleet/forwarded_policy.rs`); `None`: the token has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<super::forwarded_policy::ForwardedPolicy>,
 }
 
 /// A site's answer: the tool's result as MCP sends it, or why the site

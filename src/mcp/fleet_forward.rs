@@ -12,8 +12,8 @@ use super::authorize::str_arg;
 use super::session::Session;
 use crate::access::Caller;
 use crate::access::rules::{self, Replies, Scope, ToolCall};
-use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, shown};
+use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::Fleet;
 use crate::fleet::wire::{CallAnswer, ForwardedCall, VERSION, plain_port_name};
 use crate::gateway::Gateway;
@@ -110,15 +110,7 @@ pub async fn forward(
             target.site
         )));
     }
-    if caller.policy.is_some() && rules::classify(&tool).0 >= TokenAccess::Write {
-        return Err(GateError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "{} writes under a command policy, which is not yet applied through the fleet; use a token without a policy, or site {}'s own gateway",
-                caller.name, target.site
-            ),
-        ));
-    }
+    let policy = forwarded_policy(caller, gateway, &full)?;
     if !plain_port_name(&target.port) {
         return Err(GateError::invalid(format!(
             "{} is no port of a site: write site/port with the port's name (device paths are opened at the site's own gateway)",
@@ -134,7 +126,7 @@ pub async fn forward(
             arguments.insert(key.to_owned(), Value::String(target.port.clone()));
         }
     }
-    let deadline = super::fleet_site::call_deadline(&arguments);
+    let deadline = super::fleet_site::forwarded_deadline(&tool, &arguments);
     // A connect's arguments are kept with the connection it makes.
     let sent_connect = (tool == "connect").then(|| arguments.clone());
     tracing::info!(
@@ -151,6 +143,7 @@ pub async fn forward(
         client: client.to_owned(),
         tool: tool.to_owned(),
         arguments,
+        policy: policy.clone(),
     };
     // Kept to run the call again, should the site have lost the session's
     // connection it names.
@@ -171,7 +164,7 @@ pub async fn forward(
             target.site
         );
         connect.remove("take_over");
-        let deadline_connect = super::fleet_site::call_deadline(&connect);
+        let deadline_connect = super::fleet_site::forwarded_deadline("connect", &connect);
         let connected = ask(
             fleet,
             &target.site,
@@ -202,15 +195,72 @@ pub async fn forward(
     Ok(result.into())
 }
 
+/// The command policy `caller` is under here, as the site is sent it
+/// (`fleet/forwarded_policy.rs`); `None` without one. A policy this
+/// gateway's config does not define refuses the call, as locally.
+fn forwarded_policy(
+    caller: &Caller,
+    gateway: &Gateway,
+    full: &str,
+) -> Result<Option<ForwardedPolicy>, GateError> {
+    let Some(name) = &caller.policy else {
+        return Ok(None);
+    };
+    let config = gateway.config();
+    match config.policies.get(name) {
+        Some(policy) => Ok(Some(ForwardedPolicy::of(
+            policy,
+            config.server.approval_timeout,
+        ))),
+        None => Err(GateError::new(
+            ErrorCode::Denied,
+            format!(
+                "{} is under policy {}, which the configuration in force does not define; nothing was sent to {}: ask the operator",
+                caller.who(),
+                shown(name),
+                shown(full)
+            ),
+        )),
+    }
+}
+
+/// How often a call waiting at a site looks whether the site is still
+/// heard from.
+const SITE_WATCH: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Sends `call` to `site` within `deadline`: the tool's result there, or
-/// why the call did not run.
+/// why the call did not run. A serving gateway stops waiting once the
+/// site falls silent (a write may wait long for a person's approval).
 async fn ask(
     fleet: &Fleet,
     site: &str,
     call: &ForwardedCall,
     deadline: std::time::Duration,
 ) -> Result<CallToolResult, GateError> {
-    match fleet.forward(site, call, deadline).await? {
+    let silent = async {
+        let Some(directory) = &fleet.directory else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(SITE_WATCH).await;
+            if let Some(since) = directory.unreachable_since(site) {
+                return since;
+            }
+        }
+    };
+    let answer = tokio::select! {
+        answer = fleet.forward(site, call, deadline) => answer?,
+        since = silent => {
+            return Err(GateError::new(
+                ErrorCode::PortUnavailable,
+                format!(
+                    "site {site} is unreachable since {since} (its gateway's announcements stopped) while {} ran there, which may or may not have run; read_output shows what the device did once list_ports shows the site back",
+                    call.tool
+                ),
+            ));
+        }
+    };
+    match answer {
         CallAnswer::Result(value) => serde_json::from_value(value).map_err(|e| {
             GateError::new(
                 ErrorCode::PortUnavailable,

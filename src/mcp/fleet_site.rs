@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::loopback::Loopback;
 use super::server::GateServer;
 use crate::access::Caller;
+use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::{Fleet, site_of};
 use crate::fleet::subjects;
 use crate::fleet::wire::{CallAnswer, ForwardedCall, MAX_CALL, VERSION};
@@ -34,6 +35,14 @@ const MAX_SESSIONS: usize = 1024;
 
 type Key = (String, u64, String);
 
+/// A forwarded session: its in-process MCP session, and the policy its
+/// serving gateway sent for the token, which the session's caller is
+/// under (another policy sent later starts another session).
+struct SiteSession {
+    loopback: Loopback,
+    policy: Option<ForwardedPolicy>,
+}
+
 struct Kept<T> {
     session: T,
     last_used: Instant,
@@ -42,7 +51,7 @@ struct Kept<T> {
 /// The forwarded sessions (a [`Loopback`] each), by serving gateway,
 /// session and token.
 #[derive(Clone)]
-struct Sessions<T = Arc<Loopback>> {
+struct Sessions<T = Arc<SiteSession>> {
     kept: Arc<Mutex<HashMap<Key, Kept<T>>>>,
 }
 
@@ -79,6 +88,11 @@ impl<T: Clone> Sessions<T> {
             .filter_map(|k| kept.remove(k))
             .map(|k| k.session)
             .collect()
+    }
+
+    /// Lets go of the session of `key`, if one is kept.
+    fn remove(&self, key: &Key) -> Option<T> {
+        crate::sync::lock(&self.kept).remove(key).map(|k| k.session)
     }
 
     fn insert(&self, key: Key, session: T) -> T {
@@ -124,6 +138,28 @@ pub fn call_deadline(arguments: &serde_json::Map<String, serde_json::Value>) -> 
     Duration::from_secs_f64(asked.max(20.0) + 10.0)
 }
 
+/// Longest a write may wait at a site for a person's approval (the
+/// config's bound on `approval_timeout`): the approval's own timeout ends
+/// the wait well before, and the serving gateway gives up earlier if the
+/// site falls silent.
+const APPROVAL_ALLOWANCE: Duration = Duration::from_secs(24 * 3600);
+
+/// The deadline of forwarded `tool` with `arguments`: [`call_deadline`],
+/// and for a write the longest a person may take to approve its line
+/// (a policy at either end may hold it), so that no side gives up on a
+/// line a person may still approve and the site still send.
+pub fn forwarded_deadline(
+    tool: &str,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+) -> Duration {
+    let deadline = call_deadline(arguments);
+    if crate::access::rules::classify(tool).0 >= crate::config::TokenAccess::Write {
+        deadline + APPROVAL_ALLOWANCE
+    } else {
+        deadline
+    }
+}
+
 /// Why a forwarded call is refused before it runs, if it is.
 fn refused(call: &ForwardedCall) -> Option<String> {
     if call.v != VERSION {
@@ -161,8 +197,36 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
     if let Some(why) = refused(&call) {
         return CallAnswer::Refused(why);
     }
+    // The token's policy, as its serving gateway sent it: one that does
+    // not read refuses the call rather than let it through unjudged.
+    let policy = match call.policy.as_ref().map(ForwardedPolicy::read).transpose() {
+        Ok(p) => p,
+        Err(why) => {
+            return CallAnswer::Refused(format!(
+                "invalid_argument: the call's command policy cannot be applied here: {}; nothing was sent",
+                crate::error::shown(&why)
+            ));
+        }
+    };
     let key = (call.gateway.clone(), call.session, call.token.clone());
-    let session = match sessions.get(&key) {
+    let kept = match sessions.get(&key) {
+        // The serving gateway's config changed the token's policy: the
+        // session's caller is under the old one, so it ends, and the
+        // serving gateway connects again in a new one.
+        Some(s) if s.policy != call.policy => {
+            tracing::info!(
+                "fleet: {}'s command policy through {} changed; its session here starts again",
+                crate::error::label(&call.token),
+                crate::error::label(&call.gateway)
+            );
+            if let Some(old) = sessions.remove(&key) {
+                old.loopback.end().await;
+            }
+            None
+        }
+        other => other,
+    };
+    let session = match kept {
         Some(s) => s,
         None => {
             // Its connections and write holds here end before this
@@ -177,14 +241,15 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
                 );
             }
             for session in earlier {
-                session.end().await;
+                session.loopback.end().await;
             }
             let caller = Caller::via_fleet(
                 &call.token,
                 &call.gateway,
                 call.access,
                 call.use_credentials,
-            );
+            )
+            .with_forwarded_policy(policy);
             let server = GateServer::for_fleet(gateway.clone(), caller);
             let client = format!(
                 "{}@{}",
@@ -192,7 +257,13 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
                 crate::error::label(&call.gateway)
             );
             match Loopback::start(server, &client).await {
-                Ok(s) => sessions.insert(key, Arc::new(s)),
+                Ok(loopback) => sessions.insert(
+                    key,
+                    Arc::new(SiteSession {
+                        loopback,
+                        policy: call.policy.clone(),
+                    }),
+                ),
                 Err(e) => return CallAnswer::Refused(e.to_string()),
             }
         }
@@ -203,8 +274,12 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
         call.tool,
         crate::error::label(&call.gateway)
     );
-    let deadline = call_deadline(&call.arguments);
-    match session.call(&call.tool, call.arguments, deadline).await {
+    let deadline = forwarded_deadline(&call.tool, &call.arguments);
+    match session
+        .loopback
+        .call(&call.tool, call.arguments, deadline)
+        .await
+    {
         Ok(result) => CallAnswer::Result(result),
         Err(e) => CallAnswer::Refused(e.to_string()),
     }

@@ -18,16 +18,16 @@ use serialgate_testkit::{rig, skip, wait};
 use tempfile::TempDir;
 
 /// How long any one expected thing may take.
-const DEADLINE: Duration = Duration::from_secs(20);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 /// How soon a part started again must be back in use: NATS's longest
 /// pause between two reconnects (4 s), a leaf's between two dials (1 s),
 /// the next announcement (1 s), and a margin for a loaded machine.
-const RECOVERY: Duration = Duration::from_secs(12);
-const OPS: &str = "ops-secret-0123456789";
+pub(crate) const RECOVERY: Duration = Duration::from_secs(12);
+pub(crate) const OPS: &str = "ops-secret-0123456789";
 const DC1_ONLY: &str = "dc1only-secret-0123456789";
 const ROOT: &str = "root-secret-0123456789";
 /// The sites that have a gateway; `dc3` has only credentials (the rogue).
-const SITES: [&str; 2] = ["dc1", "dc2"];
+pub(crate) const SITES: [&str; 2] = ["dc1", "dc2"];
 
 /// A site user's password on the hub (what its leaf dials with).
 fn site_password(site: &str) -> String {
@@ -38,12 +38,15 @@ fn site_password(site: &str) -> String {
 /// publishes its own announcements and answers (`allow_responses`) the
 /// calls of its own subject; the serving gateway sends calls and hears
 /// announcements.
-fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
-    // The serving gateway is a site too (`hub`): it announces its own
+fn hub_config(leaf_port: u16, serving_nkeys: &[(&str, String)]) -> String {
+    // A serving gateway is a site too (`hub`): it announces its own
     // ports and answers for them.
-    let mut users = format!(
-        "    {{ nkey: \"{serving_nkey}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.hub\", \"serialgate.from.hub.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.hub.>\", \"_INBOX.>\"], allow_responses: true }} }}\n"
-    );
+    let mut users = String::new();
+    for (site, nkey) in serving_nkeys {
+        users.push_str(&format!(
+            "    {{ nkey: \"{nkey}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.{site}\", \"serialgate.from.{site}.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.{site}.>\", \"_INBOX.>\"], allow_responses: true }} }}\n"
+        ));
+    }
     for site in ["dc1", "dc2", "dc3"] {
         users.push_str(&format!(
             "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"serialgate.from.{site}.>\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.>\"], allow_responses: true }} }}\n",
@@ -55,22 +58,39 @@ fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
     )
 }
 
+/// What a test changes of the fleet [`Fleet::start`] builds.
+#[derive(Default)]
+pub(crate) struct Setup {
+    /// TOML lines added to each site's switch port (e.g. its `policy`).
+    pub(crate) site_port: String,
+    /// Each site gets a console socket, `console-SITE.sock`, where a
+    /// person attaches (and decides approvals).
+    pub(crate) site_console: bool,
+    /// The serving gateways' tokens besides the usual ones, and TOML
+    /// lines added to them (e.g. `policy = "locked"`).
+    pub(crate) tokens: Vec<(&'static str, &'static str, &'static str)>,
+    /// A second serving gateway, of site `hub2`, with the same tokens.
+    pub(crate) second_serving: bool,
+}
+
 /// The whole fleet; what NATS refused is printed when it ends, for a
 /// failing test's reader.
-struct Fleet {
-    dir: TempDir,
+pub(crate) struct Fleet {
+    pub(crate) dir: TempDir,
     hub: NatsServer,
     hub_url: String,
     /// dc1's and dc2's leaf servers.
     leaves: Vec<NatsServer>,
-    sims: Vec<SimHandle>,
-    sites: Vec<Daemon>,
-    serving: Daemon,
+    pub(crate) sims: Vec<SimHandle>,
+    pub(crate) sites: Vec<Daemon>,
+    pub(crate) serving: Daemon,
     url: String,
     /// dc1's, dc2's and the serving gateway's configs and notify sockets,
     /// to start each again as it was.
-    configs: Vec<std::path::PathBuf>,
+    pub(crate) configs: Vec<std::path::PathBuf>,
     notify: Vec<NotifySocket>,
+    /// The second serving gateway (`hub2`) and its MCP URL, when asked.
+    pub(crate) second: Option<(Daemon, String)>,
 }
 
 impl Drop for Fleet {
@@ -91,21 +111,39 @@ impl Drop for Fleet {
 
 impl Fleet {
     /// Starts everything, or says why it cannot (no nats-server).
-    async fn start() -> Option<Fleet> {
+    pub(crate) async fn start() -> Option<Fleet> {
+        Fleet::start_with(Setup::default()).await
+    }
+
+    /// [`Fleet::start`] changed as `setup` says.
+    pub(crate) async fn start_with(setup: Setup) -> Option<Fleet> {
         let Some(binary) = nats::binary() else {
             skip::skipped("nats-server is not installed (Debian: apt install nats-server)");
             return None;
         };
         let dir = tempfile::tempdir().expect("temp dir");
-        let key = nkeys::KeyPair::new_user();
-        let seed = dir.path().join("serving.nk");
-        write_private(&seed, &key.seed().expect("seed"));
+        let mut serving_keys = Vec::new();
+        let servers: &[&str] = if setup.second_serving {
+            &["hub", "hub2"]
+        } else {
+            &["hub"]
+        };
+        for (i, site) in servers.iter().enumerate() {
+            let key = nkeys::KeyPair::new_user();
+            let file = if i == 0 {
+                "serving.nk".to_owned()
+            } else {
+                format!("serving-{site}.nk")
+            };
+            write_private(&dir.path().join(file), &key.seed().expect("seed"));
+            serving_keys.push((*site, key.public_key()));
+        }
         let leaf_port = nats::free_port();
         let hub = NatsServer::start(
             &binary,
             dir.path(),
             "hub",
-            &hub_config(leaf_port, &key.public_key()),
+            &hub_config(leaf_port, &serving_keys),
         )
         .await;
         let mut leaves = Vec::new();
@@ -131,13 +169,19 @@ impl Fleet {
                     .expect("simulated switch"),
             );
             let config = dir.path().join(format!("{site}.toml"));
+            let console = if setup.site_console {
+                format!("console_socket = \"console-{site}.sock\"\n")
+            } else {
+                String::new()
+            };
             std::fs::write(
                 &config,
                 format!(
-                    "[server]\nauth = \"none\"\nlog_dir = \"logs-{site}\"\n\n\
-                     [ports.core-sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n\
+                    "[server]\nauth = \"none\"\nlog_dir = \"logs-{site}\"\n{console}\n\
+                     [ports.core-sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n{}\n\
                      [fleet]\nurls = [\"{}\"]\nsite = \"{site}\"\n",
                     link.display(),
+                    setup.site_port,
                     leaf.url()
                 ),
             )
@@ -150,14 +194,23 @@ impl Fleet {
             sites.push(d);
             leaves.push(leaf);
         }
-        let tokens = daemon::tokens_toml(
-            dir.path(),
-            &[
-                ("ops", OPS, r#"["*", "*/*"]"#, "write"),
-                ("dc1only", DC1_ONLY, r#"["dc1/*"]"#, "write"),
-                ("root", ROOT, r#"["*/*"]"#, "admin"),
-            ],
+        let mut tokens: Vec<daemon::TestToken<'_>> = vec![
+            ("ops", OPS, r#"["*", "*/*"]"#, "write"),
+            ("dc1only", DC1_ONLY, r#"["dc1/*"]"#, "write"),
+            ("root", ROOT, r#"["*/*"]"#, "admin"),
+        ];
+        tokens.extend(
+            setup
+                .tokens
+                .iter()
+                .map(|(name, secret, _)| (*name, *secret, r#"["*/*"]"#, "write")),
         );
+        let tokens = setup
+            .tokens
+            .iter()
+            .fold(daemon::tokens_toml(dir.path(), &tokens), |toml, t| {
+                daemon::with_token_keys(&toml, t.0, t.2)
+            });
         let config = dir.path().join("serving.toml");
         std::fs::write(
             &config,
@@ -174,6 +227,25 @@ impl Fleet {
         let (serving, url) = start_gateway(&config, &n).await;
         configs.push(config);
         notify.push(n);
+        let second = if setup.second_serving {
+            let config = dir.path().join("serving-hub2.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "{tokens}\n[fleet]\nurls = [\"{}\"]\nsite = \"hub2\"\ncredentials = \"serving-hub2.nk\"\nserve = true\n",
+                    hub.url()
+                ),
+            )
+            .expect("write the second serving config");
+            std::fs::create_dir(dir.path().join("serving-hub2")).expect("its dir");
+            let n = NotifySocket::bind(&dir.path().join("serving-hub2"));
+            let started = start_gateway(&config, &n).await;
+            configs.push(config);
+            notify.push(n);
+            Some(started)
+        } else {
+            None
+        };
         let fleet = Fleet {
             hub_url: hub.url(),
             hub,
@@ -185,6 +257,7 @@ impl Fleet {
             url,
             configs,
             notify,
+            second,
         };
         let ops = fleet.agent(OPS).await;
         for site in SITES {
@@ -216,14 +289,14 @@ impl Fleet {
         self.url = url;
     }
 
-    async fn agent(&self, secret: &str) -> GateClient {
+    pub(crate) async fn agent(&self, secret: &str) -> GateClient {
         GateClient::connect_http(&self.url, Some(secret))
             .await
             .expect("HTTP MCP session")
     }
 
     /// Waits until `list_ports` shows `name` as `done` says; returns it.
-    async fn port_state(
+    pub(crate) async fn port_state(
         &self,
         agent: &GateClient,
         name: &str,
@@ -233,7 +306,7 @@ impl Fleet {
     }
 
     /// [`Fleet::port_state`] within `within`.
-    async fn port_state_within(
+    pub(crate) async fn port_state_within(
         &self,
         agent: &GateClient,
         name: &str,
@@ -259,7 +332,7 @@ impl Fleet {
 
 /// Starts a gateway with `config` over HTTP on a free port; waits until
 /// it says it is ready. The daemon and its MCP URL.
-async fn start_gateway(config: &Path, notify: &NotifySocket) -> (Daemon, String) {
+pub(crate) async fn start_gateway(config: &Path, notify: &NotifySocket) -> (Daemon, String) {
     let mut d = Daemon::spawn(Some(config), notify, &["--http", "127.0.0.1:0"]);
     let url = d.http_url().await;
     notify.expect("READY=1").await;
@@ -267,7 +340,7 @@ async fn start_gateway(config: &Path, notify: &NotifySocket) -> (Daemon, String)
 }
 
 /// SIGKILLs `daemon` and reaps it.
-async fn kill(daemon: &mut Daemon) {
+pub(crate) async fn kill(daemon: &mut Daemon) {
     daemon.child.start_kill().expect("kill the gateway");
     daemon.exit().await;
 }
@@ -278,11 +351,11 @@ fn write_private(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
 }
 
-async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
+pub(crate) async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
     agent.call(tool, args).await.expect("MCP transport").ok()
 }
 
-async fn err(agent: &GateClient, tool: &str, args: Value) -> String {
+pub(crate) async fn err(agent: &GateClient, tool: &str, args: Value) -> String {
     agent.call(tool, args).await.expect("MCP transport").err()
 }
 
@@ -610,7 +683,7 @@ async fn a_rogue_sites_announcement_is_shown_bounded_and_escaped_or_dropped() {
 
 /// `show clock` on `connection` through `agent`'s session: the switch's
 /// clock line (`*HH:MM:SS.mmm UTC ...`), which only the switch prints.
-async fn clock(agent: &GateClient, connection: &str) -> String {
+pub(crate) async fn clock(agent: &GateClient, connection: &str) -> String {
     let answer = ok(
         agent,
         "send_command",

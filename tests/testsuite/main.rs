@@ -36,6 +36,7 @@ mod errors;
 mod expect;
 mod first_config;
 mod fleet;
+mod fleet_policy;
 mod frr;
 mod hostile;
 mod hostile_doors;
