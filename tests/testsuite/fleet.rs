@@ -289,6 +289,15 @@ impl Fleet {
         self.url = url;
     }
 
+    /// Sends SIGHUP to gateway `i` (a site's by its index, then the
+    /// serving gateway) and waits until its reload is over.
+    pub(crate) async fn reload(&self, i: usize) {
+        let daemon = self.sites.get(i).unwrap_or(&self.serving);
+        daemon.signal(libc::SIGHUP);
+        self.notify[i].expect("RELOADING=1").await;
+        self.notify[i].expect("READY=1").await;
+    }
+
     pub(crate) async fn agent(&self, secret: &str) -> GateClient {
         GateClient::connect_http(&self.url, Some(secret))
             .await

@@ -37,6 +37,7 @@ mod expect;
 mod first_config;
 mod fleet;
 mod fleet_policy;
+mod fleet_reload;
 mod frr;
 mod hostile;
 mod hostile_doors;
