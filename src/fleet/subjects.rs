@@ -28,6 +28,13 @@ pub fn calls(site: &str) -> String {
     format!("{}.call", to_site(site))
 }
 
+/// Where a serving gateway tells a site that one of its MCP sessions
+/// ended, so that the site ends that session's sessions for forwarded
+/// calls at once (their connections, their write holds).
+pub fn session_ends(site: &str) -> String {
+    format!("{}.end", to_site(site))
+}
+
 /// Where a site's gateway announces its ports.
 pub fn announcements(site: &str) -> String {
     format!("{PREFIX}.announce.{site}")
@@ -53,6 +60,7 @@ mod tests {
     fn subjects_name_one_site() {
         assert_eq!(calls("dc1"), "serialgate.site.dc1.call");
         assert!(calls("dc1").starts_with(&format!("{}.", to_site("dc1"))));
+        assert!(session_ends("dc1").starts_with(&format!("{}.", to_site("dc1"))));
         assert_eq!(from_site("dc1"), "serialgate.from.dc1");
         assert_eq!(announcing_site(&announcements("dc1")), Some("dc1"));
         assert_eq!(announcing_site("serialgate.announce.dc1.x"), None);

@@ -154,6 +154,20 @@ pub struct ForwardedCall {
     pub policy: Option<super::forwarded_policy::ForwardedPolicy>,
 }
 
+/// A serving gateway's word to a site that one of its MCP sessions ended.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SessionEnded {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The serving gateway, as its calls name it.
+    pub gateway: String,
+    /// The session's number there, as its calls name it.
+    pub session: u64,
+}
+
+/// Largest [`SessionEnded`] a site reads.
+pub const MAX_SESSION_ENDED: usize = 1024;
+
 /// A site's answer: the tool's result as MCP sends it, or why the site
 /// could not run the call.
 #[derive(Debug, Serialize, Deserialize)]

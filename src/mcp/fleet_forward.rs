@@ -15,7 +15,8 @@ use crate::access::rules::{self, Replies, Scope, ToolCall};
 use crate::error::{ErrorCode, GateError, shown};
 use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::Fleet;
-use crate::fleet::wire::{CallAnswer, ForwardedCall, VERSION, plain_port_name};
+use crate::fleet::subjects;
+use crate::fleet::wire::{CallAnswer, ForwardedCall, SessionEnded, VERSION, plain_port_name};
 use crate::gateway::Gateway;
 
 /// Tools that do not work on a port of another site yet, and why.
@@ -151,6 +152,10 @@ pub async fn forward(
         .then(|| session.remote_connect(&full))
         .flatten()
         .map(|connect| (connect, arguments.clone()));
+    // The site keeps a session for this one from its first call: it is
+    // told when this one ends.
+    let number = session.actor().session;
+    session.farewell_at(&target.site, || farewell(fleet, &target.site, number));
     let mut result = ask(fleet, &target.site, &forwarded(&tool, arguments), deadline).await?;
     if let Some((mut connect, arguments)) = connect
         && lost_connection(&result)
@@ -222,6 +227,28 @@ fn forwarded_policy(
             ),
         )),
     }
+}
+
+/// What tells `site` that this gateway's session `number` ended, once it
+/// drops: the site ends that session's sessions there at once, with their
+/// connections and write holds, instead of keeping them until idle.
+fn farewell(fleet: &Fleet, site: &str, number: u64) -> tokio_util::sync::DropGuard {
+    let ended = tokio_util::sync::CancellationToken::new();
+    let (client, subject) = (fleet.client().clone(), subjects::session_ends(site));
+    let message = SessionEnded {
+        v: VERSION,
+        gateway: fleet.gateway.clone(),
+        session: number,
+    };
+    let told = ended.clone();
+    tokio::spawn(async move {
+        told.cancelled().await;
+        let payload = serde_json::to_vec(&message).unwrap_or_default();
+        if let Err(e) = client.publish(subject, payload.into()).await {
+            tracing::warn!("fleet: a site was not told of a session's end: {e}");
+        }
+    });
+    ended.drop_guard()
 }
 
 /// How often a call waiting at a site looks whether the site is still

@@ -21,7 +21,9 @@ use crate::access::Caller;
 use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::{Fleet, site_of};
 use crate::fleet::subjects;
-use crate::fleet::wire::{CallAnswer, ForwardedCall, MAX_CALL, VERSION};
+use crate::fleet::wire::{
+    CallAnswer, ForwardedCall, MAX_CALL, MAX_SESSION_ENDED, SessionEnded, VERSION,
+};
 use crate::gateway::Gateway;
 
 /// How long a forwarded session is kept without a call.
@@ -84,6 +86,22 @@ impl<T: Clone> Sessions<T> {
             .cloned()
             .collect();
         earlier
+            .iter()
+            .filter_map(|k| kept.remove(k))
+            .map(|k| k.session)
+            .collect()
+    }
+
+    /// Lets go of every session of `gateway`'s session `number` (one per
+    /// token it called with); the sessions let go.
+    fn end_of(&self, gateway: &str, number: u64) -> Vec<T> {
+        let mut kept = crate::sync::lock(&self.kept);
+        let ended: Vec<Key> = kept
+            .keys()
+            .filter(|k| k.0 == gateway && k.1 == number)
+            .cloned()
+            .collect();
+        ended
             .iter()
             .filter_map(|k| kept.remove(k))
             .map(|k| k.session)
@@ -285,6 +303,34 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
     }
 }
 
+/// Ends the sessions here of the serving gateway's session that a
+/// [`SessionEnded`] in `payload` names.
+async fn session_ended(sessions: Sessions, payload: Vec<u8>) {
+    if payload.len() > MAX_SESSION_ENDED {
+        return;
+    }
+    let Ok(ended) = serde_json::from_slice::<SessionEnded>(&payload) else {
+        tracing::warn!("fleet: dropped a session's end that does not read");
+        return;
+    };
+    if ended.v != VERSION {
+        return;
+    }
+    let gone = sessions.end_of(&ended.gateway, ended.session);
+    if gone.is_empty() {
+        return;
+    }
+    tracing::info!(
+        "fleet: session {} of {} ended; ending its {} session(s) here, with their connections and write holds",
+        ended.session,
+        crate::error::label(&ended.gateway),
+        gone.len()
+    );
+    for session in gone {
+        session.loopback.end().await;
+    }
+}
+
 /// Serves the calls forwarded to `fleet`'s site until `stop`.
 pub async fn serve_calls(
     gateway: Gateway,
@@ -293,7 +339,26 @@ pub async fn serve_calls(
 ) -> Result<(), async_nats::SubscribeError> {
     let client = fleet.client().clone();
     let mut calls = client.subscribe(subjects::calls(&fleet.site)).await?;
+    let mut ends = client
+        .subscribe(subjects::session_ends(&fleet.site))
+        .await?;
     let sessions = Sessions::default();
+    let (stop_ends, ended_sessions) = (stop.clone(), sessions.clone());
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                () = stop_ends.cancelled() => break,
+                m = ends.next() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            tokio::spawn(session_ended(
+                ended_sessions.clone(),
+                message.payload.to_vec(),
+            ));
+        }
+    });
     tokio::spawn(async move {
         loop {
             let message = tokio::select! {
@@ -351,6 +416,21 @@ mod tests {
         assert_eq!(sessions.get(&key("hub", newest, "reader")), Some(newest));
         // a kept key is found again, not replaced
         assert_eq!(sessions.insert(key("hub", 0, "ops"), 99), 0);
+    }
+
+    #[test]
+    fn a_session_s_end_ends_its_sessions_for_every_token_and_no_other() {
+        let sessions: Sessions<u64> = Sessions::default();
+        sessions.insert(key("hub:10-aa", 1, "ops"), 1);
+        sessions.insert(key("hub:10-aa", 1, "root"), 2);
+        sessions.insert(key("hub:10-aa", 2, "ops"), 3);
+        sessions.insert(key("hub2:20-bb", 1, "ops"), 4);
+        let mut ended = sessions.end_of("hub:10-aa", 1);
+        ended.sort();
+        assert_eq!(ended, [1, 2]);
+        assert_eq!(sessions.get(&key("hub:10-aa", 2, "ops")), Some(3));
+        assert_eq!(sessions.get(&key("hub2:20-bb", 1, "ops")), Some(4));
+        assert!(sessions.end_of("hub:10-aa", 1).is_empty());
     }
 
     #[test]

@@ -38,6 +38,7 @@ mod first_config;
 mod fleet;
 mod fleet_policy;
 mod fleet_reload;
+mod fleet_sessions;
 mod frr;
 mod hostile;
 mod hostile_doors;
