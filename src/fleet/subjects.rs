@@ -35,6 +35,13 @@ pub fn session_ends(site: &str) -> String {
     format!("{}.end", to_site(site))
 }
 
+/// Where a serving gateway tells a site that the agent cancelled a
+/// forwarded call still running there (a line waiting for approval is
+/// withdrawn, as a local call's is).
+pub fn call_cancels(site: &str) -> String {
+    format!("{}.cancel", to_site(site))
+}
+
 /// Where a site's gateway announces its ports.
 pub fn announcements(site: &str) -> String {
     format!("{PREFIX}.announce.{site}")

@@ -152,6 +152,21 @@ pub struct ForwardedCall {
     /// (`fleet/forwarded_policy.rs`); `None`: the token has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<super::forwarded_policy::ForwardedPolicy>,
+    /// The call's number at the serving gateway, which a
+    /// [`CallCancelled`] names; 0: none.
+    #[serde(default)]
+    pub call: u64,
+}
+
+/// A serving gateway's word to a site that the agent cancelled a call.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CallCancelled {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The serving gateway, as its calls name it.
+    pub gateway: String,
+    /// The call's number there ([`ForwardedCall::call`]).
+    pub call: u64,
 }
 
 /// A serving gateway's word to a site that one of its MCP sessions ended.

@@ -16,7 +16,9 @@ use crate::error::{ErrorCode, GateError, shown};
 use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::Fleet;
 use crate::fleet::subjects;
-use crate::fleet::wire::{CallAnswer, ForwardedCall, SessionEnded, VERSION, plain_port_name};
+use crate::fleet::wire::{
+    CallAnswer, CallCancelled, ForwardedCall, SessionEnded, VERSION, plain_port_name,
+};
 use crate::gateway::Gateway;
 
 /// Tools that do not work on a port of another site yet, and why.
@@ -72,16 +74,18 @@ pub fn remote_target(session: &Session, request: &CallToolRequestParams) -> Opti
 }
 
 /// Forwards `request` on `target` for `caller`, whose session is
-/// `session`: authorised here, refused at once when the site is
-/// unreachable, else run at the site within a deadline.
+/// `session` (its client as the session names it): authorised here,
+/// refused at once when the site is unreachable, else run at the site
+/// within a deadline, or until `cancel` (the agent cancelled it), which
+/// cancels it at the site too.
 pub async fn forward(
     fleet: Option<&Fleet>,
     gateway: &Gateway,
     caller: &Caller,
     session: &Session,
-    client: &str,
     request: CallToolRequestParams,
     target: RemotePort,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<CallToolResponse, GateError> {
     let full = target.full();
     let tool = request.name.to_string();
@@ -128,6 +132,7 @@ pub async fn forward(
         }
     }
     let deadline = super::fleet_site::forwarded_deadline(&tool, &arguments);
+    let client = session.actor().client;
     // A connect's arguments are kept with the connection it makes.
     let sent_connect = (tool == "connect").then(|| arguments.clone());
     tracing::info!(
@@ -141,10 +146,11 @@ pub async fn forward(
         token: caller.name.clone(),
         access: caller.access,
         use_credentials: caller.use_credentials,
-        client: client.to_owned(),
+        client: client.clone(),
         tool: tool.to_owned(),
         arguments,
         policy: policy.clone(),
+        call: NEXT_CALL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
     };
     // Kept to run the call again, should the site have lost the session's
     // connection it names.
@@ -156,7 +162,14 @@ pub async fn forward(
     // told when this one ends.
     let number = session.actor().session;
     session.farewell_at(&target.site, || farewell(fleet, &target.site, number));
-    let mut result = ask(fleet, &target.site, &forwarded(&tool, arguments), deadline).await?;
+    let mut result = ask(
+        fleet,
+        &target.site,
+        &forwarded(&tool, arguments),
+        deadline,
+        cancel,
+    )
+    .await?;
     if let Some((mut connect, arguments)) = connect
         && lost_connection(&result)
     {
@@ -175,12 +188,20 @@ pub async fn forward(
             &target.site,
             &forwarded("connect", connect),
             deadline_connect,
+            cancel,
         )
         .await?;
         if connected.is_error == Some(true) {
             return Ok(connected.into());
         }
-        result = ask(fleet, &target.site, &forwarded(&tool, arguments), deadline).await?;
+        result = ask(
+            fleet,
+            &target.site,
+            &forwarded(&tool, arguments),
+            deadline,
+            cancel,
+        )
+        .await?;
     }
     if result.is_error != Some(true) {
         // The site names the port as it knows it; here it is site/port.
@@ -251,6 +272,9 @@ fn farewell(fleet: &Fleet, site: &str, number: u64) -> tokio_util::sync::DropGua
     ended.drop_guard()
 }
 
+/// The number of the next call forwarded (from 1), for its cancellation.
+static NEXT_CALL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// How often a call waiting at a site looks whether the site is still
 /// heard from.
 const SITE_WATCH: std::time::Duration = std::time::Duration::from_secs(1);
@@ -263,6 +287,7 @@ async fn ask(
     site: &str,
     call: &ForwardedCall,
     deadline: std::time::Duration,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<CallToolResult, GateError> {
     let silent = async {
         let Some(directory) = &fleet.directory else {
@@ -277,6 +302,24 @@ async fn ask(
     };
     let answer = tokio::select! {
         answer = fleet.forward(site, call, deadline) => answer?,
+        () = cancel.cancelled() => {
+            // The site cancels it there too: a line waiting for approval
+            // is withdrawn, never sent after the agent gave up.
+            let cancelled = CallCancelled {
+                v: VERSION,
+                gateway: fleet.gateway.clone(),
+                call: call.call,
+            };
+            let payload = serde_json::to_vec(&cancelled).unwrap_or_default();
+            if let Err(e) = fleet
+                .client()
+                .publish(subjects::call_cancels(site), payload.into())
+                .await
+            {
+                tracing::warn!("fleet: site {site} was not told of a cancelled call: {e}");
+            }
+            return Err(super::dialogue::cancelled());
+        }
         since = silent => {
             return Err(GateError::new(
                 ErrorCode::PortUnavailable,

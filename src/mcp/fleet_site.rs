@@ -22,7 +22,7 @@ use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::{Fleet, site_of};
 use crate::fleet::subjects;
 use crate::fleet::wire::{
-    CallAnswer, ForwardedCall, MAX_CALL, MAX_SESSION_ENDED, SessionEnded, VERSION,
+    CallAnswer, CallCancelled, ForwardedCall, MAX_CALL, MAX_SESSION_ENDED, SessionEnded, VERSION,
 };
 use crate::gateway::Gateway;
 
@@ -200,8 +200,39 @@ fn refused(call: &ForwardedCall) -> Option<String> {
     None
 }
 
+/// The forwarded calls running here, by serving gateway and call number:
+/// what cancels each.
+type Running = Arc<Mutex<HashMap<(String, u64), CancellationToken>>>;
+
+/// Most calls [`Running`] tracks; past it a call runs uncancellable.
+const MAX_RUNNING: usize = 4096;
+
+/// Cancels the call a [`CallCancelled`] in `payload` names, if it runs.
+fn call_cancelled(running: &Running, payload: &[u8]) {
+    if payload.len() > MAX_SESSION_ENDED {
+        return;
+    }
+    let Ok(cancelled) = serde_json::from_slice::<CallCancelled>(payload) else {
+        return;
+    };
+    let key = (cancelled.gateway, cancelled.call);
+    if let Some(token) = crate::sync::lock(running).get(&key) {
+        tracing::info!(
+            "fleet: call {} of {} cancelled by its agent",
+            key.1,
+            crate::error::label(&key.0)
+        );
+        token.cancel();
+    }
+}
+
 /// Runs one forwarded call; the answer to send back.
-async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallAnswer {
+async fn answer(
+    gateway: &Gateway,
+    sessions: &Sessions,
+    running: &Running,
+    payload: &[u8],
+) -> CallAnswer {
     if payload.len() > MAX_CALL {
         return CallAnswer::Refused(format!(
             "invalid_argument: the call is {} bytes, more than {MAX_CALL}",
@@ -293,11 +324,20 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
         crate::error::label(&call.gateway)
     );
     let deadline = forwarded_deadline(&call.tool, &call.arguments);
-    match session
+    let cancel = CancellationToken::new();
+    let key = (call.gateway.clone(), call.call);
+    let tracked = call.call != 0 && {
+        let mut running = crate::sync::lock(running);
+        running.len() < MAX_RUNNING && running.insert(key.clone(), cancel.clone()).is_none()
+    };
+    let answered = session
         .loopback
-        .call(&call.tool, call.arguments, deadline)
-        .await
-    {
+        .call(&call.tool, call.arguments, deadline, &cancel)
+        .await;
+    if tracked {
+        crate::sync::lock(running).remove(&key);
+    }
+    match answered {
         Ok(result) => CallAnswer::Result(result),
         Err(e) => CallAnswer::Refused(e.to_string()),
     }
@@ -343,6 +383,23 @@ pub async fn serve_calls(
         .subscribe(subjects::session_ends(&fleet.site))
         .await?;
     let sessions = Sessions::default();
+    let running = Running::default();
+    let mut cancels = client
+        .subscribe(subjects::call_cancels(&fleet.site))
+        .await?;
+    let (stop_cancels, cancelled) = (stop.clone(), running.clone());
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                () = stop_cancels.cancelled() => break,
+                m = cancels.next() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            call_cancelled(&cancelled, &message.payload);
+        }
+    });
     let (stop_ends, ended_sessions) = (stop.clone(), sessions.clone());
     tokio::spawn(async move {
         loop {
@@ -372,8 +429,9 @@ pub async fn serve_calls(
                 continue;
             };
             let (gateway, sessions, client) = (gateway.clone(), sessions.clone(), client.clone());
+            let running = running.clone();
             tokio::spawn(async move {
-                let answer = answer(&gateway, &sessions, &message.payload).await;
+                let answer = answer(&gateway, &sessions, &running, &message.payload).await;
                 let mut bytes = serde_json::to_vec(&answer).unwrap_or_default();
                 if bytes.len() > MAX_CALL {
                     bytes = serde_json::to_vec(&CallAnswer::Refused(format!(

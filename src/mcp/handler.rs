@@ -136,9 +136,9 @@ impl ServerHandler for GateServer {
                 &target.gateway,
                 &caller,
                 &target.session,
-                client.unwrap_or("unknown"),
                 request,
                 remote,
+                &context.ct,
             )
             .await;
             return Ok(match forwarded {

@@ -238,3 +238,61 @@ async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_runs_o
     assert_eq!(received(&fleet, 0, "reload"), 0);
     assert_eq!(received(&fleet, 1, "reload"), 0);
 }
+
+#[tokio::test]
+async fn an_agent_cancelling_a_remote_line_waiting_for_approval_withdraws_it_at_the_site() {
+    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+    use rmcp::service::PeerRequestOptions;
+
+    let Some(fleet) = Fleet::start_with(Setup {
+        site_console: true,
+        tokens: vec![("guarded", GUARDED, "policy = \"guarded\"\n")],
+        ..Setup::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let agent = fleet.agent(GUARDED).await;
+    ok(&agent, "connect", json!({"port": "dc1/core-sw1"})).await;
+    enable(&agent).await;
+    let socket = fleet.dir.path().join("console-dc1.sock");
+    let (mut person, _) = ConsoleConn::attach(&socket, "core-sw1", "watch", json!({})).await;
+    let Value::Object(arguments) = json!({"connection": "dc1/core-sw1", "text": "reload in 9"})
+    else {
+        unreachable!("arguments are objects")
+    };
+    let handle = agent
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(
+                CallToolRequestParams::new("send_text").with_arguments(arguments),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("send the call");
+    let list = pending(&mut person, 1).await;
+    assert_eq!(list[0]["line"], "reload in 9", "{list:?}");
+    handle
+        .cancel(Some("the agent changed its mind".into()))
+        .await
+        .expect("cancel");
+    // Gone from the site's list; a person approving it now finds nothing.
+    pending(&mut person, 0).await;
+    person
+        .send_json(
+            &json!({"type": "decide", "id": list[0]["id"], "line": "reload in 9", "approve": true}),
+        )
+        .await;
+    let e = person.until_json("error").await;
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no request")),
+        "{e}"
+    );
+    assert_eq!(received(&fleet, 0, "reload in 9"), 0);
+    // The session goes on.
+    clock(&agent, "dc1/core-sw1").await;
+}
