@@ -3,7 +3,7 @@
 //! ports its globs reach. What a caller may
 //! do with that is decided in [`super::rules`].
 
-use crate::config::{PersonConfig, TokenAccess, TokenConfig};
+use crate::config::{PersonConfig, Policy, TokenAccess, TokenConfig};
 
 /// Who makes a call.
 #[derive(Debug, Clone)]
@@ -25,6 +25,10 @@ pub struct Caller {
     /// or `[server] policy` for the callers without a token once the door
     /// sets it); `None`: the port's default ([`super::guard`]).
     pub policy: Option<String>,
+    /// The command policy a serving gateway sent with a call forwarded
+    /// through the fleet (its token's): judged as well as [`Self::policy`]
+    /// or the port's default, the stricter winning (`access/guard.rs`).
+    pub forwarded_policy: Option<std::sync::Arc<Policy>>,
     /// A person of `[[people]]` (the SSH door), not a token: messages
     /// name them so.
     person: bool,
@@ -61,6 +65,7 @@ impl Caller {
             use_credentials: true,
             power: true,
             policy: None,
+            forwarded_policy: None,
             person: false,
             may_approve: true,
             port_default_at_console: name != "local",
@@ -91,6 +96,7 @@ impl Caller {
             use_credentials: token.use_credentials || token.access == TokenAccess::Admin,
             power: token.power || token.access == TokenAccess::Admin,
             policy: token.policy.clone(),
+            forwarded_policy: None,
             person: false,
             may_approve: token.approve || token.access == TokenAccess::Admin,
             port_default_at_console: true,
@@ -116,6 +122,7 @@ impl Caller {
             use_credentials: false,
             power: false,
             policy: person.policy.clone(),
+            forwarded_policy: None,
             person: true,
             may_approve: person.approve,
             port_default_at_console: false,
@@ -147,10 +154,18 @@ impl Caller {
             // token switches outlets through it, no other.
             power: false,
             policy: None,
+            forwarded_policy: None,
             person: false,
             may_approve: false,
             port_default_at_console: true,
         }
+    }
+
+    /// The caller of a forwarded call under the policy its serving
+    /// gateway sent (its token's), judged besides the port's own.
+    pub fn with_forwarded_policy(mut self, policy: Option<Policy>) -> Caller {
+        self.forwarded_policy = policy.map(std::sync::Arc::new);
+        self
     }
 
     /// Whether the caller reaches the port named `name`.
@@ -175,6 +190,7 @@ impl Caller {
             && self.use_credentials == other.use_credentials
             && self.power == other.power
             && self.policy == other.policy
+            && self.forwarded_policy == other.forwarded_policy
             && self.person == other.person
             && self.may_approve == other.may_approve
     }

@@ -142,10 +142,23 @@ pub fn may_send(
     target: Target<'_>,
     sending: Sending<'_>,
 ) -> Result<Option<NeedsApproval>, GateError> {
-    match policy_name(caller, target.port) {
-        Some(name) => judged(name, Door::Mcp, caller, config, target, sending),
-        None => Ok(None),
-    }
+    // A forwarded call's own policy first: its refusal or hold is the
+    // one named when both judge alike.
+    let forwarded = match &caller.forwarded_policy {
+        Some(policy) => judged_under(policy, Door::Mcp, caller, config, target, sending)?,
+        None => None,
+    };
+    let own = match policy_name(caller, target.port) {
+        Some(name) => judged(name, Door::Mcp, caller, config, target, sending)?,
+        None => None,
+    };
+    Ok(forwarded.or(own))
+}
+
+/// Whether anything `caller` sends to `port` is judged: it is under a
+/// policy of its own, a forwarded one or the port's default.
+pub fn under_policy(caller: &Caller, port: &PortConfig) -> bool {
+    caller.forwarded_policy.is_some() || policy_name(caller, port).is_some()
 }
 
 /// [`may_send`] for what `caller` types at a console, under
@@ -171,16 +184,29 @@ fn judged(
     target: Target<'_>,
     sending: Sending<'_>,
 ) -> Result<Option<NeedsApproval>, GateError> {
-    let port = &target.port.name;
     let Some(policy) = config.policies.get(name) else {
         // A policy the config in force no longer has: refuse everything
         // until the caller is resolved against the new config.
         return Err(denied(format!(
-            "{} is under policy {}, which the configuration in force does not define; nothing was sent to {port}: ask the operator",
+            "{} is under policy {}, which the configuration in force does not define; nothing was sent to {}: ask the operator",
             caller.who(),
-            shown(name)
+            shown(name),
+            target.port.name
         )));
     };
+    judged_under(policy, door, caller, config, target, sending)
+}
+
+/// Judges `sending` under `policy`, refusing as `door` advises.
+fn judged_under(
+    policy: &Policy,
+    door: Door,
+    caller: &Caller,
+    config: &Config,
+    target: Target<'_>,
+    sending: Sending<'_>,
+) -> Result<Option<NeedsApproval>, GateError> {
+    let port = &target.port.name;
     if policy.judges_nothing() {
         return Ok(None);
     }
@@ -443,6 +469,49 @@ mod tests {
             policy_name(&Caller::operator(), &c.ports["sw1"]),
             Some("guarded")
         );
+    }
+
+    #[test]
+    fn a_forwarded_policy_and_the_port_s_own_the_stricter_wins() {
+        let c = config();
+        let fleet = |policy: &str| {
+            Caller::via_fleet("agent", "hub:1-a", TokenAccess::Write, false)
+                .with_forwarded_policy(Some(c.policies[policy].clone()))
+        };
+        // `none` from the serving gateway escapes no port's own policy.
+        let held = send(&fleet("none"), &c, "sw1", "cisco-ios", "reload")
+            .unwrap()
+            .unwrap();
+        assert!(held.reason.contains("policy \"guarded\""), "{held:?}");
+        // `locked` denies over the port's `guarded`, and where the port
+        // has none.
+        for port in ["sw1", "sw2"] {
+            let e = send(&fleet("locked"), &c, port, "cisco-ios", "reload").unwrap_err();
+            assert!(
+                e.message.contains("policy \"locked\" never sends it"),
+                "{port}: {e}"
+            );
+        }
+        // A forwarded policy alone puts the caller under a policy.
+        let sw2 = &c.ports["sw2"];
+        assert!(under_policy(&fleet("guarded"), sw2));
+        assert!(!under_policy(
+            &Caller::via_fleet("agent", "hub:1-a", TokenAccess::Write, false),
+            sw2
+        ));
+        let e = may_send(
+            &fleet("guarded"),
+            &c,
+            Target {
+                port: sw2,
+                preset: "generic",
+            },
+            Sending::Unjudged {
+                what: "send_keys' keys",
+            },
+        )
+        .unwrap_err();
+        assert!(e.message.contains("policy \"guarded\""), "{e}");
     }
 
     #[test]

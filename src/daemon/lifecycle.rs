@@ -256,6 +256,11 @@ impl Reloader {
             return Reloaded::Rejected(format!("{}: {e}", path.display()));
         }
         warn_of_listeners_kept(&gateway.config(), &config);
+        for kept in
+            super::fleet::changes_kept(gateway.config().fleet.as_ref(), config.fleet.as_ref())
+        {
+            tracing::warn!("{kept}");
+        }
         let (added, removed, changed) = gateway.reload(config).await;
         Reloaded::Applied {
             added,

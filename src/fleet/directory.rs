@@ -124,6 +124,16 @@ impl Directory {
             })
     }
 
+    /// Since when `site` is silent (RFC 3339), when it is unreachable: a
+    /// call waiting there is given up (`mcp/fleet_forward.rs`).
+    pub fn unreachable_since(&self, site: &str) -> Option<String> {
+        let sites = crate::sync::lock(&self.sites);
+        sites
+            .get(site)
+            .filter(|known| known.unreachable())
+            .map(Site::since)
+    }
+
     /// Listens to every other site's announcements until `stop` (its
     /// own, `own_site`, it knows better), keeping what each says; what is
     /// dropped is counted in a log line.

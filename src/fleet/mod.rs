@@ -12,9 +12,11 @@
 //! - `alert_feed`: a site gateway storing its alerts in its own
 //!   JetStream stream, which keeps them while the site is cut off;
 //! - `alert_inbox`: a serving gateway reading every site's alert stream
-//!   with a durable consumer and keeping what it delivered.
+//!   with a durable consumer and keeping what it delivered;
 //! - `console_wire`: what a person's console on another site's port
-//!   sends and reads (sessions, ranges of output, head notices).
+//!   sends and reads (sessions, ranges of output, head notices);
+//! - `forwarded_policy`: a token's command policy sent with its calls,
+//!   bounded and read again at the site.
 //!
 //! Running a forwarded call is the MCP tools' (`mcp/fleet_site.rs`), and
 //! forwarding one is the MCP handler's (`mcp/fleet_forward.rs`): this
@@ -25,6 +27,7 @@ pub mod alert_inbox;
 pub mod announcer;
 pub mod console_wire;
 pub mod directory;
+pub mod forwarded_policy;
 pub mod link;
 pub mod subjects;
 pub mod wire;

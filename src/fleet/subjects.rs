@@ -27,6 +27,20 @@ pub fn calls(site: &str) -> String {
     format!("{}.call", to_site(site))
 }
 
+/// Where a serving gateway tells a site that one of its MCP sessions
+/// ended, so that the site ends that session's sessions for forwarded
+/// calls at once (their connections, their write holds).
+pub fn session_ends(site: &str) -> String {
+    format!("{}.end", to_site(site))
+}
+
+/// Where a serving gateway tells a site that the agent cancelled a
+/// forwarded call still running there (a line waiting for approval is
+/// withdrawn, as a local call's is).
+pub fn call_cancels(site: &str) -> String {
+    format!("{}.cancel", to_site(site))
+}
+
 /// Where a site's gateway announces its ports.
 pub fn announcements(site: &str) -> String {
     format!("{PREFIX}.announce.{site}")
@@ -85,6 +99,7 @@ mod tests {
     fn subjects_name_one_site() {
         assert_eq!(calls("dc1"), "serialgate.site.dc1.call");
         assert!(calls("dc1").starts_with(&format!("{}.", to_site("dc1"))));
+        assert!(session_ends("dc1").starts_with(&format!("{}.", to_site("dc1"))));
         assert_eq!(from_site("dc1"), "serialgate.from.dc1");
         assert_eq!(alerts("dc1"), "serialgate.from.dc1.alerts");
         assert_eq!(alert_stream("dc1"), "serialgate-alerts-dc1");

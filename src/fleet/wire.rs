@@ -156,7 +156,41 @@ pub struct ForwardedCall {
     /// `read_resource`), its URI naming the port as the site knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
+    /// The token's command policy, which the site judges the call's
+    /// lines under as well as under the port's own
+    /// (`fleet/forwarded_policy.rs`); `None`: the token has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<super::forwarded_policy::ForwardedPolicy>,
+    /// The call's number at the serving gateway, which a
+    /// [`CallCancelled`] names; 0: none.
+    #[serde(default)]
+    pub call: u64,
 }
+
+/// A serving gateway's word to a site that the agent cancelled a call.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CallCancelled {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The serving gateway, as its calls name it.
+    pub gateway: String,
+    /// The call's number there ([`ForwardedCall::call`]).
+    pub call: u64,
+}
+
+/// A serving gateway's word to a site that one of its MCP sessions ended.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SessionEnded {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The serving gateway, as its calls name it.
+    pub gateway: String,
+    /// The session's number there, as its calls name it.
+    pub session: u64,
+}
+
+/// Largest [`SessionEnded`] a site reads.
+pub const MAX_SESSION_ENDED: usize = 1024;
 
 /// A site's answer: the tool's result as MCP sends it, or why the site
 /// could not run the call.

@@ -15,10 +15,13 @@ use super::authorize::str_arg;
 use super::session::Session;
 use crate::access::Caller;
 use crate::access::rules::{self, Replies, Scope, ToolCall};
-use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, shown};
+use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::Fleet;
-use crate::fleet::wire::{CallAnswer, ForwardedCall, VERSION, plain_port_name};
+use crate::fleet::subjects;
+use crate::fleet::wire::{
+    CallAnswer, CallCancelled, ForwardedCall, SessionEnded, VERSION, plain_port_name,
+};
 use crate::gateway::Gateway;
 
 /// Most characters of a site's refusal an agent is shown.
@@ -74,16 +77,18 @@ pub fn remote_target(session: &Session, request: &CallToolRequestParams) -> Opti
 }
 
 /// Forwards `request` on `target` for `caller`, whose session is
-/// `session`: authorised here, refused at once when the site is
-/// unreachable, else run at the site within a deadline.
+/// `session` (its client as the session names it): authorised here,
+/// refused at once when the site is unreachable, else run at the site
+/// within a deadline, or until `cancel` (the agent cancelled it), which
+/// cancels it at the site too.
 pub async fn forward(
     fleet: Option<&Fleet>,
     gateway: &Gateway,
     caller: &Caller,
     session: &Session,
-    client: &str,
     request: CallToolRequestParams,
     target: RemotePort,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<CallToolResponse, GateError> {
     let full = target.full();
     let tool = request.name.to_string();
@@ -107,15 +112,7 @@ pub async fn forward(
             ),
         ));
     };
-    if caller.policy.is_some() && rules::classify(&tool).0 >= TokenAccess::Write {
-        return Err(GateError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "{} writes under a command policy, which is not yet applied through the fleet; use a token without a policy, or site {}'s own gateway",
-                caller.name, target.site
-            ),
-        ));
-    }
+    let policy = forwarded_policy(caller, gateway, &full)?;
     if !plain_port_name(&target.port) {
         return Err(GateError::invalid(format!(
             "{} is no port of a site: write site/port with the port's name (device paths are opened at the site's own gateway)",
@@ -131,7 +128,8 @@ pub async fn forward(
             arguments.insert(key.to_owned(), Value::String(target.port.clone()));
         }
     }
-    let deadline = super::fleet_site::tool_deadline(&tool, &arguments);
+    let deadline = super::fleet_site::forwarded_deadline(&tool, &arguments);
+    let client = session.actor().client;
     // A connect's arguments are kept with the connection it makes.
     let sent_connect = (tool == "connect").then(|| arguments.clone());
     tracing::info!(
@@ -145,10 +143,12 @@ pub async fn forward(
         token: caller.name.clone(),
         access: caller.access,
         use_credentials: caller.use_credentials,
-        client: client.to_owned(),
+        client: client.clone(),
         tool: tool.to_owned(),
         arguments,
         resource: None,
+        policy: policy.clone(),
+        call: NEXT_CALL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
     };
     // Kept to run the call again, should the site have lost the session's
     // connection it names.
@@ -156,7 +156,18 @@ pub async fn forward(
         .then(|| session.remote_connect(&full))
         .flatten()
         .map(|connect| (connect, arguments.clone()));
-    let mut result = ask(fleet, &target.site, &forwarded(&tool, arguments), deadline).await?;
+    // The site keeps a session for this one from its first call: it is
+    // told when this one ends.
+    let number = session.actor().session;
+    session.farewell_at(&target.site, || farewell(fleet, &target.site, number));
+    let mut result = ask(
+        fleet,
+        &target.site,
+        &forwarded(&tool, arguments),
+        deadline,
+        cancel,
+    )
+    .await?;
     if let Some((mut connect, arguments)) = connect
         && lost_connection(&result)
     {
@@ -169,18 +180,26 @@ pub async fn forward(
             target.site
         );
         connect.remove("take_over");
-        let deadline_connect = super::fleet_site::tool_deadline("connect", &connect);
+        let deadline_connect = super::fleet_site::forwarded_deadline("connect", &connect);
         let connected = ask(
             fleet,
             &target.site,
             &forwarded("connect", connect),
             deadline_connect,
+            cancel,
         )
         .await?;
         if connected.is_error == Some(true) {
             return Ok(connected.into());
         }
-        result = ask(fleet, &target.site, &forwarded(&tool, arguments), deadline).await?;
+        result = ask(
+            fleet,
+            &target.site,
+            &forwarded(&tool, arguments),
+            deadline,
+            cancel,
+        )
+        .await?;
     }
     if result.is_error != Some(true) {
         // The site names the port as it knows it; here it is site/port.
@@ -228,13 +247,16 @@ const RESOURCE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30
 /// as the site does. The handler checked that `caller` reaches the port.
 pub async fn read_resource(
     fleet: Option<&Fleet>,
+    gateway: &Gateway,
     caller: &Caller,
     session: &Session,
-    client: &str,
     uri: &str,
     target: RemotePort,
 ) -> Result<ReadResourceResult, GateError> {
     let full = target.full();
+    // Sent as with every call: the site keeps one session per policy.
+    let policy = forwarded_policy(caller, gateway, &full)?;
+    let client = session.actor().client;
     let Some(fleet) = fleet else {
         return Err(GateError::new(
             ErrorCode::PortUnavailable,
@@ -266,6 +288,8 @@ pub async fn read_resource(
         tool: "read_resource".to_owned(),
         arguments: serde_json::Map::new(),
         resource: Some(at_site),
+        policy,
+        call: 0,
     };
     let value = match fleet
         .forward(&target.site, &call, RESOURCE_DEADLINE)
@@ -292,15 +316,116 @@ pub async fn read_resource(
     Ok(read)
 }
 
+/// The command policy `caller` is under here, as the site is sent it
+/// (`fleet/forwarded_policy.rs`); `None` without one. A policy this
+/// gateway's config does not define refuses the call, as locally.
+fn forwarded_policy(
+    caller: &Caller,
+    gateway: &Gateway,
+    full: &str,
+) -> Result<Option<ForwardedPolicy>, GateError> {
+    let Some(name) = &caller.policy else {
+        return Ok(None);
+    };
+    let config = gateway.config();
+    match config.policies.get(name) {
+        Some(policy) => Ok(Some(ForwardedPolicy::of(
+            policy,
+            config.server.approval_timeout,
+        ))),
+        None => Err(GateError::new(
+            ErrorCode::Denied,
+            format!(
+                "{} is under policy {}, which the configuration in force does not define; nothing was sent to {}: ask the operator",
+                caller.who(),
+                shown(name),
+                shown(full)
+            ),
+        )),
+    }
+}
+
+/// What tells `site` that this gateway's session `number` ended, once it
+/// drops: the site ends that session's sessions there at once, with their
+/// connections and write holds, instead of keeping them until idle.
+fn farewell(fleet: &Fleet, site: &str, number: u64) -> tokio_util::sync::DropGuard {
+    let ended = tokio_util::sync::CancellationToken::new();
+    let (client, subject) = (fleet.client().clone(), subjects::session_ends(site));
+    let message = SessionEnded {
+        v: VERSION,
+        gateway: fleet.gateway.clone(),
+        session: number,
+    };
+    let told = ended.clone();
+    tokio::spawn(async move {
+        told.cancelled().await;
+        let payload = serde_json::to_vec(&message).unwrap_or_default();
+        if let Err(e) = client.publish(subject, payload.into()).await {
+            tracing::warn!("fleet: a site was not told of a session's end: {e}");
+        }
+    });
+    ended.drop_guard()
+}
+
+/// The number of the next call forwarded (from 1), for its cancellation.
+static NEXT_CALL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// How often a call waiting at a site looks whether the site is still
+/// heard from.
+const SITE_WATCH: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Sends `call` to `site` within `deadline`: the tool's result there, or
-/// why the call did not run.
+/// why the call did not run. A serving gateway stops waiting once the
+/// site falls silent (a write may wait long for a person's approval).
 async fn ask(
     fleet: &Fleet,
     site: &str,
     call: &ForwardedCall,
     deadline: std::time::Duration,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<CallToolResult, GateError> {
-    match fleet.forward(site, call, deadline).await? {
+    let silent = async {
+        let Some(directory) = &fleet.directory else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(SITE_WATCH).await;
+            if let Some(since) = directory.unreachable_since(site) {
+                return since;
+            }
+        }
+    };
+    let answer = tokio::select! {
+        answer = fleet.forward(site, call, deadline) => answer?,
+        () = cancel.cancelled() => {
+            // The site cancels it there too: a line waiting for approval
+            // is withdrawn, never sent after the agent gave up.
+            let cancelled = CallCancelled {
+                v: VERSION,
+                gateway: fleet.gateway.clone(),
+                call: call.call,
+            };
+            let payload = serde_json::to_vec(&cancelled).unwrap_or_default();
+            if let Err(e) = fleet
+                .client()
+                .publish(subjects::call_cancels(site), payload.into())
+                .await
+            {
+                tracing::warn!("fleet: site {site} was not told of a cancelled call: {e}");
+            }
+            return Err(super::dialogue::cancelled());
+        }
+        since = silent => {
+            return Err(GateError::new(
+                ErrorCode::PortUnavailable,
+                format!(
+                    "site {site} is unreachable since {since} (its gateway's announcements stopped) while {} ran there, which may or may not have run; read_output shows what the device did once list_ports shows the site back",
+                    call.tool
+                ),
+            ));
+        }
+    };
+    match answer {
         CallAnswer::Result(value) => serde_json::from_value(value).map_err(|e| {
             GateError::new(
                 ErrorCode::PortUnavailable,

@@ -18,9 +18,12 @@ use tokio_util::sync::CancellationToken;
 use super::loopback::Loopback;
 use super::server::GateServer;
 use crate::access::Caller;
+use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::{Fleet, site_of};
 use crate::fleet::subjects;
-use crate::fleet::wire::{CallAnswer, ForwardedCall, MAX_CALL, VERSION};
+use crate::fleet::wire::{
+    CallAnswer, CallCancelled, ForwardedCall, MAX_CALL, MAX_SESSION_ENDED, SessionEnded, VERSION,
+};
 use crate::gateway::Gateway;
 
 /// How long a forwarded session is kept without a call.
@@ -34,6 +37,14 @@ const MAX_SESSIONS: usize = 1024;
 
 type Key = (String, u64, String);
 
+/// A forwarded session: its in-process MCP session, and the policy its
+/// serving gateway sent for the token, which the session's caller is
+/// under (another policy sent later starts another session).
+struct SiteSession {
+    loopback: Loopback,
+    policy: Option<ForwardedPolicy>,
+}
+
 struct Kept<T> {
     session: T,
     last_used: Instant,
@@ -42,7 +53,7 @@ struct Kept<T> {
 /// The forwarded sessions (a [`Loopback`] each), by serving gateway,
 /// session and token.
 #[derive(Clone)]
-struct Sessions<T = Arc<Loopback>> {
+struct Sessions<T = Arc<SiteSession>> {
     kept: Arc<Mutex<HashMap<Key, Kept<T>>>>,
 }
 
@@ -79,6 +90,27 @@ impl<T: Clone> Sessions<T> {
             .filter_map(|k| kept.remove(k))
             .map(|k| k.session)
             .collect()
+    }
+
+    /// Lets go of every session of `gateway`'s session `number` (one per
+    /// token it called with); the sessions let go.
+    fn end_of(&self, gateway: &str, number: u64) -> Vec<T> {
+        let mut kept = crate::sync::lock(&self.kept);
+        let ended: Vec<Key> = kept
+            .keys()
+            .filter(|k| k.0 == gateway && k.1 == number)
+            .cloned()
+            .collect();
+        ended
+            .iter()
+            .filter_map(|k| kept.remove(k))
+            .map(|k| k.session)
+            .collect()
+    }
+
+    /// Lets go of the session of `key`, if one is kept.
+    fn remove(&self, key: &Key) -> Option<T> {
+        crate::sync::lock(&self.kept).remove(key).map(|k| k.session)
     }
 
     fn insert(&self, key: Key, session: T) -> T {
@@ -131,16 +163,30 @@ pub const TRANSFERS: [&str; 2] = ["send_file", "receive_file"];
 /// loader's speed takes long, and the device's start a minute.
 const TRANSFER_DEADLINE: Duration = Duration::from_secs(2 * 60 * 60);
 
-/// The deadline of a forwarded call of `tool`: a transfer's
-/// [`TRANSFER_DEADLINE`], else [`call_deadline`].
-pub fn tool_deadline(
+/// Longest a write may wait at a site for a person's approval (the
+/// config's bound on `approval_timeout`): the approval's own timeout ends
+/// the wait well before, and the serving gateway gives up earlier if the
+/// site falls silent.
+const APPROVAL_ALLOWANCE: Duration = Duration::from_secs(24 * 3600);
+
+/// The deadline of forwarded `tool` with `arguments`: a transfer's
+/// [`TRANSFER_DEADLINE`], else [`call_deadline`]; and for a write, the
+/// longest a person may take to approve its line besides (a policy at
+/// either end may hold it), so that no side gives up on a line a person
+/// may still approve and the site still send.
+pub fn forwarded_deadline(
     tool: &str,
     arguments: &serde_json::Map<String, serde_json::Value>,
 ) -> Duration {
-    if TRANSFERS.contains(&tool) {
+    let deadline = if TRANSFERS.contains(&tool) {
         TRANSFER_DEADLINE
     } else {
         call_deadline(arguments)
+    };
+    if crate::access::rules::classify(tool).0 >= crate::config::TokenAccess::Write {
+        deadline + APPROVAL_ALLOWANCE
+    } else {
+        deadline
     }
 }
 
@@ -166,8 +212,39 @@ fn refused(call: &ForwardedCall) -> Option<String> {
     None
 }
 
+/// The forwarded calls running here, by serving gateway and call number:
+/// what cancels each.
+type Running = Arc<Mutex<HashMap<(String, u64), CancellationToken>>>;
+
+/// Most calls [`Running`] tracks; past it a call runs uncancellable.
+const MAX_RUNNING: usize = 4096;
+
+/// Cancels the call a [`CallCancelled`] in `payload` names, if it runs.
+fn call_cancelled(running: &Running, payload: &[u8]) {
+    if payload.len() > MAX_SESSION_ENDED {
+        return;
+    }
+    let Ok(cancelled) = serde_json::from_slice::<CallCancelled>(payload) else {
+        return;
+    };
+    let key = (cancelled.gateway, cancelled.call);
+    if let Some(token) = crate::sync::lock(running).get(&key) {
+        tracing::info!(
+            "fleet: call {} of {} cancelled by its agent",
+            key.1,
+            crate::error::label(&key.0)
+        );
+        token.cancel();
+    }
+}
+
 /// Runs one forwarded call; the answer to send back.
-async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallAnswer {
+async fn answer(
+    gateway: &Gateway,
+    sessions: &Sessions,
+    running: &Running,
+    payload: &[u8],
+) -> CallAnswer {
     if payload.len() > MAX_CALL {
         return CallAnswer::Refused(format!(
             "invalid_argument: the call is {} bytes, more than {MAX_CALL}",
@@ -181,8 +258,36 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
     if let Some(why) = refused(&call) {
         return CallAnswer::Refused(why);
     }
+    // The token's policy, as its serving gateway sent it: one that does
+    // not read refuses the call rather than let it through unjudged.
+    let policy = match call.policy.as_ref().map(ForwardedPolicy::read).transpose() {
+        Ok(p) => p,
+        Err(why) => {
+            return CallAnswer::Refused(format!(
+                "invalid_argument: the call's command policy cannot be applied here: {}; nothing was sent",
+                crate::error::shown(&why)
+            ));
+        }
+    };
     let key = (call.gateway.clone(), call.session, call.token.clone());
-    let session = match sessions.get(&key) {
+    let kept = match sessions.get(&key) {
+        // The serving gateway's config changed the token's policy: the
+        // session's caller is under the old one, so it ends, and the
+        // serving gateway connects again in a new one.
+        Some(s) if s.policy != call.policy => {
+            tracing::info!(
+                "fleet: {}'s command policy through {} changed; its session here starts again",
+                crate::error::label(&call.token),
+                crate::error::label(&call.gateway)
+            );
+            if let Some(old) = sessions.remove(&key) {
+                old.loopback.end().await;
+            }
+            None
+        }
+        other => other,
+    };
+    let session = match kept {
         Some(s) => s,
         None => {
             // Its connections and write holds here end before this
@@ -197,14 +302,15 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
                 );
             }
             for session in earlier {
-                session.end().await;
+                session.loopback.end().await;
             }
             let caller = Caller::via_fleet(
                 &call.token,
                 &call.gateway,
                 call.access,
                 call.use_credentials,
-            );
+            )
+            .with_forwarded_policy(policy);
             let server = GateServer::for_fleet(gateway.clone(), caller);
             let client = format!(
                 "{}@{}",
@@ -212,7 +318,13 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
                 crate::error::label(&call.gateway)
             );
             match Loopback::start(server, &client).await {
-                Ok(s) => sessions.insert(key, Arc::new(s)),
+                Ok(loopback) => sessions.insert(
+                    key,
+                    Arc::new(SiteSession {
+                        loopback,
+                        policy: call.policy.clone(),
+                    }),
+                ),
                 Err(e) => return CallAnswer::Refused(e.to_string()),
             }
         }
@@ -223,14 +335,56 @@ async fn answer(gateway: &Gateway, sessions: &Sessions, payload: &[u8]) -> CallA
         call.tool,
         crate::error::label(&call.gateway)
     );
-    let deadline = tool_deadline(&call.tool, &call.arguments);
-    let answered = match &call.resource {
-        Some(uri) => session.read_resource(uri, deadline).await,
-        None => session.call(&call.tool, call.arguments, deadline).await,
+    let deadline = forwarded_deadline(&call.tool, &call.arguments);
+    let cancel = CancellationToken::new();
+    let key = (call.gateway.clone(), call.call);
+    let tracked = call.call != 0 && {
+        let mut running = crate::sync::lock(running);
+        running.len() < MAX_RUNNING && running.insert(key.clone(), cancel.clone()).is_none()
     };
+    let answered = match &call.resource {
+        Some(uri) => session.loopback.read_resource(uri, deadline).await,
+        None => {
+            session
+                .loopback
+                .call(&call.tool, call.arguments, deadline, &cancel)
+                .await
+        }
+    };
+    if tracked {
+        crate::sync::lock(running).remove(&key);
+    }
     match answered {
         Ok(result) => CallAnswer::Result(result),
         Err(e) => CallAnswer::Refused(e.to_string()),
+    }
+}
+
+/// Ends the sessions here of the serving gateway's session that a
+/// [`SessionEnded`] in `payload` names.
+async fn session_ended(sessions: Sessions, payload: Vec<u8>) {
+    if payload.len() > MAX_SESSION_ENDED {
+        return;
+    }
+    let Ok(ended) = serde_json::from_slice::<SessionEnded>(&payload) else {
+        tracing::warn!("fleet: dropped a session's end that does not read");
+        return;
+    };
+    if ended.v != VERSION {
+        return;
+    }
+    let gone = sessions.end_of(&ended.gateway, ended.session);
+    if gone.is_empty() {
+        return;
+    }
+    tracing::info!(
+        "fleet: session {} of {} ended; ending its {} session(s) here, with their connections and write holds",
+        ended.session,
+        crate::error::label(&ended.gateway),
+        gone.len()
+    );
+    for session in gone {
+        session.loopback.end().await;
     }
 }
 
@@ -242,7 +396,43 @@ pub async fn serve_calls(
 ) -> Result<(), async_nats::SubscribeError> {
     let client = fleet.client().clone();
     let mut calls = client.subscribe(subjects::calls(&fleet.site)).await?;
+    let mut ends = client
+        .subscribe(subjects::session_ends(&fleet.site))
+        .await?;
     let sessions = Sessions::default();
+    let running = Running::default();
+    let mut cancels = client
+        .subscribe(subjects::call_cancels(&fleet.site))
+        .await?;
+    let (stop_cancels, cancelled) = (stop.clone(), running.clone());
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                () = stop_cancels.cancelled() => break,
+                m = cancels.next() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            call_cancelled(&cancelled, &message.payload);
+        }
+    });
+    let (stop_ends, ended_sessions) = (stop.clone(), sessions.clone());
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                () = stop_ends.cancelled() => break,
+                m = ends.next() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            tokio::spawn(session_ended(
+                ended_sessions.clone(),
+                message.payload.to_vec(),
+            ));
+        }
+    });
     tokio::spawn(async move {
         loop {
             let message = tokio::select! {
@@ -256,8 +446,9 @@ pub async fn serve_calls(
                 continue;
             };
             let (gateway, sessions, client) = (gateway.clone(), sessions.clone(), client.clone());
+            let running = running.clone();
             tokio::spawn(async move {
-                let answer = answer(&gateway, &sessions, &message.payload).await;
+                let answer = answer(&gateway, &sessions, &running, &message.payload).await;
                 let mut bytes = serde_json::to_vec(&answer).unwrap_or_default();
                 if bytes.len() > MAX_CALL {
                     bytes = serde_json::to_vec(&CallAnswer::Refused(format!(
@@ -300,6 +491,21 @@ mod tests {
         assert_eq!(sessions.get(&key("hub", newest, "reader")), Some(newest));
         // a kept key is found again, not replaced
         assert_eq!(sessions.insert(key("hub", 0, "ops"), 99), 0);
+    }
+
+    #[test]
+    fn a_session_s_end_ends_its_sessions_for_every_token_and_no_other() {
+        let sessions: Sessions<u64> = Sessions::default();
+        sessions.insert(key("hub:10-aa", 1, "ops"), 1);
+        sessions.insert(key("hub:10-aa", 1, "root"), 2);
+        sessions.insert(key("hub:10-aa", 2, "ops"), 3);
+        sessions.insert(key("hub2:20-bb", 1, "ops"), 4);
+        let mut ended = sessions.end_of("hub:10-aa", 1);
+        ended.sort();
+        assert_eq!(ended, [1, 2]);
+        assert_eq!(sessions.get(&key("hub:10-aa", 2, "ops")), Some(3));
+        assert_eq!(sessions.get(&key("hub2:20-bb", 1, "ops")), Some(4));
+        assert!(sessions.end_of("hub:10-aa", 1).is_empty());
     }
 
     #[test]

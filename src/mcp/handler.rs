@@ -131,9 +131,9 @@ impl ServerHandler for GateServer {
                 &target.gateway,
                 &caller,
                 &target.session,
-                client.unwrap_or("unknown"),
                 request,
                 remote,
+                &context.ct,
             )
             .await;
             return Ok(match forwarded {
@@ -270,13 +270,11 @@ impl ServerHandler for GateServer {
             if resources::alerts_port(&request.uri).is_none()
                 && let Some(remote) = super::fleet_forward::remote_port(port)
             {
-                let info = context.peer.peer_info();
-                let client = info.as_ref().map(|info| info.client_info.name.as_str());
                 return super::fleet_forward::read_resource(
                     target.fleet.as_deref(),
+                    &target.gateway,
                     &caller,
                     &target.session,
-                    client.unwrap_or("unknown"),
                     &request.uri,
                     remote,
                 )

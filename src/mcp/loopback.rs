@@ -24,6 +24,8 @@ const PROTOCOL_VERSION: &str = "2025-06-18";
 const PIPE_BYTES: usize = 1 << 20;
 /// How long the handshake may take.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a cancelled call's answer is awaited.
+const CANCEL_DEADLINE: Duration = Duration::from_secs(5);
 /// How long [`Loopback::end`] waits for the server's session to end.
 const END_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -114,16 +116,20 @@ impl Loopback {
     }
 
     /// Calls `tool`; the `CallToolResult` as JSON, within `deadline`.
+    /// `cancel` cancels it at the server, as a client's cancellation does
+    /// (a line waiting for approval is withdrawn).
     pub async fn call(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, Value>,
         deadline: Duration,
+        cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Value, GateError> {
-        self.request(
+        self.request_cancellable(
             "tools/call",
             json!({"name": tool, "arguments": arguments}),
             deadline,
+            Some(cancel),
         )
         .await
     }
@@ -141,14 +147,41 @@ impl Loopback {
         params: Value,
         deadline: Duration,
     ) -> Result<Value, GateError> {
+        self.request_cancellable(method, params, deadline, None)
+            .await
+    }
+
+    async fn request_cancellable(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Duration,
+        cancel: Option<&tokio_util::sync::CancellationToken>,
+    ) -> Result<Value, GateError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         crate::sync::lock(&self.pending).insert(id, tx);
         let sent = self
             .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
+        let cancelled = async {
+            match cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut rx = rx;
         let answer = match sent {
-            Ok(()) => tokio::time::timeout(deadline, rx).await,
+            Ok(()) => tokio::select! {
+                answer = tokio::time::timeout(deadline, &mut rx) => answer,
+                () = cancelled => {
+                    let _ = self
+                        .send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "the agent cancelled the call at its serving gateway"}}))
+                        .await;
+                    // The server's answer, if it sends one, ends the call.
+                    tokio::time::timeout(CANCEL_DEADLINE, &mut rx).await
+                }
+            },
             Err(e) => {
                 crate::sync::lock(&self.pending).remove(&id);
                 return Err(e);

@@ -59,7 +59,7 @@ pub fn check(
     request: &CallToolRequestParams,
     replies: Replies,
 ) -> Result<Vec<NeedsApproval>, GateError> {
-    if guard::policy_name(caller, &conn.gateway_port.config).is_none() {
+    if !guard::under_policy(caller, &conn.gateway_port.config) {
         return Ok(Vec::new());
     }
     let needed = std::cell::RefCell::new(Vec::new());

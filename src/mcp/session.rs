@@ -117,6 +117,9 @@ struct Inner {
     /// Resource subscriptions by URI: each notifier task stops when its
     /// guard drops (unsubscribe, or the session's end).
     subscriptions: BTreeMap<String, tokio_util::sync::DropGuard>,
+    /// By site, what tells that site of the session's end when it drops
+    /// (`mcp/fleet_forward.rs`).
+    farewells: BTreeMap<String, tokio_util::sync::DropGuard>,
     _counted: Counted,
 }
 
@@ -219,6 +222,16 @@ impl Session {
             .current
             .clone()
             .filter(|c| inner.remote.contains_key(c))
+    }
+
+    /// Keeps, until the session ends, what tells `site` of its end, made
+    /// by `farewell` the first time only (under the session's lock: it
+    /// must not use the session).
+    pub fn farewell_at(&self, site: &str, farewell: impl FnOnce() -> tokio_util::sync::DropGuard) {
+        let mut inner = self.lock();
+        if !inner.farewells.contains_key(site) {
+            inner.farewells.insert(site.to_owned(), farewell());
+        }
     }
 
     /// Every connection made through the fleet, by name.

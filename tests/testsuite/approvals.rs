@@ -140,7 +140,7 @@ impl Site {
 }
 
 /// Reads console frames until the approvals list holds `n` requests.
-async fn pending(person: &mut ConsoleConn, n: usize) -> Vec<Value> {
+pub(crate) async fn pending(person: &mut ConsoleConn, n: usize) -> Vec<Value> {
     loop {
         let m = person.until_json("approvals").await;
         let list = m["pending"].as_array().cloned().unwrap_or_default();

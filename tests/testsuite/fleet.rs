@@ -39,14 +39,18 @@ pub(crate) fn site_password(site: &str) -> String {
 /// publishes its own announcements and answers (`allow_responses`) the
 /// calls of its own subject; the serving gateway sends calls and hears
 /// announcements.
-fn hub_config(leaf_port: u16, serving_nkey: &str) -> String {
-    // The serving gateway is a site too (`hub`): it announces its own
+fn hub_config(leaf_port: u16, serving_nkeys: &[(&str, String)]) -> String {
+    // A serving gateway is a site too (`hub`): it announces its own
     // ports and answers for them.
-    // It also reads every site's alert stream in the site's JetStream
-    // domain: the stream's info, its durable consumer, the acks.
-    let mut users = format!(
-        "    {{ nkey: \"{serving_nkey}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.hub\", \"serialgate.from.hub.>\", \"$JS.*.API.STREAM.INFO.*\", \"$JS.*.API.CONSUMER.>\", \"$JS.ACK.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.hub.>\", \"_INBOX.>\"], allow_responses: true }} }}\n"
-    );
+    // Each serving gateway also reads every site's alert stream in the
+    // site's JetStream domain: the stream's info, its durable consumer,
+    // the acks.
+    let mut users = String::new();
+    for (site, nkey) in serving_nkeys {
+        users.push_str(&format!(
+            "    {{ nkey: \"{nkey}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.{site}\", \"serialgate.from.{site}.>\", \"$JS.*.API.STREAM.INFO.*\", \"$JS.*.API.CONSUMER.>\", \"$JS.ACK.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.{site}.>\", \"_INBOX.>\"], allow_responses: true }} }}\n"
+        ));
+    }
     // A site's leaf takes requests to its own JetStream domain and the
     // acks of its own alert stream, no other.
     for site in ["dc1", "dc2", "dc3"] {
@@ -84,6 +88,21 @@ pub(crate) async fn start_leaf(
     .await
 }
 
+/// What a test changes of the fleet [`Fleet::start`] builds.
+#[derive(Default)]
+pub(crate) struct Setup {
+    /// TOML lines added to each site's switch port (e.g. its `policy`).
+    pub(crate) site_port: String,
+    /// Each site gets a console socket, `console-SITE.sock`, where a
+    /// person attaches (and decides approvals).
+    pub(crate) site_console: bool,
+    /// The serving gateways' tokens besides the usual ones, and TOML
+    /// lines added to them (e.g. `policy = "locked"`).
+    pub(crate) tokens: Vec<(&'static str, &'static str, &'static str)>,
+    /// A second serving gateway, of site `hub2`, with the same tokens.
+    pub(crate) second_serving: bool,
+}
+
 /// The whole fleet; what NATS refused is printed when it ends, for a
 /// failing test's reader.
 pub(crate) struct Fleet {
@@ -102,6 +121,8 @@ pub(crate) struct Fleet {
     pub(crate) notify: Vec<NotifySocket>,
     /// The hub's leaf-node port, for another leaf.
     pub(crate) leaf_port: u16,
+    /// The second serving gateway (`hub2`) and its MCP URL, when asked.
+    pub(crate) second: Option<(Daemon, String)>,
 }
 
 impl Drop for Fleet {
@@ -123,20 +144,38 @@ impl Drop for Fleet {
 impl Fleet {
     /// Starts everything, or says why it cannot (no nats-server).
     pub(crate) async fn start() -> Option<Fleet> {
+        Fleet::start_with(Setup::default()).await
+    }
+
+    /// [`Fleet::start`] changed as `setup` says.
+    pub(crate) async fn start_with(setup: Setup) -> Option<Fleet> {
         let Some(binary) = nats::binary() else {
             skip::skipped("nats-server is not installed (Debian: apt install nats-server)");
             return None;
         };
         let dir = tempfile::tempdir().expect("temp dir");
-        let key = nkeys::KeyPair::new_user();
-        let seed = dir.path().join("serving.nk");
-        write_private(&seed, &key.seed().expect("seed"));
+        let mut serving_keys = Vec::new();
+        let servers: &[&str] = if setup.second_serving {
+            &["hub", "hub2"]
+        } else {
+            &["hub"]
+        };
+        for (i, site) in servers.iter().enumerate() {
+            let key = nkeys::KeyPair::new_user();
+            let file = if i == 0 {
+                "serving.nk".to_owned()
+            } else {
+                format!("serving-{site}.nk")
+            };
+            write_private(&dir.path().join(file), &key.seed().expect("seed"));
+            serving_keys.push((*site, key.public_key()));
+        }
         let leaf_port = nats::free_port();
         let hub = NatsServer::start(
             &binary,
             dir.path(),
             "hub",
-            &hub_config(leaf_port, &key.public_key()),
+            &hub_config(leaf_port, &serving_keys),
         )
         .await;
         let mut leaves = Vec::new();
@@ -153,13 +192,19 @@ impl Fleet {
                     .expect("simulated switch"),
             );
             let config = dir.path().join(format!("{site}.toml"));
+            let console = if setup.site_console {
+                format!("console_socket = \"console-{site}.sock\"\n")
+            } else {
+                String::new()
+            };
             std::fs::write(
                 &config,
                 format!(
-                    "[server]\nauth = \"none\"\nlog_dir = \"logs-{site}\"\n\n\
-                     [ports.core-sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n\
+                    "[server]\nauth = \"none\"\nlog_dir = \"logs-{site}\"\n{console}\n\
+                     [ports.core-sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n{}\n\
                      [fleet]\nurls = [\"{}\"]\nsite = \"{site}\"\n",
                     link.display(),
+                    setup.site_port,
                     leaf.url()
                 ),
             )
@@ -172,14 +217,23 @@ impl Fleet {
             sites.push(d);
             leaves.push(leaf);
         }
-        let tokens = daemon::tokens_toml(
-            dir.path(),
-            &[
-                ("ops", OPS, r#"["*", "*/*"]"#, "write"),
-                ("dc1only", DC1_ONLY, r#"["dc1/*"]"#, "write"),
-                ("root", ROOT, r#"["*/*"]"#, "admin"),
-            ],
+        let mut tokens: Vec<daemon::TestToken<'_>> = vec![
+            ("ops", OPS, r#"["*", "*/*"]"#, "write"),
+            ("dc1only", DC1_ONLY, r#"["dc1/*"]"#, "write"),
+            ("root", ROOT, r#"["*/*"]"#, "admin"),
+        ];
+        tokens.extend(
+            setup
+                .tokens
+                .iter()
+                .map(|(name, secret, _)| (*name, *secret, r#"["*/*"]"#, "write")),
         );
+        let tokens = setup
+            .tokens
+            .iter()
+            .fold(daemon::tokens_toml(dir.path(), &tokens), |toml, t| {
+                daemon::with_token_keys(&toml, t.0, t.2)
+            });
         let config = dir.path().join("serving.toml");
         std::fs::write(
             &config,
@@ -196,6 +250,25 @@ impl Fleet {
         let (serving, url) = start_gateway(&config, &n).await;
         configs.push(config);
         notify.push(n);
+        let second = if setup.second_serving {
+            let config = dir.path().join("serving-hub2.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "{tokens}\n[fleet]\nurls = [\"{}\"]\nsite = \"hub2\"\ncredentials = \"serving-hub2.nk\"\nserve = true\n",
+                    hub.url()
+                ),
+            )
+            .expect("write the second serving config");
+            std::fs::create_dir(dir.path().join("serving-hub2")).expect("its dir");
+            let n = NotifySocket::bind(&dir.path().join("serving-hub2"));
+            let started = start_gateway(&config, &n).await;
+            configs.push(config);
+            notify.push(n);
+            Some(started)
+        } else {
+            None
+        };
         let fleet = Fleet {
             hub_url: hub.url(),
             hub,
@@ -208,6 +281,7 @@ impl Fleet {
             configs,
             notify,
             leaf_port,
+            second,
         };
         let ops = fleet.agent(OPS).await;
         for site in SITES {
@@ -237,6 +311,15 @@ impl Fleet {
         let (serving, url) = start_gateway(&self.configs[i], &self.notify[i]).await;
         self.serving = serving;
         self.url = url;
+    }
+
+    /// Sends SIGHUP to gateway `i` (a site's by its index, then the
+    /// serving gateway) and waits until its reload is over.
+    pub(crate) async fn reload(&self, i: usize) {
+        let daemon = self.sites.get(i).unwrap_or(&self.serving);
+        daemon.signal(libc::SIGHUP);
+        self.notify[i].expect("RELOADING=1").await;
+        self.notify[i].expect("READY=1").await;
     }
 
     pub(crate) async fn agent(&self, secret: &str) -> GateClient {
@@ -625,7 +708,7 @@ async fn a_rogue_sites_announcement_is_shown_bounded_and_escaped_or_dropped() {
 
 /// `show clock` on `connection` through `agent`'s session: the switch's
 /// clock line (`*HH:MM:SS.mmm UTC ...`), which only the switch prints.
-async fn clock(agent: &GateClient, connection: &str) -> String {
+pub(crate) async fn clock(agent: &GateClient, connection: &str) -> String {
     let answer = ok(
         agent,
         "send_command",

@@ -1,0 +1,298 @@
+//! The guardrails through the fleet, end to end (the fleet of
+//! `fleet.rs`: a hub nats-server, a leaf per site, two site gateways with
+//! a simulated Cisco switch each, a serving gateway): a token's command
+//! policy at the serving gateway judges its writes on `site/port` as on a
+//! local port, at the site, with the port's own policy kept (the stricter
+//! wins); a line held for approval waits for a person at the site's
+//! console. What reached a switch is read from every byte it received.
+
+use serde_json::{Value, json};
+use serialgate_testkit::console::{ConsoleConn, user_name};
+use serialgate_testkit::rig::{count, enable};
+
+use super::approvals::pending;
+use super::fleet::{Fleet, OPS, Setup, clock, err, ok};
+
+const LOCKED: &str = "locked-secret-0123456789";
+const GUARDED: &str = "guarded-secret-0123456789";
+const UNGUARDED: &str = "unguarded-secret-0123456789";
+
+/// Times `fleet`'s switch `i` received `line` and a CR.
+fn received(fleet: &Fleet, i: usize, line: &str) -> usize {
+    count(&fleet.sims[i].received(), format!("{line}\r").as_bytes())
+}
+
+#[tokio::test]
+async fn a_locked_token_s_reload_on_a_remote_switch_is_denied_naming_the_rule_and_never_sent() {
+    let Some(fleet) = Fleet::start_with(Setup {
+        tokens: vec![("locked", LOCKED, "policy = \"locked\"\n")],
+        ..Setup::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let agent = fleet.agent(LOCKED).await;
+    ok(&agent, "connect", json!({"port": "dc1/core-sw1"})).await;
+    // What the policy lets through goes through: the switch's own text.
+    enable(&agent).await;
+    clock(&agent, "dc1/core-sw1").await;
+    let denied = err(
+        &agent,
+        "send_command",
+        json!({"connection": "dc1/core-sw1", "command": "reload"}),
+    )
+    .await;
+    // The refusal a local port gives, judged at the site with its port's
+    // preset (cisco-ios's dangerous commands), naming the port as the
+    // site's console host knows it.
+    assert_eq!(
+        denied,
+        "denied: \"reload\" matches rule \"reload\" (the dangerous commands of preset \"cisco-ios\", which policy \"locked\" denies): policy \"locked\" never sends it, and nothing was sent to core-sw1. A person at the keyboard may run it at the console (serialgate console core-sw1 on the console host, or SSH or the web view as someone no policy judges), where the policy does not apply"
+    );
+    // An abbreviation and a change are judged alike.
+    let abbreviated = err(
+        &agent,
+        "send_text",
+        json!({"connection": "dc1/core-sw1", "text": "rel"}),
+    )
+    .await;
+    assert!(
+        abbreviated.starts_with("denied: \"rel\" matches rule \"reload\""),
+        "{abbreviated}"
+    );
+    let keys = err(
+        &agent,
+        "send_keys",
+        json!({"connection": "dc1/core-sw1", "keys": ["enter"]}),
+    )
+    .await;
+    assert!(
+        keys.starts_with("denied: send_keys' keys cannot be judged by policy \"locked\""),
+        "{keys}"
+    );
+    for line in ["reload", "rel", "r"] {
+        assert_eq!(received(&fleet, 0, line), 0, "{line} reached dc1's switch");
+    }
+    assert_eq!(received(&fleet, 1, "reload"), 0);
+    // A token without a policy is not judged by another's.
+    let ops = fleet.agent(OPS).await;
+    ok(&ops, "connect", json!({"port": "dc2/core-sw1"})).await;
+    enable(&ops).await;
+    ok(
+        &ops,
+        "send_text",
+        json!({"connection": "dc2/core-sw1", "text": "reload in 5"}),
+    )
+    .await;
+    let scheduled = ok(
+        &ops,
+        "read_until_prompt",
+        json!({"connection": "dc2/core-sw1", "prompt": "[confirm]", "timeout": 10}),
+    )
+    .await;
+    assert!(
+        scheduled["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("Reload scheduled in 5 minutes by console")),
+        "{scheduled:#}"
+    );
+    assert_eq!(received(&fleet, 1, "reload in 5"), 1);
+}
+
+#[tokio::test]
+async fn a_site_s_own_port_policy_holds_whatever_policy_the_serving_gateway_sends() {
+    let Some(fleet) = Fleet::start_with(Setup {
+        site_port: "policy = \"locked\"\n".into(),
+        tokens: vec![("unguarded", UNGUARDED, "policy = \"none\"\n")],
+        ..Setup::default()
+    })
+    .await
+    else {
+        return;
+    };
+    // `none` escapes a port's default on the token's own gateway; a site
+    // keeps its own: the stricter wins.
+    let agent = fleet.agent(UNGUARDED).await;
+    ok(&agent, "connect", json!({"port": "dc2/core-sw1"})).await;
+    enable(&agent).await;
+    let denied = err(
+        &agent,
+        "send_command",
+        json!({"connection": "dc2/core-sw1", "command": "reload"}),
+    )
+    .await;
+    assert!(
+        denied.starts_with("denied: \"reload\" matches rule \"reload\"")
+            && denied
+                .contains("policy \"locked\" never sends it, and nothing was sent to core-sw1"),
+        "{denied}"
+    );
+    assert_eq!(received(&fleet, 1, "reload"), 0);
+}
+
+/// Waits for the one request pending at `person`'s port; its id, after
+/// checking who asks for what.
+async fn one_request(person: &mut ConsoleConn, line: &str) -> Value {
+    let list = pending(person, 1).await;
+    assert_eq!(list[0]["line"], line, "{list:?}");
+    assert!(
+        list[0]["token"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("guarded@hub:")),
+        "{list:?}"
+    );
+    list[0]["id"].clone()
+}
+
+#[tokio::test]
+async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_runs_once_or_not_at_all()
+{
+    let Some(fleet) = Fleet::start_with(Setup {
+        site_console: true,
+        tokens: vec![("guarded", GUARDED, "policy = \"guarded\"\n")],
+        ..Setup::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let agent = fleet.agent(GUARDED).await;
+    ok(&agent, "connect", json!({"port": "dc1/core-sw1"})).await;
+    enable(&agent).await;
+    let socket = fleet.dir.path().join("console-dc1.sock");
+    let (mut person, _) = ConsoleConn::attach(&socket, "core-sw1", "watch", json!({})).await;
+
+    // Approved: sent once, after the approval.
+    let approve = async {
+        let id = one_request(&mut person, "reload in 5").await;
+        assert_eq!(
+            received(&fleet, 0, "reload in 5"),
+            0,
+            "sent before approval"
+        );
+        person
+            .send_json(&json!({"type": "decide", "id": id, "line": "reload in 5", "approve": true}))
+            .await;
+        person.until_json("decided").await
+    };
+    let (sent, decided) = tokio::join!(
+        agent.call(
+            "send_text",
+            json!({"connection": "dc1/core-sw1", "text": "reload in 5"})
+        ),
+        approve
+    );
+    assert_eq!(decided["approved"], true, "{decided}");
+    sent.expect("MCP").ok();
+    let scheduled = ok(
+        &agent,
+        "read_until_prompt",
+        json!({"connection": "dc1/core-sw1", "prompt": "[confirm]", "timeout": 10}),
+    )
+    .await;
+    assert!(
+        scheduled["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("Reload scheduled in 5 minutes by console")),
+        "{scheduled:#}"
+    );
+    assert_eq!(received(&fleet, 0, "reload in 5"), 1);
+    ok(
+        &agent,
+        "send_text",
+        json!({"connection": "dc1/core-sw1", "text": "n"}),
+    )
+    .await;
+    ok(
+        &agent,
+        "read_until_prompt",
+        json!({"connection": "dc1/core-sw1", "timeout": 10}),
+    )
+    .await;
+
+    // Denied: the agent is told who denied it, and nothing was sent.
+    let deny = async {
+        let id = one_request(&mut person, "reload").await;
+        person
+            .send_json(&json!({"type": "decide", "id": id, "line": "reload", "approve": false}))
+            .await;
+        person.until_json("decided").await
+    };
+    let (e, decided) = tokio::join!(
+        agent.call(
+            "send_command",
+            json!({"connection": "dc1/core-sw1", "command": "reload"})
+        ),
+        deny
+    );
+    assert_eq!(decided["approved"], false, "{decided}");
+    let e = e.expect("MCP").err();
+    assert!(
+        e.starts_with("denied: \"reload\" was denied by ")
+            && e.contains(&format!("was denied by {} on console", user_name()))
+            && e.contains("policy \"guarded\"")
+            && e.ends_with("nothing was sent"),
+        "{e}"
+    );
+    assert_eq!(received(&fleet, 0, "reload"), 0);
+    assert_eq!(received(&fleet, 1, "reload"), 0);
+}
+
+#[tokio::test]
+async fn an_agent_cancelling_a_remote_line_waiting_for_approval_withdraws_it_at_the_site() {
+    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+    use rmcp::service::PeerRequestOptions;
+
+    let Some(fleet) = Fleet::start_with(Setup {
+        site_console: true,
+        tokens: vec![("guarded", GUARDED, "policy = \"guarded\"\n")],
+        ..Setup::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let agent = fleet.agent(GUARDED).await;
+    ok(&agent, "connect", json!({"port": "dc1/core-sw1"})).await;
+    enable(&agent).await;
+    let socket = fleet.dir.path().join("console-dc1.sock");
+    let (mut person, _) = ConsoleConn::attach(&socket, "core-sw1", "watch", json!({})).await;
+    let Value::Object(arguments) = json!({"connection": "dc1/core-sw1", "text": "reload in 9"})
+    else {
+        unreachable!("arguments are objects")
+    };
+    let handle = agent
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(
+                CallToolRequestParams::new("send_text").with_arguments(arguments),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("send the call");
+    let list = pending(&mut person, 1).await;
+    assert_eq!(list[0]["line"], "reload in 9", "{list:?}");
+    handle
+        .cancel(Some("the agent changed its mind".into()))
+        .await
+        .expect("cancel");
+    // Gone from the site's list; a person approving it now finds nothing.
+    pending(&mut person, 0).await;
+    person
+        .send_json(
+            &json!({"type": "decide", "id": list[0]["id"], "line": "reload in 9", "approve": true}),
+        )
+        .await;
+    let e = person.until_json("error").await;
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no request")),
+        "{e}"
+    );
+    assert_eq!(received(&fleet, 0, "reload in 9"), 0);
+    // The session goes on.
+    clock(&agent, "dc1/core-sw1").await;
+}
