@@ -83,9 +83,6 @@ struct Shared {
     /// Told of every alert of every port (the webhook, the fleet), from
     /// the config the daemon started with.
     on_alert: Option<AlertHook>,
-    /// The alerts queued for the fleet's stream, until the fleet takes
-    /// them ([`Gateway::take_fleet_alerts`]).
-    fleet_alerts: Mutex<Option<crate::fleet::alert_feed::Queue>>,
     /// Bumped when ports are added or removed (reload, ad hoc), so that
     /// views of every port (the web view's ports page) list them again.
     ports_changed: watch::Sender<u64>,
@@ -95,9 +92,6 @@ struct Shared {
     /// Who switches which outlet and when each last was: kept across
     /// reloads, since an outlet's rest outlives a config.
     power: crate::power::PowerBoard,
-    /// The fleet's consoles, when this gateway serves other sites' ports:
-    /// set once when the daemon has joined the fleet.
-    fleet_consoles: std::sync::OnceLock<crate::console::fleet_feed::RemoteConsoles>,
 }
 
 struct Entry {
@@ -110,6 +104,16 @@ impl Gateway {
     /// Starts every configured port. Ports that cannot be opened yet keep
     /// retrying in the background.
     pub fn start(config: Config, shutdown: CancellationToken) -> Gateway {
+        Gateway::start_telling(config, shutdown, None)
+    }
+
+    /// [`Gateway::start`], every alert of every port also told to
+    /// `also_on_alert` (the fleet's stream, which the daemon joins after).
+    pub fn start_telling(
+        config: Config,
+        shutdown: CancellationToken,
+        also_on_alert: Option<AlertHook>,
+    ) -> Gateway {
         let audit = match &config.server.log_dir {
             Some(dir) => Audit::to_dir(dir, Self::log_rotation(&config)).unwrap_or_else(|e| {
                 tracing::warn!(
@@ -121,20 +125,13 @@ impl Gateway {
             None => Audit::log_only(),
         };
         // Alerts go to the webhook through a bounded queue (webhook.rs),
-        // and to the fleet's stream through another (fleet/alert_feed.rs).
+        // and to whoever else asked (the fleet's stream) through another.
         let webhook = config
             .server
             .alert_webhook
             .clone()
             .map(|w| crate::webhook::start(w, shutdown.clone()));
-        let (fleet_hook, fleet_alerts) = match config.fleet {
-            Some(_) => {
-                let (hook, queue) = crate::fleet::alert_feed::hook();
-                (Some(hook), Some(queue))
-            }
-            None => (None, None),
-        };
-        let on_alert: Option<AlertHook> = match (webhook, fleet_hook) {
+        let on_alert: Option<AlertHook> = match (webhook, also_on_alert) {
             (Some(a), Some(b)) => Some(std::sync::Arc::new(move |alert: &_| {
                 a(alert);
                 b(alert);
@@ -155,19 +152,11 @@ impl Gateway {
                 shutdown,
                 audit,
                 on_alert,
-                fleet_alerts: Mutex::new(fleet_alerts),
                 ports_changed: watch::Sender::new(0),
                 config_changed: watch::Sender::new(0),
                 power: crate::power::PowerBoard::default(),
-                fleet_consoles: std::sync::OnceLock::new(),
             }),
         }
-    }
-
-    /// The queue of alerts for the fleet's stream, once: the fleet takes
-    /// it when it joins.
-    pub fn take_fleet_alerts(&self) -> Option<crate::fleet::alert_feed::Queue> {
-        crate::sync::lock(&self.shared.fleet_alerts).take()
     }
 
     /// How the transcripts and the audit trail of `config` are rotated.
@@ -340,17 +329,6 @@ impl Gateway {
     /// The outlets' use, daemon-wide (busy, minimum intervals).
     pub fn power_board(&self) -> &crate::power::PowerBoard {
         &self.shared.power
-    }
-
-    /// Lets the console doors reach the ports of other sites through
-    /// `consoles` (once; a second call is ignored).
-    pub fn set_fleet_consoles(&self, consoles: crate::console::fleet_feed::RemoteConsoles) {
-        let _ = self.shared.fleet_consoles.set(consoles);
-    }
-
-    /// The fleet's consoles, when this gateway serves other sites' ports.
-    pub fn fleet_consoles(&self) -> Option<&crate::console::fleet_feed::RemoteConsoles> {
-        self.shared.fleet_consoles.get()
     }
 
     /// The configuration in force.

@@ -12,6 +12,8 @@ use memchr::memrchr_iter;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::connection::{Ended, Outgoing};
+pub use super::connection::{Person, SLOW_WATCHER};
 use super::judged_typing::{HeldLine, JudgedTyping};
 use super::protocol::{
     ClientMessage, DEFAULT_REPLAY_LINES, DataChunk, Frame, Hello, MAX_CLIENT_DATA_BYTES,
@@ -34,10 +36,6 @@ use crate::port::{Holder, Participant, Port, PortState};
 
 /// How long a new connection may take to say `hello` or `list`.
 pub const HELLO_DEADLINE: Duration = Duration::from_secs(10);
-/// How long a watcher may leave output unread (its connection not taking
-/// frames) before it is dropped with a message; the port's reader and the
-/// other watchers never wait for it.
-pub const SLOW_WATCHER: Duration = Duration::from_secs(10);
 /// The most bytes a replay sends, however long the lines are.
 pub const MAX_REPLAY_BYTES: usize = 256 * 1024;
 /// Frames that may wait in a connection's outgoing queue.
@@ -61,19 +59,6 @@ pub async fn finish_writer(mut writer: tokio::task::JoinHandle<()>) {
         writer.abort();
     }
 }
-
-/// Who is at the console, as the transport authenticated them.
-pub struct Person {
-    /// What they may do and which ports they reach, kept current: a
-    /// reload or the end of their browser login re-checks it.
-    pub standing: Standing,
-    /// Their name: the local socket peer's user name, or the token's name.
-    pub name: String,
-}
-
-/// Why an attachment ended without the client asking.
-#[derive(Debug)]
-pub(super) struct Ended(pub(super) String);
 
 /// Serves one console connection: reads the client's frames from
 /// `incoming` and sends the server's to `outgoing`, until the client
@@ -173,7 +158,7 @@ async fn serve_with(
         Ok(ClientMessage::Hello(hello))
             if output == Output::Sent
                 && gateway.port(&hello.port).is_none()
-                && let Some(consoles) = gateway.fleet_consoles()
+                && let Some(consoles) = crate::console::fleet_feed::serving()
                 && let Some(target) = crate::mcp::fleet_forward::split(&hello.port) =>
         {
             let name = label(&person.name);
@@ -236,52 +221,12 @@ fn list(gateway: &Gateway, caller: &Caller) -> ServerMessage {
             holder: p.port.holder(),
         })
         .collect();
-    if let Some(consoles) = gateway.fleet_consoles() {
+    if let Some(consoles) = crate::console::fleet_feed::serving() {
         ports.extend(super::fleet_attachment::fleet_ports(
             gateway, consoles, caller,
         ));
     }
     ServerMessage::Ports { ports }
-}
-
-/// The sending side of a connection, with the slow-watcher deadline.
-pub(super) struct Outgoing(mpsc::Sender<Frame>);
-
-impl Outgoing {
-    pub(super) async fn send(&self, frame: Frame) -> Result<(), Ended> {
-        match tokio::time::timeout(SLOW_WATCHER, self.0.send(frame)).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(Ended("the connection closed".to_owned())),
-            Err(_) => Err(Ended(format!(
-                "this console read nothing for {}s and was dropped so that it does not hold the others back; attach again to continue (nothing is lost: the output is in the log)",
-                SLOW_WATCHER.as_secs()
-            ))),
-        }
-    }
-
-    pub(super) async fn send_message(&self, message: &ServerMessage) -> Result<(), Ended> {
-        match serde_json::to_string(message) {
-            Ok(text) => self.send(Frame::Json(text)).await,
-            Err(e) => Err(Ended(format!("cannot encode a message: {e}"))),
-        }
-    }
-
-    pub(super) async fn error(&self, error: &GateError) -> Result<(), Ended> {
-        self.send_message(&ServerMessage::Error {
-            code: error.code.as_str().to_owned(),
-            message: error.message.clone(),
-        })
-        .await
-    }
-
-    /// Says why the session ends (without waiting for a slow client).
-    pub(super) async fn bye(&self, reason: &str) {
-        if let Ok(text) = serde_json::to_string(&ServerMessage::Bye {
-            reason: reason.to_owned(),
-        }) {
-            let _ = self.0.try_send(Frame::Json(text));
-        }
-    }
 }
 
 /// One person's attachment: what it knows of its port and its person.

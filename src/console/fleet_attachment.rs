@@ -18,8 +18,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::attachment::{Ended, Outgoing, Person};
+use super::connection::{Ended, Outgoing, Person};
 use super::fleet_feed::{Feed, RemoteConsoles};
+use super::fleet_wire::{ConsoleAnswer, ConsoleKeep, ConsoleOpen, InFrame, KEEP_EVERY};
 use super::protocol::{
     ClientMessage, DataChunk, Frame, Hello, MAX_JSON_BYTES, Mode, Participant, PortSummary,
     ServerMessage,
@@ -29,7 +30,6 @@ use crate::access::rules::may_watch;
 use crate::access::standing::Recheck;
 use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, shown};
-use crate::fleet::console_wire::{ConsoleAnswer, ConsoleKeep, ConsoleOpen, InFrame, KEEP_EVERY};
 use crate::fleet::subjects;
 use crate::fleet::wire::{VERSION, plain_port_name};
 use crate::gateway::Gateway;

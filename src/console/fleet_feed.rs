@@ -17,8 +17,8 @@ use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::fleet_wire::{HeadNotice, MAX_RANGE, RangeAsk, RangeHead, decode_range};
 use crate::error::{ErrorCode, GateError};
-use crate::fleet::console_wire::{HeadNotice, MAX_RANGE, RangeAsk, RangeHead, decode_range};
 use crate::fleet::link::Fleet;
 use crate::fleet::subjects;
 
@@ -34,6 +34,24 @@ const MAX_BACKFILL: u64 = 256 * 1024;
 
 /// The feeds by site and port; a feed nobody holds is gone.
 type Feeds = Arc<Mutex<HashMap<(String, String), Weak<Feed>>>>;
+
+/// This process's way to other sites' consoles, when it serves the
+/// fleet: set once when the daemon has joined it. Kept here, beside the
+/// console doors that use it, rather than in the gateway: the gateway
+/// (below the access rules) must not know the console doors (above them).
+static SERVING: std::sync::OnceLock<RemoteConsoles> = std::sync::OnceLock::new();
+
+/// Lets every console door of this process reach the ports of other
+/// sites through `consoles` (once; a second call is ignored: one daemon
+/// joins one fleet).
+pub fn set_serving(consoles: RemoteConsoles) {
+    let _ = SERVING.set(consoles);
+}
+
+/// The fleet's consoles, when this process serves other sites' ports.
+pub fn serving() -> Option<&'static RemoteConsoles> {
+    SERVING.get()
+}
 
 /// A serving gateway's way to other sites' consoles: its fleet link, and
 /// the feeds of the remote ports people watch. A cheap clonable handle.

@@ -17,13 +17,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::attachment::{OUTGOING_FRAMES, Person, serve_for_fleet};
-use super::protocol::{Frame, MAX_CLIENT_DATA_BYTES, MAX_JSON_BYTES};
-use crate::access::Caller;
-use crate::access::standing::Standing;
-use crate::fleet::console_wire::{
+use super::fleet_wire::{
     ConsoleAnswer, ConsoleKeep, ConsoleOpen, HeadNotice, InFrame, KEEP_EVERY, KEEP_FOR, MAX_RANGE,
     RangeAsk, RangeHead, encode_range, plain_id,
 };
+use super::protocol::{Frame, MAX_CLIENT_DATA_BYTES, MAX_JSON_BYTES};
+use crate::access::Caller;
+use crate::access::standing::Standing;
 use crate::fleet::link::Fleet;
 use crate::fleet::subjects;
 use crate::fleet::wire::{VERSION, plain_port_name};

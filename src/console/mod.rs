@@ -5,12 +5,15 @@
 //! HTTP is in `daemon::http::console_ws`. Ports of other sites
 //! (`site/port`) are reached through the fleet: `fleet_attachment` at the
 //! serving gateway, one `fleet_feed` per remote port there, and
-//! `fleet_site` at the site that owns the port.
+//! `fleet_site` at the site that owns the port; `fleet_wire` is what they
+//! send each other over NATS.
 
 pub(crate) mod attachment;
+mod connection;
 mod fleet_attachment;
 pub mod fleet_feed;
 pub(crate) mod fleet_site;
+pub(crate) mod fleet_wire;
 mod judged_typing;
 pub(crate) mod protocol;
 mod typed_line;

@@ -10,11 +10,29 @@ use crate::config::fleet::FleetConfig;
 use crate::fleet::link::Fleet;
 use crate::gateway::Gateway;
 
+/// Starts the gateway of `config`, and when it joins a fleet, the queue
+/// its ports' alerts go into for the site's stream ([`start`] sends them
+/// on once joined; until then they wait, bounded).
+pub fn start_gateway(
+    config: crate::config::Config,
+    shutdown: CancellationToken,
+) -> (Gateway, Option<crate::fleet::alert_feed::Queue>) {
+    let (hook, queue) = match config.fleet {
+        Some(_) => {
+            let (hook, queue) = crate::fleet::alert_feed::hook();
+            (Some(hook), Some(queue))
+        }
+        None => (None, None),
+    };
+    (Gateway::start_telling(config, shutdown, hook), queue)
+}
+
 /// Joins the fleet the config in force names, if any. A change of
 /// `[fleet]` takes effect at the next start ([`changes_kept`] says so
 /// in the log at a reload).
 pub async fn start(
     gateway: &Gateway,
+    alerts: Option<crate::fleet::alert_feed::Queue>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Option<Fleet>> {
     let Some(config) = gateway.config().fleet.clone() else {
@@ -27,7 +45,7 @@ pub async fn start(
         gateway.clone(),
         shutdown.child_token(),
     );
-    if let Some(queue) = gateway.take_fleet_alerts() {
+    if let Some(queue) = alerts {
         crate::fleet::alert_feed::start(
             fleet.client().clone(),
             config.site.clone(),
@@ -47,7 +65,7 @@ pub async fn start(
     .await
     .map_err(|e| anyhow::anyhow!("fleet: cannot take consoles for site {}: {e}", config.site))?;
     if fleet.directory.is_some() {
-        gateway.set_fleet_consoles(crate::console::fleet_feed::RemoteConsoles::new(
+        crate::console::fleet_feed::set_serving(crate::console::fleet_feed::RemoteConsoles::new(
             fleet.clone(),
         ));
     }

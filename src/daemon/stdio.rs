@@ -11,7 +11,6 @@ use crate::config::Config;
 use crate::daemon::fd_limit;
 use crate::daemon::lifecycle::{Reloader, Signals, ready, stop, until_terminated};
 use crate::daemon::notify::notify_or_warn;
-use crate::gateway::Gateway;
 use crate::mcp::GateServer;
 
 /// Runs the daemon with MCP over stdio. Returns when stdin closes or a
@@ -26,10 +25,10 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
     fd_limit::raise_to_hard();
     let reloader = Reloader::new(config_path);
     let shutdown = CancellationToken::new();
-    let gateway = Gateway::start(config, shutdown.clone());
+    let (gateway, fleet_alerts) = super::fleet::start_gateway(config, shutdown.clone());
     super::console_socket::start(&gateway, &shutdown)?;
     super::ssh::start(&gateway, &shutdown).await?;
-    let fleet = super::fleet::start(&gateway, &shutdown).await?;
+    let fleet = super::fleet::start(&gateway, fleet_alerts, &shutdown).await?;
     if let Some(listen) = &gateway.config().server.metrics_listen {
         super::metrics_http::start_listener(listen, &gateway, shutdown.clone()).await?;
     }

@@ -13,8 +13,6 @@
 //!   JetStream stream, which keeps them while the site is cut off;
 //! - `alert_inbox`: a serving gateway reading every site's alert stream
 //!   with a durable consumer and keeping what it delivered;
-//! - `console_wire`: what a person's console on another site's port
-//!   sends and reads (sessions, ranges of output, head notices);
 //! - `forwarded_policy`: a token's command policy sent with its calls,
 //!   bounded and read again at the site.
 //!
@@ -25,7 +23,6 @@
 pub mod alert_feed;
 pub mod alert_inbox;
 pub mod announcer;
-pub mod console_wire;
 pub mod directory;
 pub mod forwarded_policy;
 pub mod link;

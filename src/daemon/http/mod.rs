@@ -243,10 +243,10 @@ pub async fn serve_http(
     let cancel = CancellationToken::new();
     let stateless = Stateless::default();
     let in_flight = InFlight::default();
-    let gateway = Gateway::start(config.clone(), shutdown.clone());
+    let (gateway, fleet_alerts) = super::fleet::start_gateway(config.clone(), shutdown.clone());
     super::console_socket::start(&gateway, &shutdown)?;
     super::ssh::start(&gateway, &shutdown).await?;
-    let fleet = super::fleet::start(&gateway, &shutdown).await?;
+    let fleet = super::fleet::start(&gateway, fleet_alerts, &shutdown).await?;
     if let Some(listen) = &config.server.metrics_listen {
         super::metrics_http::start_listener(listen, &gateway, cancel.clone()).await?;
     }

@@ -195,7 +195,7 @@ async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
         if !send(&mut sink, &snapshot(&state.gateway, &caller, &visible)).await {
             return;
         }
-        let serving = state.gateway.fleet_consoles().is_some();
+        let serving = crate::console::fleet_feed::serving().is_some();
         let mut fleet_refresh = tokio::time::interval(FLEET_REFRESH);
         fleet_refresh.tick().await;
         loop {
@@ -394,7 +394,7 @@ impl Shown {
 
 fn snapshot(gateway: &Gateway, caller: &Caller, ports: &[Shown]) -> Snapshot {
     let mut views: Vec<PortView> = ports.iter().map(view).collect();
-    if let Some(consoles) = gateway.fleet_consoles() {
+    if let Some(consoles) = crate::console::fleet_feed::serving() {
         views.extend(fleet_views(gateway, consoles, caller));
     }
     Snapshot {

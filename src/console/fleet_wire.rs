@@ -9,8 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::protocol::Hello;
 use crate::config::TokenAccess;
-use crate::console::protocol::Hello;
 
 /// Most bytes of output one range read returns.
 pub const MAX_RANGE: usize = 64 * 1024;
