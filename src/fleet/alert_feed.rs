@@ -173,8 +173,7 @@ impl std::fmt::Display for NoStream {
 
 /// Makes the site's stream in its JetStream domain, unless it is there.
 async fn make_stream(js: &jetstream::Context, site: &str) -> Result<(), NoStream> {
-    match tokio::time::timeout(STORE_DEADLINE, js.get_or_create_stream(stream_config(site))).await
-    {
+    match tokio::time::timeout(STORE_DEADLINE, js.get_or_create_stream(stream_config(site))).await {
         Err(_) => Err(NoStream::Failed(format!(
             "no answer from JetStream domain {site} within {STORE_DEADLINE:?}"
         ))),

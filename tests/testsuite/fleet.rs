@@ -26,6 +26,8 @@ const RECOVERY: Duration = Duration::from_secs(12);
 pub(crate) const OPS: &str = "ops-secret-0123456789";
 pub(crate) const DC1_ONLY: &str = "dc1only-secret-0123456789";
 pub(crate) const ROOT: &str = "root-secret-0123456789";
+/// A read-only token of every site's ports.
+pub(crate) const READER: &str = "reader-secret-0123456789";
 /// The sites that have a gateway; `dc3` has only credentials (the rogue).
 pub(crate) const SITES: [&str; 2] = ["dc1", "dc2"];
 
@@ -177,6 +179,7 @@ impl Fleet {
                 ("ops", OPS, r#"["*", "*/*"]"#, "write"),
                 ("dc1only", DC1_ONLY, r#"["dc1/*"]"#, "write"),
                 ("root", ROOT, r#"["*/*"]"#, "admin"),
+                ("reader", READER, r#"["*/*"]"#, "read"),
             ],
         );
         let config = dir.path().join("serving.toml");
@@ -624,7 +627,7 @@ async fn a_rogue_sites_announcement_is_shown_bounded_and_escaped_or_dropped() {
 
 /// `show clock` on `connection` through `agent`'s session: the switch's
 /// clock line (`*HH:MM:SS.mmm UTC ...`), which only the switch prints.
-async fn clock(agent: &GateClient, connection: &str) -> String {
+pub(crate) async fn clock(agent: &GateClient, connection: &str) -> String {
     let answer = ok(
         agent,
         "send_command",

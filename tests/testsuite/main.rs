@@ -37,6 +37,8 @@ mod expect;
 mod first_config;
 mod fleet;
 mod fleet_alerts;
+mod fleet_flood;
+mod fleet_own_alerts;
 mod frr;
 mod hostile;
 mod hostile_doors;
