@@ -6,10 +6,11 @@
 //! As the fleet's tests do: a hub `nats-server` (with their grants,
 //! the alert stream's among them); a leaf server for site `dc1`,
 //! dialling the hub with dc1's user and running JetStream in dc1's
-//! domain; dc1's gateway (the release `serialgate serve`) holding a simulated Cisco switch as `core-sw1`; and
-//! the serving gateway, dialling the hub with an nkey, holding the same
-//! kind of switch as its own port `hub-sw1`, serving over HTTP on
-//! loopback. The bench is the agent, with a token, over MCP:
+//! domain; dc1's gateway (the release `serialgate serve`) holding a
+//! simulated Cisco switch as `core-sw1`; and the serving gateway,
+//! dialling the hub with an nkey, holding the same kind of switch as its
+//! own port `hub-sw1`, serving over HTTP on loopback. The bench is the
+//! agent, with a token, over MCP:
 //!
 //! - `rtt`: `send_command show clock` on `dc1/core-sw1` (through NATS and
 //!   dc1's gateway) and on `hub-sw1`, in turn, p50/p99/max in ms; each
