@@ -3,12 +3,14 @@
 //! `list_ports` with a large fleet announced, with the serving gateway's
 //! memory for it.
 //!
-//! As the fleet's tests do: a hub `nats-server`; a leaf server for site
-//! `dc1`, dialling the hub with dc1's user; dc1's gateway (the release
-//! `serialgate serve`) holding a simulated Cisco switch as `core-sw1`; and
-//! the serving gateway, dialling the hub with an nkey, holding the same
-//! kind of switch as its own port `hub-sw1`, serving over HTTP on
-//! loopback. The bench is the agent, with a token, over MCP:
+//! As the fleet's tests do: a hub `nats-server` (with their grants,
+//! the alert stream's among them); a leaf server for site `dc1`,
+//! dialling the hub with dc1's user and running JetStream in dc1's
+//! domain; dc1's gateway (the release `serialgate serve`) holding a
+//! simulated Cisco switch as `core-sw1`; and the serving gateway,
+//! dialling the hub with an nkey, holding the same kind of switch as its
+//! own port `hub-sw1`, serving over HTTP on loopback. The bench is the
+//! agent, with a token, over MCP:
 //!
 //! - `rtt`: `send_command show clock` on `dc1/core-sw1` (through NATS and
 //!   dc1's gateway) and on `hub-sw1`, in turn, p50/p99/max in ms; each
@@ -422,10 +424,12 @@ fn fake_site(i: usize) -> String {
 }
 
 /// What a site's user on the hub may do (as the fleet's tests allow it):
-/// publish its own announcements, take its own calls and answer them.
+/// publish its own announcements and alerts, take its own calls and
+/// answer them, and take the requests to its own JetStream domain and the
+/// acks of its own alert stream.
 fn site_user(site: &str) -> String {
     format!(
-        "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"serialgate.from.{site}.>\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.>\"], allow_responses: true }} }}\n",
+        "    {{ user: \"{site}\", password: \"{}\", permissions: {{ publish: [\"serialgate.announce.{site}\", \"serialgate.from.{site}.>\", \"_INBOX.>\"], subscribe: [\"serialgate.site.{site}.>\", \"$JS.{site}.API.>\", \"$JS.ACK.serialgate-alerts-{site}.>\"], allow_responses: true }} }}\n",
         password(site)
     )
 }
@@ -509,7 +513,7 @@ impl Fleet {
         );
         let leaf_port = nats::free_port();
         let mut users = format!(
-            "    {{ nkey: \"{}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.hub\", \"serialgate.from.hub.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.hub.>\", \"_INBOX.>\"], allow_responses: true }} }}\n",
+            "    {{ nkey: \"{}\", permissions: {{ publish: [\"serialgate.site.*.>\", \"serialgate.announce.hub\", \"serialgate.from.hub.>\", \"$JS.*.API.STREAM.INFO.*\", \"$JS.*.API.CONSUMER.>\", \"$JS.ACK.>\"], subscribe: [\"serialgate.announce.*\", \"serialgate.from.*.>\", \"serialgate.site.hub.>\", \"_INBOX.>\"], allow_responses: true }} }}\n",
             key.public_key()
         );
         users.push_str(&site_user("dc1"));
@@ -529,8 +533,12 @@ impl Fleet {
             nats_server,
             dir.path(),
             "leaf-dc1",
+            // JetStream in dc1's own domain, as the fleet's tests run it,
+            // for dc1's alert stream.
             &format!(
-                "leafnodes {{ remotes = [ {{ url: \"nats-leaf://dc1:{}@127.0.0.1:{leaf_port}\" }} ] }}\n",
+                "jetstream {{ domain: \"dc1\", store_dir: {:?} }}\n\
+                 leafnodes {{ remotes = [ {{ url: \"nats-leaf://dc1:{}@127.0.0.1:{leaf_port}\" }} ] }}\n",
+                dir.path().join("js-dc1"),
                 password("dc1")
             ),
         )

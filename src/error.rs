@@ -19,7 +19,9 @@ pub enum ErrorCode {
     PortUnavailable,
     /// The device went away while the call used it.
     PortLost,
-    /// Another session holds the port for writing.
+    /// Another session holds the port for writing, or the caller (or the
+    /// site it calls through the fleet) has as many calls in flight as it
+    /// may: the message says which, and to call again later.
     Busy,
     /// The caller may not do this.
     Forbidden,

@@ -7,13 +7,18 @@
 //! head is sent again with the same message id, which the stream's
 //! duplicate window keeps from being stored twice. A serving gateway
 //! reads the stream through the leaf link (`fleet/alert_inbox.rs`).
+//!
+//! A gateway for whose site no JetStream answers (a serving gateway on a
+//! hub that runs none) says so once at start and offers its alerts to no
+//! one: they stay its own agents', as any gateway's are.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use async_nats::jetstream::{self, stream};
+use async_nats::jetstream::{self, context::CreateStreamErrorKind, stream};
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio_util::sync::CancellationToken;
 
 use super::subjects;
@@ -43,7 +48,8 @@ pub fn hook() -> (AlertHook, Queue) {
     let (tx, rx) = mpsc::channel::<Alert>(QUEUE);
     let dropped = AtomicU64::new(0);
     let hook: AlertHook = Arc::new(move |alert: &Alert| {
-        if tx.try_send(alert.clone()).is_err() {
+        // Closed: no JetStream answers for the site, which was said once.
+        if let Err(TrySendError::Full(_)) = tx.try_send(alert.clone()) {
             // Said at the 1st, 2nd, 4th, 8th… drop: a port raising alerts
             // in a loop while the site is cut off does not flood the log.
             let n = dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -87,7 +93,18 @@ pub fn start(
         let subject = subjects::alerts(&site);
         // Made at once, so that a serving gateway finds it before the
         // first alert; else at the first alert.
-        let mut stream_ready = make_stream(&js, &site).await.is_ok();
+        let mut stream_ready = match make_stream(&js, &site).await {
+            Ok(()) => true,
+            Err(NoStream::Absent) => {
+                tracing::info!(
+                    "fleet: the alerts of site {site}'s own ports are not offered to other serving gateways: no JetStream answers for site {site} (JetStream domain {site:?}); this gateway's own agents get them as before"
+                );
+                // The hook finds the queue closed and drops each alert
+                // quietly.
+                return;
+            }
+            Err(NoStream::Failed(_)) => false,
+        };
         loop {
             let alert = tokio::select! {
                 () = stop.cancelled() => break,
@@ -136,13 +153,38 @@ pub fn start(
     });
 }
 
+/// Why the site's stream is not there.
+enum NoStream {
+    /// No JetStream answers for the site's domain at all (NATS says there
+    /// are no responders): the site's NATS server runs none.
+    Absent,
+    /// It could not be made now (no answer in time, NATS unreachable…).
+    Failed(String),
+}
+
+impl std::fmt::Display for NoStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoStream::Absent => write!(f, "no JetStream answers for the site"),
+            NoStream::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Makes the site's stream in its JetStream domain, unless it is there.
-async fn make_stream(js: &jetstream::Context, site: &str) -> Result<(), String> {
-    tokio::time::timeout(STORE_DEADLINE, js.get_or_create_stream(stream_config(site)))
-        .await
-        .map_err(|_| format!("no answer from JetStream domain {site} within {STORE_DEADLINE:?}"))?
-        .map_err(|e| format!("the stream cannot be made in JetStream domain {site}: {e}"))?;
-    Ok(())
+async fn make_stream(js: &jetstream::Context, site: &str) -> Result<(), NoStream> {
+    match tokio::time::timeout(STORE_DEADLINE, js.get_or_create_stream(stream_config(site))).await {
+        Err(_) => Err(NoStream::Failed(format!(
+            "no answer from JetStream domain {site} within {STORE_DEADLINE:?}"
+        ))),
+        Ok(Err(e)) if e.kind() == CreateStreamErrorKind::JetStreamUnavailable => {
+            Err(NoStream::Absent)
+        }
+        Ok(Err(e)) => Err(NoStream::Failed(format!(
+            "the stream cannot be made in JetStream domain {site}: {e}"
+        ))),
+        Ok(Ok(_)) => Ok(()),
+    }
 }
 
 /// Stores one alert in the stream (made first if need be), within
@@ -156,7 +198,7 @@ async fn store(
     payload: &[u8],
 ) -> Result<(), String> {
     if !*stream_ready {
-        make_stream(js, site).await?;
+        make_stream(js, site).await.map_err(|e| e.to_string())?;
         *stream_ready = true;
     }
     let publish = jetstream::message::PublishMessage::build()

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::alert_inbox::AlertInbox;
 use super::directory::Directory;
+use super::in_flight::{Full, InFlight, Limits};
 use super::subjects;
 use super::wire::{CallAnswer, ForwardedCall, MAX_CALL};
 use crate::config::fleet::{FleetConfig, FleetCredentials};
@@ -17,6 +18,17 @@ use crate::error::{ErrorCode, GateError};
 /// How long the first connection may take before the daemon goes on
 /// without it (it keeps trying in the background).
 pub const CONNECT_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Most calls this gateway forwards to one site at once: a site whose
+/// switch answers slowly, or that is flooded, holds at most these, and
+/// the other sites' calls go on as before. One token may have a quarter
+/// of them, the read-only tokens together half, so that neither one
+/// token's flood nor a reader's starves the calls of a token that writes.
+pub const FORWARD_LIMITS: Limits = Limits {
+    total: 128,
+    per_token: 32,
+    read_only: 64,
+};
 
 /// This gateway in the fleet. A cheap clonable handle.
 #[derive(Clone)]
@@ -34,6 +46,8 @@ pub struct Fleet {
     /// The remote ports' alerts delivered here, when this gateway serves
     /// the fleet.
     pub alerts: Option<AlertInbox>,
+    /// The calls forwarded and not answered yet, by site and token.
+    in_flight: InFlight,
 }
 
 /// The options of a connection as `[fleet]` asks for it.
@@ -123,6 +137,7 @@ impl Fleet {
             gateway: incarnation(&config.site),
             directory,
             alerts,
+            in_flight: InFlight::default(),
         })
     }
 
@@ -134,13 +149,18 @@ impl Fleet {
 
     /// Sends `call` to `site` and waits at most `deadline` for its answer.
     /// A site nobody answers for fails at once (NATS says there are no
-    /// responders); one that does not answer in time is `timeout`.
+    /// responders); one that does not answer in time is `timeout`; a call
+    /// beyond [`FORWARD_LIMITS`] is `busy` at once, without a request.
     pub async fn forward(
         &self,
         site: &str,
         call: &ForwardedCall,
         deadline: Duration,
     ) -> Result<CallAnswer, GateError> {
+        let _slot = self
+            .in_flight
+            .start(site, &call.token, call.access, &FORWARD_LIMITS)
+            .map_err(|full| self.busy(site, &call.token, full))?;
         let payload = serde_json::to_vec(call).map_err(|e| {
             GateError::new(
                 ErrorCode::InvalidArgument,
@@ -189,5 +209,30 @@ impl Fleet {
                 format!("site {site} answered with something that is no answer: {e}"),
             )
         })
+    }
+
+    /// The `busy` refusal of a call of `token` to `site` that would pass
+    /// the bound `full`, logged at the 1st, 2nd, 4th… refusal.
+    fn busy(&self, site: &str, token: &str, full: Full) -> GateError {
+        let why = match full {
+            Full::Token(n) => format!(
+                "token {token:?} has {n} calls to site {site} in flight through this gateway, the most one token may have"
+            ),
+            Full::ReadOnly(n) => format!(
+                "read-only tokens have {n} calls to site {site} in flight through this gateway, the most they may have together (the rest is kept for tokens that write)"
+            ),
+            Full::Total(n) => format!(
+                "{n} calls to site {site} are in flight through this gateway, the most one site may have"
+            ),
+        };
+        if let Some(n) = self.in_flight.refused_to_log() {
+            tracing::warn!("fleet: a call refused as busy: {why} ({n} refused so far)");
+        }
+        GateError::new(
+            ErrorCode::Busy,
+            format!(
+                "{why}; wait for one of them to finish, then call again (a shorter timeout frees them sooner)"
+            ),
+        )
     }
 }

@@ -8,6 +8,8 @@
 //!   deadlines), the handle the doors use;
 //! - `directory`: a serving gateway's view of every site's ports, with
 //!   when each site was last heard from;
+//! - `in_flight`: how many forwarded calls one site and one token may
+//!   have in flight at once, at a serving gateway and at a site;
 //! - `announcer`: a site gateway announcing its ports;
 //! - `alert_feed`: a site gateway storing its alerts in its own
 //!   JetStream stream, which keeps them while the site is cut off;
@@ -25,6 +27,7 @@ pub mod alert_inbox;
 pub mod announcer;
 pub mod directory;
 pub mod forwarded_policy;
+pub mod in_flight;
 pub mod link;
 pub mod subjects;
 pub mod wire;

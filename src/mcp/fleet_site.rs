@@ -19,6 +19,7 @@ use super::loopback::Loopback;
 use super::server::GateServer;
 use crate::access::Caller;
 use crate::fleet::forwarded_policy::ForwardedPolicy;
+use crate::fleet::in_flight::{Full, InFlight, Limits};
 use crate::fleet::link::{Fleet, site_of};
 use crate::fleet::subjects;
 use crate::fleet::wire::{
@@ -34,6 +35,16 @@ const SESSION_IDLE: Duration = Duration::from_secs(60 * 60);
 const MAX_SESSIONS_PER_TOKEN: usize = 64;
 /// Most forwarded sessions kept at once; the least recently used goes.
 const MAX_SESSIONS: usize = 1024;
+
+/// Most forwarded calls this site runs at once: one token of a serving
+/// gateway may have 32 (as many as that gateway lets it send), the
+/// read-only tokens together half of all, so that a flood from one
+/// caller leaves the others their calls.
+const RUN_LIMITS: Limits = Limits {
+    total: 256,
+    per_token: 32,
+    read_only: 128,
+};
 
 type Key = (String, u64, String);
 
@@ -238,11 +249,34 @@ fn call_cancelled(running: &Running, payload: &[u8]) {
     }
 }
 
+/// The `busy` refusal of a call of `caller` (`token@gateway`) beyond the
+/// bound `full` of [`RUN_LIMITS`], logged at the 1st, 2nd, 4th… refusal.
+fn busy(in_flight: &InFlight, caller: &str, full: Full) -> CallAnswer {
+    let why = match full {
+        Full::Token(n) => format!(
+            "{caller} has {n} calls running at this site, the most one token of a serving gateway may have"
+        ),
+        Full::ReadOnly(n) => format!(
+            "read-only tokens have {n} calls running at this site, the most they may have together (the rest is kept for tokens that write)"
+        ),
+        Full::Total(n) => {
+            format!("{n} forwarded calls are running at this site, the most it runs at once")
+        }
+    };
+    if let Some(n) = in_flight.refused_to_log() {
+        tracing::warn!("fleet: a forwarded call refused as busy: {why} ({n} refused so far)");
+    }
+    CallAnswer::Refused(format!(
+        "busy: {why}; wait for one of them to finish, then call again (a shorter timeout frees them sooner)"
+    ))
+}
+
 /// Runs one forwarded call; the answer to send back.
 async fn answer(
     gateway: &Gateway,
     sessions: &Sessions,
     running: &Running,
+    in_flight: &InFlight,
     payload: &[u8],
 ) -> CallAnswer {
     if payload.len() > MAX_CALL {
@@ -258,6 +292,15 @@ async fn answer(
     if let Some(why) = refused(&call) {
         return CallAnswer::Refused(why);
     }
+    let caller = format!(
+        "{}@{}",
+        crate::error::label(&call.token),
+        crate::error::label(&call.gateway)
+    );
+    let _slot = match in_flight.start("", &caller, call.access, &RUN_LIMITS) {
+        Ok(slot) => slot,
+        Err(full) => return busy(in_flight, &caller, full),
+    };
     // The token's policy, as its serving gateway sent it: one that does
     // not read refuses the call rather than let it through unjudged.
     let policy = match call.policy.as_ref().map(ForwardedPolicy::read).transpose() {
@@ -433,6 +476,7 @@ pub async fn serve_calls(
             ));
         }
     });
+    let in_flight = InFlight::default();
     tokio::spawn(async move {
         loop {
             let message = tokio::select! {
@@ -447,8 +491,10 @@ pub async fn serve_calls(
             };
             let (gateway, sessions, client) = (gateway.clone(), sessions.clone(), client.clone());
             let running = running.clone();
+            let in_flight = in_flight.clone();
             tokio::spawn(async move {
-                let answer = answer(&gateway, &sessions, &running, &message.payload).await;
+                let answer =
+                    answer(&gateway, &sessions, &running, &in_flight, &message.payload).await;
                 let mut bytes = serde_json::to_vec(&answer).unwrap_or_default();
                 if bytes.len() > MAX_CALL {
                     bytes = serde_json::to_vec(&CallAnswer::Refused(format!(

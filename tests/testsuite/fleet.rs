@@ -27,6 +27,8 @@ pub(crate) const RECOVERY: Duration = Duration::from_secs(12);
 pub(crate) const OPS: &str = "ops-secret-0123456789";
 pub(crate) const DC1_ONLY: &str = "dc1only-secret-0123456789";
 pub(crate) const ROOT: &str = "root-secret-0123456789";
+/// A read-only token of every site's ports.
+pub(crate) const READER: &str = "reader-secret-0123456789";
 /// The sites that have a gateway; `dc3` has only credentials (the rogue).
 pub(crate) const SITES: [&str; 2] = ["dc1", "dc2"];
 
@@ -221,6 +223,7 @@ impl Fleet {
             ("ops", OPS, r#"["*", "*/*"]"#, "write"),
             ("dc1only", DC1_ONLY, r#"["dc1/*"]"#, "write"),
             ("root", ROOT, r#"["*/*"]"#, "admin"),
+            ("reader", READER, r#"["*/*"]"#, "read"),
         ];
         tokens.extend(
             setup

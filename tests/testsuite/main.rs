@@ -38,6 +38,8 @@ mod first_config;
 mod fleet;
 mod fleet_alerts;
 mod fleet_console;
+mod fleet_flood;
+mod fleet_own_alerts;
 mod fleet_policy;
 mod fleet_reload;
 mod fleet_sessions;

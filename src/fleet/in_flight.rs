@@ -1,0 +1,207 @@
+//! How many forwarded calls may be in flight at once, so that one site
+//! whose switch answers slowly, or one token's flood, cannot take what the
+//! others need: at a serving gateway per site (and per token, and for the
+//! read-only tokens together), at a site per token of a serving gateway.
+//! A call beyond a bound is answered at once with `busy`, never queued:
+//! a queue would only turn the flood into everybody's wait.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::config::TokenAccess;
+
+/// The bounds of one [`InFlight`].
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most calls in flight in one scope (a site), all tokens together.
+    pub total: usize,
+    /// Most calls of one token in one scope.
+    pub per_token: usize,
+    /// Most calls of read-only tokens together in one scope: the rest is
+    /// kept for the tokens that may write.
+    pub read_only: usize,
+}
+
+/// Which bound a call met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// The token's own.
+    Token(usize),
+    /// The read-only tokens' together.
+    ReadOnly(usize),
+    /// The scope's, all tokens together.
+    Total(usize),
+}
+
+#[derive(Default)]
+struct Scope {
+    total: usize,
+    read_only: usize,
+    by_token: HashMap<String, usize>,
+}
+
+/// The calls in flight, by scope and token. A cheap clonable handle.
+#[derive(Clone, Default)]
+pub struct InFlight {
+    scopes: Arc<Mutex<HashMap<String, Scope>>>,
+    refused: Arc<AtomicU64>,
+}
+
+/// One call in flight; it is counted until this drops.
+pub struct Slot {
+    in_flight: InFlight,
+    scope: String,
+    token: String,
+    read_only: bool,
+}
+
+impl InFlight {
+    /// Counts a call of `token` (of `access`) in `scope`, or says which
+    /// bound of `limits` it would pass.
+    pub fn start(
+        &self,
+        scope: &str,
+        token: &str,
+        access: TokenAccess,
+        limits: &Limits,
+    ) -> Result<Slot, Full> {
+        let read_only = access < TokenAccess::Write;
+        let mut scopes = crate::sync::lock(&self.scopes);
+        let counts = scopes.entry(scope.to_owned()).or_default();
+        let mine = counts.by_token.get(token).copied().unwrap_or(0);
+        let full = if mine >= limits.per_token {
+            Some(Full::Token(limits.per_token))
+        } else if read_only && counts.read_only >= limits.read_only {
+            Some(Full::ReadOnly(limits.read_only))
+        } else if counts.total >= limits.total {
+            Some(Full::Total(limits.total))
+        } else {
+            None
+        };
+        if let Some(full) = full {
+            if counts.total == 0 {
+                scopes.remove(scope);
+            }
+            return Err(full);
+        }
+        counts.total += 1;
+        counts.read_only += usize::from(read_only);
+        *counts.by_token.entry(token.to_owned()).or_default() += 1;
+        Ok(Slot {
+            in_flight: self.clone(),
+            scope: scope.to_owned(),
+            token: token.to_owned(),
+            read_only,
+        })
+    }
+
+    /// Counts one refusal; whether it is one to log (the 1st, 2nd, 4th,
+    /// 8th…), so that a flood does not flood the log too.
+    pub fn refused_to_log(&self) -> Option<u64> {
+        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        n.is_power_of_two().then_some(n)
+    }
+
+    /// The calls in flight in `scope`.
+    #[cfg(test)]
+    fn count(&self, scope: &str) -> usize {
+        crate::sync::lock(&self.scopes)
+            .get(scope)
+            .map_or(0, |s| s.total)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut scopes = crate::sync::lock(&self.in_flight.scopes);
+        let Some(counts) = scopes.get_mut(&self.scope) else {
+            return;
+        };
+        counts.total = counts.total.saturating_sub(1);
+        if self.read_only {
+            counts.read_only = counts.read_only.saturating_sub(1);
+        }
+        if let Some(n) = counts.by_token.get_mut(&self.token) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.by_token.remove(&self.token);
+            }
+        }
+        if counts.total == 0 {
+            scopes.remove(&self.scope);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        total: 8,
+        per_token: 3,
+        read_only: 4,
+    };
+
+    #[test]
+    fn one_tokens_flood_leaves_room_for_the_others_and_other_sites() {
+        let in_flight = InFlight::default();
+        let flood: Vec<Slot> = (0..3)
+            .map(|_| in_flight.start("dc1", "reader", TokenAccess::Read, &LIMITS))
+            .collect::<Result<_, _>>()
+            .expect("within the token's bound");
+        assert_eq!(
+            in_flight
+                .start("dc1", "reader", TokenAccess::Read, &LIMITS)
+                .err(),
+            Some(Full::Token(3))
+        );
+        // another site is another scope
+        assert!(
+            in_flight
+                .start("dc2", "reader", TokenAccess::Read, &LIMITS)
+                .is_ok()
+        );
+        // another read-only token takes the read-only share's last slot
+        let other = in_flight
+            .start("dc1", "viewer", TokenAccess::Read, &LIMITS)
+            .expect("the read-only share's last");
+        assert_eq!(
+            in_flight
+                .start("dc1", "auditor", TokenAccess::Read, &LIMITS)
+                .err(),
+            Some(Full::ReadOnly(4))
+        );
+        // the tokens that write keep the rest
+        let writers: Vec<Slot> = ["ops", "ops", "ops", "root"]
+            .iter()
+            .map(|t| in_flight.start("dc1", t, TokenAccess::Write, &LIMITS))
+            .collect::<Result<_, _>>()
+            .expect("the writers' share");
+        assert_eq!(in_flight.count("dc1"), 8);
+        assert_eq!(
+            in_flight
+                .start("dc1", "admin", TokenAccess::Admin, &LIMITS)
+                .err(),
+            Some(Full::Total(8))
+        );
+        // a call that ends gives its slot back
+        drop(other);
+        assert!(
+            in_flight
+                .start("dc1", "auditor", TokenAccess::Read, &LIMITS)
+                .is_ok()
+        );
+        drop((flood, writers));
+        assert_eq!(in_flight.count("dc1"), 0);
+        assert!(crate::sync::lock(&in_flight.scopes).is_empty());
+    }
+
+    #[test]
+    fn refusals_are_logged_at_powers_of_two() {
+        let in_flight = InFlight::default();
+        let logged: Vec<u64> = (0..10).filter_map(|_| in_flight.refused_to_log()).collect();
+        assert_eq!(logged, [1, 2, 4, 8]);
+    }
+}
