@@ -12,7 +12,7 @@
 //! again for it.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
@@ -58,11 +58,13 @@ impl Default for WatchSet {
 const MAX_SHARED: usize = 64;
 
 /// The sets compiled so far, by their sources: every port of a preset
-/// has the same standing watches, and a clone of a compiled set shares
-/// its automata (about half a MiB for a preset's five watches), so a
-/// gateway of 256 ports holds one copy, not 256.
-fn shared() -> &'static Mutex<HashMap<Vec<String>, WatchSet>> {
-    static SHARED: OnceLock<Mutex<HashMap<Vec<String>, WatchSet>>> = OnceLock::new();
+/// has the same standing watches, so a gateway of 256 ports holds one
+/// set (about half a MiB of automata for a preset's five watches), not
+/// 256. Shared as one value, not cloned: a regex's clone would share the
+/// automata but keep scratch space of its own, which grows as a port
+/// streams; one value keeps one per thread that scans at once.
+fn shared() -> &'static Mutex<HashMap<Vec<String>, Arc<WatchSet>>> {
+    static SHARED: OnceLock<Mutex<HashMap<Vec<String>, Arc<WatchSet>>>> = OnceLock::new();
     SHARED.get_or_init(Mutex::default)
 }
 
@@ -70,17 +72,17 @@ impl WatchSet {
     /// Compiles `sources` (each already checked by
     /// [`check_watch_regex`](crate::config::watches::check_watch_regex)),
     /// or shares the set compiled before from the same sources.
-    pub fn new<S: AsRef<str>>(sources: &[S]) -> Result<WatchSet, regex::Error> {
+    pub fn new<S: AsRef<str>>(sources: &[S]) -> Result<Arc<WatchSet>, regex::Error> {
         let key: Vec<String> = sources.iter().map(|s| s.as_ref().to_owned()).collect();
         if let Some(set) = lock(shared()).get(&key) {
-            return Ok(set.clone());
+            return Ok(Arc::clone(set));
         }
-        let set = WatchSet::compile_own(sources)?;
+        let set = Arc::new(WatchSet::compile_own(sources)?);
         let mut kept = lock(shared());
         if kept.len() >= MAX_SHARED {
             kept.clear();
         }
-        kept.insert(key, set.clone());
+        kept.insert(key, Arc::clone(&set));
         Ok(set)
     }
 
@@ -272,7 +274,7 @@ impl WatchScanner {
 mod tests {
     use super::*;
 
-    fn set(sources: &[&str]) -> WatchSet {
+    fn set(sources: &[&str]) -> Arc<WatchSet> {
         WatchSet::new(sources).unwrap()
     }
 

@@ -412,7 +412,9 @@ fn check_mode_regex(
 /// as every `status` call asks without compiling them again.
 #[derive(Debug, Clone, Default)]
 pub struct ModePrompts {
-    judged: Vec<(DeviceMode, regex::Regex)>,
+    /// Shared by every port and connection of the same rules (one value,
+    /// so one regex scratch space per thread, not per holder).
+    judged: std::sync::Arc<Vec<(DeviceMode, regex::Regex)>>,
 }
 
 impl ModePrompts {
@@ -437,10 +439,13 @@ impl ModePrompts {
             return prompts.clone();
         }
         let prompts = ModePrompts {
-            judged: key
-                .iter()
-                .filter_map(|(mode, pattern)| regex::Regex::new(pattern).ok().map(|re| (*mode, re)))
-                .collect(),
+            judged: std::sync::Arc::new(
+                key.iter()
+                    .filter_map(|(mode, pattern)| {
+                        regex::Regex::new(pattern).ok().map(|re| (*mode, re))
+                    })
+                    .collect(),
+            ),
         };
         let mut kept = crate::sync::lock(shared);
         if kept.len() >= MAX_SHARED {

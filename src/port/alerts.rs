@@ -103,7 +103,7 @@ pub type AlertHook = Arc<dyn Fn(&Alert) + Send + Sync>;
 /// The watches in force, compiled together; index `i` of the set is
 /// `watches[i]`.
 pub(crate) struct Compiled {
-    pub(crate) set: WatchSet,
+    pub(crate) set: Arc<WatchSet>,
     watches: Vec<(Watch, Option<u64>)>,
 }
 
@@ -231,7 +231,7 @@ impl Alerts {
             config,
             state: Mutex::new(State::default()),
             compiled: Mutex::new(Arc::new(Compiled {
-                set: WatchSet::default(),
+                set: Arc::new(WatchSet::default()),
                 watches: Vec::new(),
             })),
             generation: AtomicU64::new(0),
