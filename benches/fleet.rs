@@ -22,7 +22,9 @@
 //!   JSON of `src/fleet/wire.rs`), each with its own user on the hub,
 //!   allowed to publish only its site's announcements; every answer must
 //!   list every port, open;
-//! - the serving gateway's resident memory (`VmRSS`) before the 50 sites,
+//! - the serving gateway's anonymous resident memory (`RssAnon`: the
+//!   daemon gives back its binary's startup pages 5 s after it is ready,
+//!   which would move `VmRSS` in the middle of the count) before the 50 sites,
 //!   once it has heard them all (seen through a token that lists one port
 //!   of each, so that the whole list is not made yet), and after the
 //!   `list_ports` calls of the whole list; the difference per announced
@@ -210,7 +212,7 @@ async fn run(
         filled_in.as_secs_f64() * 1e3
     );
     println!(
-        "serving gateway VmRSS: {rss_before} KiB before, {rss_filled} KiB with {announced} ports announced ({:.0} B per port), {rss_after} KiB after the whole list's calls ({:.0} B per port)",
+        "serving gateway RssAnon: {rss_before} KiB before, {rss_filled} KiB with {announced} ports announced ({:.0} B per port), {rss_after} KiB after the whole list's calls ({:.0} B per port)",
         per_port(rss_filled),
         per_port(rss_after)
     );
@@ -477,14 +479,14 @@ async fn announce_fake_sites(hub: &str, stop: CancellationToken) -> tokio::task:
     })
 }
 
-/// The serving gateway's resident memory, KiB.
+/// The serving gateway's anonymous resident memory, KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix("RssAnon:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmRSS in {status}"))
+        .unwrap_or_else(|| panic!("no RssAnon in {status}"))
 }
 
 /// The hub, dc1's leaf and gateway, the serving gateway, and both
