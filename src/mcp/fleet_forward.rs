@@ -103,25 +103,8 @@ pub async fn forward(
     };
     // The one access decision, on the name this gateway shows.
     rules::authorize(caller, gateway, &call)?;
-    let Some(fleet) = fleet else {
-        return Err(GateError::new(
-            ErrorCode::PortUnavailable,
-            format!(
-                "{} names a port of another site, and this gateway does not serve the fleet ([fleet] serve = true)",
-                shown(&full)
-            ),
-        ));
-    };
+    let fleet = reachable(fleet, &target)?;
     let policy = forwarded_policy(caller, gateway, &full)?;
-    if !plain_port_name(&target.port) {
-        return Err(GateError::invalid(format!(
-            "{} is no port of a site: write site/port with the port's name (device paths are opened at the site's own gateway)",
-            shown(&full)
-        )));
-    }
-    if let Some(directory) = &fleet.directory {
-        directory.reachable_port(&target.site, &target.port)?;
-    }
     let mut arguments = request.arguments.unwrap_or_default();
     for key in ["port", "connection"] {
         if arguments.get(key).and_then(Value::as_str) == Some(full.as_str()) {
@@ -257,24 +240,7 @@ pub async fn read_resource(
     // Sent as with every call: the site keeps one session per policy.
     let policy = forwarded_policy(caller, gateway, &full)?;
     let client = session.actor().client;
-    let Some(fleet) = fleet else {
-        return Err(GateError::new(
-            ErrorCode::PortUnavailable,
-            format!(
-                "{} names a port of another site, and this gateway does not serve the fleet ([fleet] serve = true)",
-                shown(&full)
-            ),
-        ));
-    };
-    if !plain_port_name(&target.port) {
-        return Err(GateError::invalid(format!(
-            "{} is no port of a site",
-            shown(&full)
-        )));
-    }
-    if let Some(directory) = &fleet.directory {
-        directory.reachable_port(&target.site, &target.port)?;
-    }
+    let fleet = reachable(fleet, &target)?;
     let at_site = super::resources::renamed(uri, &full, &target.port)
         .ok_or_else(|| GateError::invalid(format!("{} names no resource of {full}", shown(uri))))?;
     let call = ForwardedCall {
@@ -373,6 +339,33 @@ static NEXT_CALL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 /// How often a call waiting at a site looks whether the site is still
 /// heard from.
 const SITE_WATCH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The fleet `target` is reached through, once its name is a port of a
+/// site and its site is heard from: refused at once, without a request,
+/// when this gateway does not serve the fleet, the name is a path, or
+/// the site is cut off.
+fn reachable<'a>(fleet: Option<&'a Fleet>, target: &RemotePort) -> Result<&'a Fleet, GateError> {
+    let full = target.full();
+    let Some(fleet) = fleet else {
+        return Err(GateError::new(
+            ErrorCode::PortUnavailable,
+            format!(
+                "{} names a port of another site, and this gateway does not serve the fleet ([fleet] serve = true)",
+                shown(&full)
+            ),
+        ));
+    };
+    if !plain_port_name(&target.port) {
+        return Err(GateError::invalid(format!(
+            "{} is no port of a site: write site/port with the port's name (device paths are opened at the site's own gateway)",
+            shown(&full)
+        )));
+    }
+    if let Some(directory) = &fleet.directory {
+        directory.reachable_port(&target.site, &target.port)?;
+    }
+    Ok(fleet)
+}
 
 /// Sends `call` to `site` within `deadline`: the tool's result there, or
 /// why the call did not run. A serving gateway stops waiting once the
