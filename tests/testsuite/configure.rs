@@ -571,14 +571,24 @@ async fn over_http_only_a_token_allowed_to_may_log_in_with_stored_credentials() 
         "{e}"
     );
     assert!(!String::from_utf8_lossy(&sim.received()).contains("admin"));
-    drop(ops);
-    // The token allowed to logs in.
+    ops.close().await.ok();
+    // The token allowed to logs in, once ops's session has ended at the
+    // daemon (a moment after its client closed it): until then its write
+    // hold stands, and another token may not take it.
     let noc = session("noc-secret-0123456789").await;
-    let reached = noc
-        .call("connect", json!({"port": "sw1", "take_over": true}))
-        .await
-        .expect("call");
-    drop(reached);
+    wait::eventually(
+        "noc holding sw1 once ops has gone",
+        DEADLINE,
+        async || match noc
+            .call("connect", json!({"port": "sw1", "take_over": true}))
+            .await
+            .expect("call")
+        {
+            serialgate_testkit::client::Outcome::Ok(_) => Ok(()),
+            serialgate_testkit::client::Outcome::Err(e) => Err(e),
+        },
+    )
+    .await;
     let reached = noc
         .call("set_mode", json!({"mode": "privileged"}))
         .await
