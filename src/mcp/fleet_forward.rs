@@ -143,14 +143,13 @@ pub async fn forward(
     // told when this one ends.
     let number = session.actor().session;
     session.farewell_at(&target.site, || farewell(fleet, &target.site, number));
-    let mut result = ask(
-        fleet,
-        &target.site,
-        &forwarded(&tool, arguments),
-        deadline,
-        cancel,
-    )
-    .await?;
+    // One forwarded call to the site, as this session and token.
+    let site = target.site.as_str();
+    let ask_site = |tool: &str, arguments, deadline| {
+        let call = forwarded(tool, arguments);
+        async move { ask(fleet, site, &call, deadline, cancel).await }
+    };
+    let mut result = ask_site(&tool, arguments, deadline).await?;
     if let Some((mut connect, arguments)) = connect
         && lost_connection(&result)
     {
@@ -164,25 +163,11 @@ pub async fn forward(
         );
         connect.remove("take_over");
         let deadline_connect = super::fleet_site::forwarded_deadline("connect", &connect);
-        let connected = ask(
-            fleet,
-            &target.site,
-            &forwarded("connect", connect),
-            deadline_connect,
-            cancel,
-        )
-        .await?;
+        let connected = ask_site("connect", connect, deadline_connect).await?;
         if connected.is_error == Some(true) {
             return Ok(connected.into());
         }
-        result = ask(
-            fleet,
-            &target.site,
-            &forwarded(&tool, arguments),
-            deadline,
-            cancel,
-        )
-        .await?;
+        result = ask_site(&tool, arguments, deadline).await?;
     }
     if result.is_error != Some(true) {
         // The site names the port as it knows it; here it is site/port.
