@@ -11,13 +11,12 @@
 //! arrives, and a watch that already matched its beginning does not alert
 //! again for it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use crate::matcher::Span;
-use crate::sync::lock;
+use crate::sync::SharedByKey;
 
 /// The longest line kept across reads: a longer one is matched in pieces
 /// of this size (a match spanning a cut is missed).
@@ -53,20 +52,14 @@ impl Default for WatchSet {
     }
 }
 
-/// Most sets kept compiled for ports to share; past it the keeping
-/// starts afresh (sets in use live on in their ports).
-const MAX_SHARED: usize = 64;
-
-/// The sets compiled so far, by their sources: every port of a preset
-/// has the same standing watches, so a gateway of 256 ports holds one
-/// set (about half a MiB of automata for a preset's five watches), not
-/// 256. Shared as one value, not cloned: a regex's clone would share the
-/// automata but keep scratch space of its own, which grows as a port
-/// streams; one value keeps one per thread that scans at once.
-fn shared() -> &'static Mutex<HashMap<Vec<String>, Arc<WatchSet>>> {
-    static SHARED: OnceLock<Mutex<HashMap<Vec<String>, Arc<WatchSet>>>> = OnceLock::new();
-    SHARED.get_or_init(Mutex::default)
-}
+/// The sets compiled so far, by their sources (at most 64 kept): every
+/// port of a preset has the same standing watches, so a gateway of 256
+/// ports holds one set (about half a MiB of automata for a preset's five
+/// watches), not 256. Shared as one value, not cloned: a regex's clone
+/// would share the automata but keep scratch space of its own, which
+/// grows as a port streams; one value keeps one per thread that scans at
+/// once.
+static SHARED: SharedByKey<Vec<String>, Arc<WatchSet>> = SharedByKey::new(64);
 
 impl WatchSet {
     /// Compiles `sources` (each already checked by
@@ -74,16 +67,7 @@ impl WatchSet {
     /// or shares the set compiled before from the same sources.
     pub fn new<S: AsRef<str>>(sources: &[S]) -> Result<Arc<WatchSet>, regex::Error> {
         let key: Vec<String> = sources.iter().map(|s| s.as_ref().to_owned()).collect();
-        if let Some(set) = lock(shared()).get(&key) {
-            return Ok(Arc::clone(set));
-        }
-        let set = Arc::new(WatchSet::compile_own(sources)?);
-        let mut kept = lock(shared());
-        if kept.len() >= MAX_SHARED {
-            kept.clear();
-        }
-        kept.insert(key, Arc::clone(&set));
-        Ok(set)
+        SHARED.get_or_make(key, |_| WatchSet::compile_own(sources).map(Arc::new))
     }
 
     /// Compiles `sources` into a set of their own.

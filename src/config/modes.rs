@@ -5,7 +5,6 @@
 //! one [`ModeRules`] each; a `[presets.NAME.modes]` or `[ports.NAME.modes]`
 //! table overrides any key of it.
 
-use std::collections::HashMap;
 use std::ops::Range;
 
 use schemars::JsonSchema;
@@ -424,34 +423,25 @@ impl ModePrompts {
     /// shares its automata). Regexes that do not compile (checked at load)
     /// are left out: they never match.
     pub fn new(rules: &ModeRules) -> ModePrompts {
-        /// Most rule sets kept compiled; past it the keeping starts afresh.
-        const MAX_SHARED: usize = 64;
-        type Key = Vec<(DeviceMode, String)>;
-        static SHARED: std::sync::OnceLock<std::sync::Mutex<HashMap<Key, ModePrompts>>> =
-            std::sync::OnceLock::new();
-        let shared = SHARED.get_or_init(Default::default);
-        let key: Key = rules
+        /// Rule sets compiled so far (at most 64 kept).
+        static SHARED: crate::sync::SharedByKey<Vec<(DeviceMode, String)>, ModePrompts> =
+            crate::sync::SharedByKey::new(64);
+        let key: Vec<(DeviceMode, String)> = rules
             .prompts()
             .into_iter()
             .map(|(mode, pattern)| (mode, pattern.to_owned()))
             .collect();
-        if let Some(prompts) = crate::sync::lock(shared).get(&key) {
-            return prompts.clone();
-        }
-        let prompts = ModePrompts {
-            judged: std::sync::Arc::new(
-                key.iter()
-                    .filter_map(|(mode, pattern)| {
-                        regex::Regex::new(pattern).ok().map(|re| (*mode, re))
-                    })
-                    .collect(),
-            ),
-        };
-        let mut kept = crate::sync::lock(shared);
-        if kept.len() >= MAX_SHARED {
-            kept.clear();
-        }
-        kept.insert(key, prompts.clone());
+        let Ok(prompts) = SHARED.get_or_make(key, |key| {
+            Ok::<_, std::convert::Infallible>(ModePrompts {
+                judged: std::sync::Arc::new(
+                    key.iter()
+                        .filter_map(|(mode, pattern)| {
+                            regex::Regex::new(pattern).ok().map(|re| (*mode, re))
+                        })
+                        .collect(),
+                ),
+            })
+        });
         prompts
     }
 
