@@ -59,6 +59,8 @@
 //!   that outlive a panic.
 //! - [`demo`]: `serialgate demo`, a scripted agent session with a simulated
 //!   switch (the `serialgate-sim` crate) through the real binary.
+//! - [`entry`]: the binary's asynchronous commands, boxed in this crate
+//!   so that the binary does not compile the daemon a second time.
 //!
 //! Dependencies point inwards: `mcp` → `access` → `gateway` → `port` →
 //! `log`/`matcher`.
@@ -73,6 +75,7 @@ pub mod console;
 pub mod daemon;
 pub mod demo;
 pub mod devices;
+pub mod entry;
 pub(crate) mod error;
 pub(crate) mod files;
 pub(crate) mod fleet;

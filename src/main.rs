@@ -157,7 +157,7 @@ fn main() -> ExitCode {
                     None => Config::default_with_builtins(),
                 };
                 let transport = serialgate::daemon::Transport::choose(&loaded, http, stdio);
-                serialgate::daemon::serve(loaded, config, transport).await
+                serialgate::entry::serve(loaded, config, transport).await
             }
             Command::CheckConfig { file } => check_config(&file),
             Command::ListPorts => {
@@ -206,12 +206,12 @@ fn main() -> ExitCode {
                     pace,
                     ..serialgate_sim::SimOptions::default()
                 };
-                simulate(&profile, link, options).await
+                serialgate::entry::simulate(profile, link, options).await
             }
-            Command::Demo => serialgate::demo::run().await,
+            Command::Demo => serialgate::entry::demo().await,
             // The one command with an exit status of its own (detached,
             // ended by the gateway, or by a signal).
-            Command::Console(options) => return serialgate::console::client::run(options).await,
+            Command::Console(options) => return serialgate::entry::console(options).await,
             // Answered above, before the runtime started.
             Command::GenerateMan { .. } | Command::Completions { .. } => Ok(()),
         };
@@ -311,21 +311,6 @@ fn list_ports() {
         "{}",
         serialgate::devices::listing(&serialgate::devices::list())
     );
-}
-
-async fn simulate(
-    profile: &str,
-    link: Option<PathBuf>,
-    options: serialgate_sim::SimOptions,
-) -> anyhow::Result<()> {
-    let profile: serialgate_sim::Profile = profile.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let device = serialgate_sim::spawn_with(profile, link, options).await?;
-    eprintln!(
-        "simulated device on {} (Ctrl-C to stop)",
-        device.path().display()
-    );
-    serialgate::daemon::lifecycle::terminated().await;
-    Ok(())
 }
 
 #[cfg(test)]
