@@ -11,8 +11,12 @@ use serde_json::{Map, Value};
 use crate::config::TokenAccess;
 use crate::port::PortState;
 
-/// The wire format's version; a message of another is refused.
-pub const VERSION: u32 = 1;
+/// The wire format's version; a message of another is refused, and the
+/// refusal names both. 2: a forwarded call carries its token's command
+/// policy, which a site reading version 1 would skip without a word, so
+/// such a site refuses the call instead of running it unjudged. A fleet
+/// is upgraded together: a member of another version is not heard.
+pub const VERSION: u32 = 2;
 /// Largest announcement a serving gateway reads.
 pub const MAX_ANNOUNCEMENT: usize = 256 * 1024;
 /// Most ports a serving gateway keeps of one site's announcement.
@@ -292,7 +296,7 @@ mod tests {
 
     #[test]
     fn a_hostile_alert_is_bounded_and_cleaned_and_named_after_its_stream() {
-        let alert = json!({"v": 1, "id": 7, "port": "sw1", "watch": "crash\u{1b}]0;x\u{7}\n",
+        let alert = json!({"v": 2, "id": 7, "port": "sw1", "watch": "crash\u{1b}]0;x\u{7}\n",
             "severity": "critical", "at_unix_ms": 1, "text": format!("\u{1b}[2Jboom\r\n{}", "x".repeat(5000)),
             "start": 10, "end": 14});
         let read = read_alert("dc1", alert.to_string().as_bytes()).unwrap();
@@ -304,7 +308,7 @@ mod tests {
             "{:?}",
             read.text
         );
-        let elsewhere = json!({"v": 1, "id": 1, "port": "../dc2/sw1", "watch": "w",
+        let elsewhere = json!({"v": 2, "id": 1, "port": "../dc2/sw1", "watch": "w",
             "severity": "info", "at_unix_ms": 1, "text": "t", "start": 0, "end": 1});
         assert!(read_alert("dc1", elsewhere.to_string().as_bytes()).is_err());
         assert!(read_alert("dc1", &vec![b' '; MAX_ALERT + 1]).is_err());
@@ -313,7 +317,7 @@ mod tests {
     #[test]
     fn a_hostile_announcement_is_bounded_and_cleaned() {
         let long = "x".repeat(10_000);
-        let payload = json!({"v": 1, "ports": [
+        let payload = json!({"v": 2, "ports": [
             {"name": "sw1", "state": "open", "preset": "cisco\u{1b}]0;pwned\u{7}_ios\u{1b}[31m", "writer": format!("a\r\nb{long}"), "people": 2},
             {"name": "bad\nname", "state": "open", "preset": "p", "writer": null, "people": 0},
             {"name": long, "state": "open", "preset": "p", "writer": null, "people": 0},
@@ -329,8 +333,8 @@ mod tests {
             "{writer:?}"
         );
         assert!(read_announcement(&vec![b' '; MAX_ANNOUNCEMENT + 1]).is_err());
-        assert!(read_announcement(b"{\"v\":2,\"ports\":[]}").is_err());
-        let unknown_state = json!({"v": 1, "ports": [{"name": "a", "state": "on fire", "preset": "", "writer": null, "people": 0}]});
+        assert!(read_announcement(b"{\"v\":1,\"ports\":[]}").is_err());
+        let unknown_state = json!({"v": 2, "ports": [{"name": "a", "state": "on fire", "preset": "", "writer": null, "people": 0}]});
         assert!(read_announcement(unknown_state.to_string().as_bytes()).is_err());
     }
 }

@@ -521,6 +521,26 @@ mod tests {
     }
 
     #[test]
+    fn a_call_of_another_wire_version_is_refused_naming_both() {
+        let call = |v: u32| -> ForwardedCall {
+            serde_json::from_value(serde_json::json!({
+                "v": v, "gateway": "hub:1-aa", "session": 1, "token": "ops",
+                "access": "write", "use_credentials": false, "client": "c",
+                "tool": "send_command", "arguments": {}
+            }))
+            .expect("a call")
+        };
+        assert_eq!(refused(&call(VERSION)), None);
+        let why = refused(&call(1)).expect("a version 1 call is refused");
+        assert!(
+            why.starts_with("invalid_argument:")
+                && why.contains("version 1")
+                && why.contains(&format!("reads {VERSION}")),
+            "{why}"
+        );
+    }
+
+    #[test]
     fn a_token_opening_sessions_in_a_loop_ends_only_its_own() {
         let sessions: Sessions<u64> = Sessions::default();
         sessions.insert(key("hub", 0, "ops"), 0);

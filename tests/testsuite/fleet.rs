@@ -671,7 +671,7 @@ async fn a_rogue_sites_announcement_is_shown_bounded_and_escaped_or_dropped() {
             .await
             .expect("dc3's credentials connect");
     let long = "A".repeat(5000);
-    let announcement = json!({"v": 1, "ports": [
+    let announcement = json!({"v": 2, "ports": [
         {"name": "evil", "state": "open", "preset": "cisco-ios\u{1b}]0;owned\u{7}\u{1b}[2J", "writer": format!("x\r\n{long}"), "people": 1},
         {"name": "bad\u{1b}[31mname", "state": "open", "preset": "p", "writer": null, "people": 0},
     ]});
@@ -695,7 +695,7 @@ async fn a_rogue_sites_announcement_is_shown_bounded_and_escaped_or_dropped() {
         .await;
     assert!(!line.contains('\u{1b}'), "{line:?}");
     // Too large a message is dropped whole, and said so.
-    let huge = json!({"v": 1, "ports": [{"name": "x", "state": "open", "preset": "A".repeat(300_000), "writer": null, "people": 0}]});
+    let huge = json!({"v": 2, "ports": [{"name": "x", "state": "open", "preset": "A".repeat(300_000), "writer": null, "people": 0}]});
     rogue
         .publish("serialgate.announce.dc3", huge.to_string().into())
         .await

@@ -417,13 +417,13 @@ async fn a_rogue_sites_alert_is_shown_bounded_and_escaped_and_cannot_land_on_ano
     })
     .await
     .expect("dc3's stream");
-    let forged = json!({"v": 1, "id": 1, "port": "../dc1/core-sw1", "watch": "crash",
+    let forged = json!({"v": 2, "id": 1, "port": "../dc1/core-sw1", "watch": "crash",
         "severity": "critical", "at_unix_ms": 1, "text": "forged", "start": 0, "end": 6});
-    let hostile = json!({"v": 1, "id": 2, "port": "evil", "watch": "crash\u{1b}]0;owned\u{7}",
+    let hostile = json!({"v": 2, "id": 2, "port": "evil", "watch": "crash\u{1b}]0;owned\u{7}",
         "severity": "critical", "at_unix_ms": 1,
         "text": format!("\u{1b}[2Jboom\r\nforged line\u{1b}[31m{}", "A".repeat(5000)),
         "start": 0, "end": 4});
-    let forging_a_log_line = json!({"v": 1, "id": 3, "port": "evil", "watch": "w",
+    let forging_a_log_line = json!({"v": 2, "id": 3, "port": "evil", "watch": "w",
         "severity": "critical\u{1b}[2J\nFAKE LOG LINE", "at_unix_ms": 1, "text": "t", "start": 0, "end": 1});
     for alert in [forged, hostile, forging_a_log_line] {
         js.publish("serialgate.from.dc3.alerts", alert.to_string().into())
@@ -433,7 +433,7 @@ async fn a_rogue_sites_alert_is_shown_bounded_and_escaped_and_cannot_land_on_ano
             .expect("stored");
     }
     let ops = agent(&fleet, OPS).await;
-    let announcement = json!({"v": 1, "ports": [
+    let announcement = json!({"v": 2, "ports": [
         {"name": "evil", "state": "open", "preset": "cisco-ios", "writer": null, "people": 0}]});
     rogue
         .publish("serialgate.announce.dc3", announcement.to_string().into())

@@ -460,7 +460,7 @@ async fn rogue_site(hub: &str) -> tokio::task::JoinHandle<()> {
         .await
         .expect("subscribe");
     tokio::spawn(async move {
-        let announcement = json!({"v": 1, "ports": [
+        let announcement = json!({"v": 2, "ports": [
             {"name": "evil", "state": "open", "preset": "p", "writer": null, "people": 0}
         ]})
         .to_string();

@@ -141,7 +141,7 @@ fn forwarded(
     arguments: Value,
 ) -> Vec<u8> {
     serde_json::to_vec(&json!({
-        "v": 1,
+        "v": 2,
         "gateway": gateway,
         "session": session,
         "token": token,
