@@ -128,6 +128,8 @@ async fn run(
         rig::enable(&agent).await;
     }
     let (remote, local) = round_trips(&agent, &fleet, rtt_samples).await;
+    ok(&agent, "disconnect", json!({"connection": "dc1/core-sw1"})).await;
+    let (direct, floor) = site_and_floor(&fleet, rtt_samples).await;
     let small = list_ports(&agent, 2, list_samples).await;
     let burst = if quick { 256 << 10 } else { 1 << 20 };
     let one = console_fanout(&fleet, 1, burst).await;
@@ -172,6 +174,10 @@ async fn run(
         ("dc1/core-sw1 (fleet)", &remote),
         ("hub-sw1 (local)", &local),
     ] {
+        println!("{name:>22} {:>9.3} {:>9.3} {:>9.3}", s.p50, s.p99, s.max);
+    }
+    println!("where the fleet's time goes, {rtt_samples} each, alternating (ms)");
+    for (name, s) in [("to dc1's gateway", &direct), ("NATS alone", &floor)] {
         println!("{name:>22} {:>9.3} {:>9.3} {:>9.3}", s.p50, s.p99, s.max);
     }
     println!();
@@ -223,6 +229,8 @@ async fn run(
             "rtt_samples": rtt_samples,
             "remote_p50_ms": remote.p50, "remote_p99_ms": remote.p99, "remote_max_ms": remote.max,
             "local_p50_ms": local.p50, "local_p99_ms": local.p99, "local_max_ms": local.max,
+            "site_direct_p50_ms": direct.p50, "site_direct_p99_ms": direct.p99,
+            "nats_floor_p50_ms": floor.p50, "nats_floor_p99_ms": floor.p99,
             "list_samples": list_samples,
             "list_2_p50_ms": small.p50, "list_2_p99_ms": small.p99, "list_2_max_ms": small.max,
             "list_ports": announced + 2, "list_full_bytes": list_bytes,
@@ -386,6 +394,118 @@ async fn round_trips(agent: &GateClient, fleet: &Fleet, samples: usize) -> (Spre
     (spread(remote), spread(local))
 }
 
+/// Where the fleet's time goes, by taking parts away; ms each, the two
+/// alternating after a warm-up:
+/// - `show clock` forwarded to dc1's gateway by the bench itself, as the
+///   serving gateway forwards it (its nkey, its subject, the JSON of
+///   `src/fleet/wire.rs`) in a session of its own: NATS and the site,
+///   without the serving gateway;
+/// - NATS alone: a request of the same size through the hub and dc1's
+///   leaf to a client of the leaf that answers at once with as many bytes
+///   as dc1's gateway answered.
+///
+/// The agent's own connection to dc1/core-sw1 must be closed first (the
+/// bench's session takes the switch's write hold).
+async fn site_and_floor(fleet: &Fleet, samples: usize) -> (Spread, Spread) {
+    let serving = async_nats::ConnectOptions::new()
+        .nkey(fleet.serving_seed.clone())
+        .connect(fleet.hub_url.as_str())
+        .await
+        .expect("the bench connects to the hub as the serving gateway");
+    let mut number = 0;
+    let mut call = |tool: &str, arguments: Value| {
+        number += 1;
+        json!({"v": 2, "gateway": "bench:1-00000000", "session": 1, "token": "ops",
+               "access": "write", "use_credentials": false, "client": "fleet-bench",
+               "tool": tool, "arguments": arguments, "call": number})
+        .to_string()
+    };
+    let ask = async |payload: String| -> (Value, usize) {
+        let answer = serving
+            .request("serialgate.site.dc1.call", payload.into())
+            .await
+            .expect("dc1's gateway answers");
+        let value: Value = serde_json::from_slice(&answer.payload).expect("an answer in JSON");
+        (value, answer.payload.len())
+    };
+    let (connected, _) = ask(call("connect", json!({"port": "core-sw1"}))).await;
+    assert!(
+        connected["result"]["isError"] != true,
+        "the bench's connect at dc1: {connected}"
+    );
+    let show_clock = call(
+        "send_command",
+        json!({"connection": "core-sw1", "command": "show clock"}),
+    );
+    let (answered, answer_bytes) = ask(show_clock.clone()).await;
+    assert!(
+        answered["result"]["structuredContent"]["prompt_text"] == "SW1#",
+        "show clock forwarded by the bench: {answered}"
+    );
+
+    // The echo: a client of dc1's leaf, on a subject of dc1 (which dc1's
+    // user on the hub may take), answering with as many bytes.
+    let leaf = async_nats::connect(fleet.leaf.url())
+        .await
+        .expect("the bench connects to dc1's leaf");
+    let mut echoes = leaf
+        .subscribe("serialgate.site.dc1.bench-echo")
+        .await
+        .expect("subscribe the echo");
+    let echo = {
+        let leaf = leaf.clone();
+        let reply = vec![b'x'; answer_bytes];
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(message) = echoes.next().await {
+                if let Some(to) = message.reply {
+                    let _ = leaf.publish(to, reply.clone().into()).await;
+                }
+            }
+        })
+    };
+    // The leaf tells the hub of the subscription in its own time.
+    wait::eventually("the echo heard through the hub", DEADLINE, || async {
+        let heard = serving
+            .request("serialgate.site.dc1.bench-echo", "x".into())
+            .await
+            .is_ok();
+        wait::when(heard, |h| *h)
+    })
+    .await;
+
+    let sent_before = clocks_received(&fleet.remote_sim);
+    let mut direct = Vec::with_capacity(samples);
+    let mut floor = Vec::with_capacity(samples);
+    for i in 0..WARMUP + samples {
+        let started = Instant::now();
+        let (answered, _) = ask(show_clock.clone()).await;
+        let took = started.elapsed();
+        assert!(
+            answered["result"]["structuredContent"]["prompt_text"] == "SW1#",
+            "{answered}"
+        );
+        let started = Instant::now();
+        serving
+            .request("serialgate.site.dc1.bench-echo", show_clock.clone().into())
+            .await
+            .expect("the echo answers");
+        let echoed = started.elapsed();
+        if i >= WARMUP {
+            direct.push(took.as_secs_f64() * 1e3);
+            floor.push(echoed.as_secs_f64() * 1e3);
+        }
+    }
+    assert_eq!(
+        clocks_received(&fleet.remote_sim) - sent_before,
+        WARMUP + samples,
+        "dc1's switch got another number of commands than the bench sent"
+    );
+    ask(call("disconnect", json!({"connection": "core-sw1"}))).await;
+    echo.abort();
+    (spread(direct), spread(floor))
+}
+
 /// How many `show clock` lines `sim` has received.
 fn clocks_received(sim: &SimHandle) -> usize {
     let received = sim.received();
@@ -456,7 +576,7 @@ async fn announce_fake_sites(hub: &str, stop: CancellationToken) -> tokio::task:
                 json!({"name": format!("sw{p:02}"), "state": "open", "preset": "cisco-ios", "writer": null, "people": 0})
             })
             .collect();
-        let payload = json!({"v": 1, "ports": ports}).to_string();
+        let payload = json!({"v": 2, "ports": ports}).to_string();
         sites.push((client, format!("serialgate.announce.{site}"), payload));
     }
     tokio::spawn(async move {
@@ -495,7 +615,10 @@ struct Fleet {
     _dir: tempfile::TempDir,
     _hub: NatsServer,
     hub_url: String,
-    _leaf: NatsServer,
+    leaf: NatsServer,
+    /// The serving gateway's nkey seed, for the bench's own requests to
+    /// dc1 as that gateway sends them.
+    serving_seed: String,
     remote_sim: SimHandle,
     local_sim: SimHandle,
     _site: Daemon,
@@ -591,7 +714,8 @@ impl Fleet {
             hub_url: hub.url(),
             _dir: dir,
             _hub: hub,
-            _leaf: leaf,
+            leaf,
+            serving_seed: key.seed().expect("the serving gateway's seed"),
             remote_sim,
             local_sim,
             _site: site,

@@ -1,16 +1,22 @@
-//! An MCP session with a server of this daemon inside the process, over
-//! an in-memory pipe: JSON-RPC one message per line, as over stdio. The
-//! calls the fleet forwards to this site run through it, so they take the
-//! very path a local call takes (the handler's checks, the tool, its
-//! metrics); its session keeps their connections and cursors between
-//! calls.
+//! An MCP session with a server of this daemon inside the process. The
+//! session is opened over an in-memory pipe (JSON-RPC one message per
+//! line, as over stdio: the handshake, the client's name, and where the
+//! server's own notifications go); its calls are then made on the
+//! server's handler directly, with a request context of that running
+//! session, which spares each call a round of JSON through the pipe and
+//! four task switches. The calls the fleet forwards to this site run
+//! through it, so they take the very path a local call takes (the
+//! handler's checks, the tool, its metrics); its session keeps their
+//! connections and cursors between calls.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, RequestId, ServerResult};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
 use tokio::sync::oneshot;
@@ -31,6 +37,10 @@ const END_DEADLINE: Duration = Duration::from_secs(5);
 
 type Pending = Arc<std::sync::Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 
+/// The server of a session and the running session's peer: what a call
+/// on the handler needs.
+type Direct = Arc<(GateServer, Peer<RoleServer>)>;
+
 /// An initialized session with an in-process server; the server's session
 /// ends (its connections detached) when this drops.
 pub struct Loopback {
@@ -39,6 +49,9 @@ pub struct Loopback {
     next_id: AtomicU64,
     /// The server's task, which ends with its session.
     served: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// What calls are made on; taken at [`Loopback::end`], so that the
+    /// session's state is released with the server's session.
+    direct: std::sync::Mutex<Option<Direct>>,
 }
 
 impl Loopback {
@@ -47,9 +60,12 @@ impl Loopback {
     pub async fn start(server: GateServer, client: &str) -> Result<Loopback, GateError> {
         let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
         let (their_read, their_write) = tokio::io::split(theirs);
+        let (peer_tx, peer_rx) = oneshot::channel();
+        let handler = server.clone();
         let served = tokio::spawn(async move {
             match server.serve((their_read, their_write)).await {
                 Ok(running) => {
+                    let _ = peer_tx.send(running.peer().clone());
                     let _ = running.waiting().await;
                 }
                 Err(e) => tracing::warn!("fleet: an in-process session did not start: {e}"),
@@ -82,6 +98,7 @@ impl Loopback {
             pending,
             next_id: AtomicU64::new(1),
             served: std::sync::Mutex::new(Some(served)),
+            direct: std::sync::Mutex::new(None),
         };
         session
             .request(
@@ -97,6 +114,12 @@ impl Loopback {
         session
             .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await?;
+        // The server's session runs once it has heard both.
+        let peer = match tokio::time::timeout(HANDSHAKE_DEADLINE, peer_rx).await {
+            Ok(Ok(peer)) => peer,
+            _ => return Err(ended()),
+        };
+        *crate::sync::lock(&session.direct) = Some(Arc::new((handler, peer)));
         Ok(session)
     }
 
@@ -104,6 +127,7 @@ impl Loopback {
     /// ends (its connections detached, its write holds let go) before
     /// this returns, unless a call of it runs past [`END_DEADLINE`].
     pub async fn end(&self) {
+        crate::sync::lock(&self.direct).take();
         let _ = self.writer.lock().await.shutdown().await;
         let served = crate::sync::lock(&self.served).take();
         if let Some(task) = served
@@ -125,11 +149,12 @@ impl Loopback {
         deadline: Duration,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Value, GateError> {
-        self.request_cancellable(
+        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        self.on_handler(
             "tools/call",
-            json!({"name": tool, "arguments": arguments}),
             deadline,
-            Some(cancel),
+            cancel,
+            |direct, context| async move { direct.0.call_tool(request, context).await },
         )
         .await
     }
@@ -137,26 +162,83 @@ impl Loopback {
     /// Reads the resource `uri`; the `ReadResourceResult` as JSON, within
     /// `deadline`.
     pub async fn read_resource(&self, uri: &str, deadline: Duration) -> Result<Value, GateError> {
-        self.request("resources/read", json!({"uri": uri}), deadline)
-            .await
+        let request = ReadResourceRequestParams::new(uri.to_owned());
+        let never = tokio_util::sync::CancellationToken::new();
+        self.on_handler(
+            "resources/read",
+            deadline,
+            &never,
+            |direct, context| async move { direct.0.read_resource(request, context).await },
+        )
+        .await
     }
 
+    /// Runs `handle` (a request of `method` on the server's handler) in a
+    /// task of its own, with a request context of this session whose
+    /// cancellation `cancel` triggers; its answer as JSON within
+    /// `deadline`. The task goes on past the deadline, as a request over
+    /// the pipe would; a cancelled one is awaited [`CANCEL_DEADLINE`].
+    async fn on_handler<T, H, F>(
+        &self,
+        method: &str,
+        deadline: Duration,
+        cancel: &tokio_util::sync::CancellationToken,
+        handle: H,
+    ) -> Result<Value, GateError>
+    where
+        T: Into<ServerResult> + Send + 'static,
+        H: FnOnce(Direct, RequestContext<RoleServer>) -> F,
+        F: Future<Output = Result<T, ErrorData>> + Send + 'static,
+    {
+        let Some(direct) = crate::sync::lock(&self.direct).clone() else {
+            return Err(ended());
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut context = RequestContext::new(
+            RequestId::Number(i64::try_from(id).unwrap_or(i64::MAX)),
+            direct.1.clone(),
+        );
+        context.ct = cancel.child_token();
+        let mut running = tokio::spawn(handle(direct, context));
+        let answered = tokio::select! {
+            answered = tokio::time::timeout(deadline, &mut running) => answered,
+            () = cancel.cancelled() => tokio::time::timeout(CANCEL_DEADLINE, &mut running).await,
+        };
+        let answer = match answered {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => return Err(ended()),
+            Err(_) => {
+                return Err(GateError::new(
+                    ErrorCode::Timeout,
+                    format!("{method} got no answer within {deadline:?} at the site"),
+                ));
+            }
+        };
+        match answer {
+            // As the answer's `result` would be written over the pipe.
+            Ok(result) => serde_json::to_value(Into::<ServerResult>::into(result)).map_err(|e| {
+                GateError::new(
+                    ErrorCode::InvalidArgument,
+                    format!("{method}'s answer at the site does not write as JSON: {e}"),
+                )
+            }),
+            Err(error) => Err(GateError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{method} failed at the site: {}",
+                    crate::error::shown(&error.message)
+                ),
+            )),
+        }
+    }
+
+    /// A request over the pipe (the handshake's), answered within
+    /// `deadline`: its result.
     async fn request(
         &self,
         method: &str,
         params: Value,
         deadline: Duration,
-    ) -> Result<Value, GateError> {
-        self.request_cancellable(method, params, deadline, None)
-            .await
-    }
-
-    async fn request_cancellable(
-        &self,
-        method: &str,
-        params: Value,
-        deadline: Duration,
-        cancel: Option<&tokio_util::sync::CancellationToken>,
     ) -> Result<Value, GateError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -164,24 +246,8 @@ impl Loopback {
         let sent = self
             .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
-        let cancelled = async {
-            match cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let mut rx = rx;
         let answer = match sent {
-            Ok(()) => tokio::select! {
-                answer = tokio::time::timeout(deadline, &mut rx) => answer,
-                () = cancelled => {
-                    let _ = self
-                        .send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "the agent cancelled the call at its serving gateway"}}))
-                        .await;
-                    // The server's answer, if it sends one, ends the call.
-                    tokio::time::timeout(CANCEL_DEADLINE, &mut rx).await
-                }
-            },
+            Ok(()) => tokio::time::timeout(deadline, rx).await,
             Err(e) => {
                 crate::sync::lock(&self.pending).remove(&id);
                 return Err(e);
