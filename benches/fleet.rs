@@ -16,6 +16,10 @@
 //!   dc1's gateway) and on `hub-sw1`, in turn, p50/p99/max in ms; each
 //!   answer must be the switch's clock, and each switch must have
 //!   received exactly its own commands;
+//! - where that time goes: `show clock` forwarded to dc1's gateway by the
+//!   bench itself, as the serving gateway forwards it (NATS and the site
+//!   without the serving gateway), and a NATS request alone through the
+//!   hub and dc1's leaf to an echo on the leaf;
 //! - `list_ports`: its latency with only those two ports, then with 50
 //!   more sites of 48 ports each announced: the bench publishes their
 //!   announcements itself each second, as 50 sites' gateways would (the
