@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::alert_inbox::AlertInbox;
 use super::directory::Directory;
+use super::heartbeat::{self, SitesInUse};
 use super::in_flight::{Full, InFlight, Limits};
 use super::subjects;
 use super::wire::{CallAnswer, ForwardedCall, MAX_CALL};
@@ -48,6 +49,9 @@ pub struct Fleet {
     pub alerts: Option<AlertInbox>,
     /// The calls forwarded and not answered yet, by site and token.
     in_flight: InFlight,
+    /// The sites where this gateway's MCP sessions keep sessions, told
+    /// that it lives (`fleet/heartbeat.rs`).
+    pub in_use: SitesInUse,
 }
 
 /// The options of a connection as `[fleet]` asks for it.
@@ -126,18 +130,29 @@ impl Fleet {
                 .await
                 .map_err(|e| anyhow::anyhow!("fleet: cannot hear the sites' announcements: {e}"))?;
             let alerts = AlertInbox::default();
-            alerts.start(client.clone(), directory.clone(), config.site.clone(), stop);
+            alerts.start(
+                client.clone(),
+                directory.clone(),
+                config.site.clone(),
+                stop.clone(),
+            );
             (Some(directory), Some(alerts))
         } else {
             (None, None)
         };
+        let gateway = incarnation(&config.site);
+        let in_use = SitesInUse::default();
+        if config.serve {
+            heartbeat::start(client.clone(), gateway.clone(), in_use.clone(), stop);
+        }
         Ok(Fleet {
             client,
             site: config.site.clone(),
-            gateway: incarnation(&config.site),
+            gateway,
             directory,
             alerts,
             in_flight: InFlight::default(),
+            in_use,
         })
     }
 

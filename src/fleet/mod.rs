@@ -16,7 +16,9 @@
 //! - `alert_inbox`: a serving gateway reading every site's alert stream
 //!   with a durable consumer and keeping what it delivered;
 //! - `forwarded_policy`: a token's command policy sent with its calls,
-//!   bounded and read again at the site.
+//!   bounded and read again at the site;
+//! - `heartbeat`: a serving gateway telling the sites where its sessions
+//!   keep sessions that it still lives.
 //!
 //! Running a forwarded call is the MCP tools' (`mcp/fleet_site.rs`), and
 //! forwarding one is the MCP handler's (`mcp/fleet_forward.rs`): this
@@ -27,6 +29,7 @@ pub mod alert_inbox;
 pub mod announcer;
 pub mod directory;
 pub mod forwarded_policy;
+pub mod heartbeat;
 pub mod in_flight;
 pub mod link;
 pub mod subjects;

@@ -34,6 +34,12 @@ pub fn session_ends(site: &str) -> String {
     format!("{}.end", to_site(site))
 }
 
+/// Where a serving gateway says, every few seconds, that it lives and
+/// keeps sessions at `site` (`fleet/heartbeat.rs`).
+pub fn alive(site: &str) -> String {
+    format!("{}.alive", to_site(site))
+}
+
 /// Where a serving gateway tells a site that the agent cancelled a
 /// forwarded call still running there (a line waiting for approval is
 /// withdrawn, as a local call's is).

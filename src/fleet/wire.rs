@@ -193,7 +193,17 @@ pub struct SessionEnded {
     pub session: u64,
 }
 
-/// Largest [`SessionEnded`] a site reads.
+/// A serving gateway's word to a site that it lives
+/// (`fleet/heartbeat.rs`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Alive {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The serving gateway, as its calls name it.
+    pub gateway: String,
+}
+
+/// Largest [`SessionEnded`], [`Alive`] or [`CallCancelled`] a site reads.
 pub const MAX_SESSION_ENDED: usize = 1024;
 
 /// A site's answer: the tool's result as MCP sends it, or why the site

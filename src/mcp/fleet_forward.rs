@@ -299,7 +299,9 @@ fn forwarded_policy(
 /// What tells `site` that this gateway's session `number` ended, once it
 /// drops: the site ends that session's sessions there at once, with their
 /// connections and write holds, instead of keeping them until idle.
+/// Meanwhile the site is told that this gateway lives.
 fn farewell(fleet: &Fleet, site: &str, number: u64) -> tokio_util::sync::DropGuard {
+    let in_use = fleet.in_use.hold(site);
     let ended = tokio_util::sync::CancellationToken::new();
     let (client, subject) = (fleet.client().clone(), subjects::session_ends(site));
     let message = SessionEnded {
@@ -314,6 +316,7 @@ fn farewell(fleet: &Fleet, site: &str, number: u64) -> tokio_util::sync::DropGua
         if let Err(e) = client.publish(subject, payload.into()).await {
             tracing::warn!("fleet: a site was not told of a session's end: {e}");
         }
+        drop(in_use);
     });
     ended.drop_guard()
 }

@@ -19,11 +19,13 @@ use super::loopback::Loopback;
 use super::server::GateServer;
 use crate::access::Caller;
 use crate::fleet::forwarded_policy::ForwardedPolicy;
+use crate::fleet::heartbeat;
 use crate::fleet::in_flight::{Full, InFlight, Limits};
 use crate::fleet::link::{Fleet, site_of};
 use crate::fleet::subjects;
 use crate::fleet::wire::{
-    CallAnswer, CallCancelled, ForwardedCall, MAX_CALL, MAX_SESSION_ENDED, SessionEnded, VERSION,
+    Alive, CallAnswer, CallCancelled, ForwardedCall, MAX_CALL, MAX_SESSION_ENDED, SessionEnded,
+    VERSION,
 };
 use crate::gateway::Gateway;
 
@@ -66,12 +68,16 @@ struct Kept<T> {
 #[derive(Clone)]
 struct Sessions<T = Arc<SiteSession>> {
     kept: Arc<Mutex<HashMap<Key, Kept<T>>>>,
+    /// When each serving gateway with sessions here was last heard from:
+    /// a call, or its word that it lives (`fleet/heartbeat.rs`).
+    heard: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
 impl<T> Default for Sessions<T> {
     fn default() -> Self {
         Sessions {
             kept: Arc::default(),
+            heard: Arc::default(),
         }
     }
 }
@@ -116,6 +122,52 @@ impl<T: Clone> Sessions<T> {
             .iter()
             .filter_map(|k| kept.remove(k))
             .map(|k| k.session)
+            .collect()
+    }
+
+    /// Notes a call of `gateway` at `now`.
+    fn called_by(&self, gateway: &str, now: Instant) {
+        crate::sync::lock(&self.heard).insert(gateway.to_owned(), now);
+    }
+
+    /// Notes `gateway`'s word at `now` that it lives, if it has sessions
+    /// here.
+    fn alive(&self, gateway: &str, now: Instant) {
+        if let Some(heard) = crate::sync::lock(&self.heard).get_mut(gateway) {
+            *heard = now;
+        }
+    }
+
+    /// Lets go of the sessions of every serving gateway not heard from
+    /// for `silent` at `now`: each such gateway, with its sessions let go.
+    fn silent(&self, silent: Duration, now: Instant) -> Vec<(String, Vec<T>)> {
+        let mut heard = crate::sync::lock(&self.heard);
+        let mut kept = crate::sync::lock(&self.kept);
+        // Only gateways with sessions here are watched, each from its
+        // first call (or from now, should a sweep have come between a
+        // first call and its session).
+        let with_sessions: std::collections::HashSet<String> =
+            kept.keys().map(|k| k.0.clone()).collect();
+        heard.retain(|gateway, _| with_sessions.contains(gateway));
+        for gateway in with_sessions {
+            heard.entry(gateway).or_insert(now);
+        }
+        let gone: Vec<String> = heard
+            .iter()
+            .filter(|(_, at)| now.saturating_duration_since(**at) >= silent)
+            .map(|(gateway, _)| gateway.clone())
+            .collect();
+        gone.into_iter()
+            .map(|gateway| {
+                heard.remove(&gateway);
+                let keys: Vec<Key> = kept.keys().filter(|k| k.0 == gateway).cloned().collect();
+                let sessions = keys
+                    .iter()
+                    .filter_map(|k| kept.remove(k))
+                    .map(|k| k.session)
+                    .collect();
+                (gateway, sessions)
+            })
             .collect()
     }
 
@@ -312,6 +364,7 @@ async fn answer(
             ));
         }
     };
+    sessions.called_by(&call.gateway, Instant::now());
     let key = (call.gateway.clone(), call.session, call.token.clone());
     let kept = match sessions.get(&key) {
         // The serving gateway's config changed the token's policy: the
@@ -431,6 +484,35 @@ async fn session_ended(sessions: Sessions, payload: Vec<u8>) {
     }
 }
 
+/// Notes the serving gateway an [`Alive`] in `payload` names as heard.
+fn gateway_alive(sessions: &Sessions, payload: &[u8]) {
+    if payload.len() > MAX_SESSION_ENDED {
+        return;
+    }
+    if let Ok(alive) = serde_json::from_slice::<Alive>(payload)
+        && alive.v == VERSION
+    {
+        sessions.alive(&alive.gateway, Instant::now());
+    }
+}
+
+/// Ends the sessions here of every serving gateway silent for
+/// [`heartbeat::SILENT`] (killed, or cut off that long), with their
+/// connections and write holds.
+async fn end_silent(sessions: &Sessions) {
+    for (gateway, gone) in sessions.silent(heartbeat::SILENT, Instant::now()) {
+        tracing::info!(
+            "fleet: serving gateway {} not heard from for {:?}; ending its {} session(s) here, with their connections and write holds",
+            crate::error::label(&gateway),
+            heartbeat::SILENT,
+            gone.len()
+        );
+        for session in gone {
+            session.loopback.end().await;
+        }
+    }
+}
+
 /// Serves the calls forwarded to `fleet`'s site until `stop`.
 pub async fn serve_calls(
     gateway: Gateway,
@@ -458,6 +540,21 @@ pub async fn serve_calls(
                 },
             };
             call_cancelled(&cancelled, &message.payload);
+        }
+    });
+    let mut alive = client.subscribe(subjects::alive(&fleet.site)).await?;
+    let (stop_alive, alive_sessions) = (stop.clone(), sessions.clone());
+    tokio::spawn(async move {
+        let mut sweep = tokio::time::interval(heartbeat::EVERY);
+        loop {
+            tokio::select! {
+                () = stop_alive.cancelled() => break,
+                m = alive.next() => match m {
+                    Some(m) => gateway_alive(&alive_sessions, &m.payload),
+                    None => break,
+                },
+                _ = sweep.tick() => end_silent(&alive_sessions).await,
+            }
         }
     });
     let (stop_ends, ended_sessions) = (stop.clone(), sessions.clone());
@@ -557,6 +654,31 @@ mod tests {
         assert_eq!(sessions.get(&key("hub", newest, "reader")), Some(newest));
         // a kept key is found again, not replaced
         assert_eq!(sessions.insert(key("hub", 0, "ops"), 99), 0);
+    }
+
+    #[test]
+    fn a_serving_gateway_silent_too_long_loses_its_sessions_and_no_other_does() {
+        let sessions: Sessions<u64> = Sessions::default();
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        sessions.called_by("hub:10-aa", at(0));
+        sessions.insert(key("hub:10-aa", 1, "ops"), 1);
+        sessions.insert(key("hub:10-aa", 2, "root"), 2);
+        sessions.called_by("hub2:20-bb", at(0));
+        sessions.insert(key("hub2:20-bb", 1, "ops"), 3);
+        // nobody is silent yet
+        assert!(sessions.silent(Duration::from_secs(10), at(9)).is_empty());
+        // hub2 keeps saying it lives; a word from a gateway with no
+        // session here is not kept
+        sessions.alive("hub2:20-bb", at(8));
+        sessions.alive("stranger:1-00", at(8));
+        let mut gone = sessions.silent(Duration::from_secs(10), at(12));
+        assert_eq!(gone.len(), 1);
+        let (gateway, mut let_go) = gone.remove(0);
+        let_go.sort();
+        assert_eq!((gateway.as_str(), let_go), ("hub:10-aa", vec![1, 2]));
+        assert_eq!(sessions.get(&key("hub2:20-bb", 1, "ops")), Some(3));
+        assert!(!crate::sync::lock(&sessions.heard).contains_key("stranger:1-00"));
     }
 
     #[test]
