@@ -204,16 +204,7 @@ impl Loopback {
             answered = tokio::time::timeout(deadline, &mut running) => answered,
             () = cancel.cancelled() => tokio::time::timeout(CANCEL_DEADLINE, &mut running).await,
         };
-        let answer = match answered {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => return Err(ended()),
-            Err(_) => {
-                return Err(GateError::new(
-                    ErrorCode::Timeout,
-                    format!("{method} got no answer within {deadline:?} at the site"),
-                ));
-            }
-        };
+        let answer = answer_of(answered, method, deadline)?;
         match answer {
             // As the answer's `result` would be written over the pipe.
             Ok(result) => serde_json::to_value(Into::<ServerResult>::into(result)).map_err(|e| {
@@ -254,16 +245,7 @@ impl Loopback {
             }
         };
         crate::sync::lock(&self.pending).remove(&id);
-        let message = match answer {
-            Ok(Ok(m)) => m,
-            Ok(Err(_)) => return Err(ended()),
-            Err(_) => {
-                return Err(GateError::new(
-                    ErrorCode::Timeout,
-                    format!("{method} got no answer within {deadline:?} at the site"),
-                ));
-            }
-        };
+        let message = answer_of(answer, method, deadline)?;
         if let Some(error) = message.get("error") {
             return Err(GateError::new(
                 ErrorCode::InvalidArgument,
@@ -285,6 +267,23 @@ impl Loopback {
             .await
             .map_err(|_| ended())?;
         writer.flush().await.map_err(|_| ended())
+    }
+}
+
+/// What a wait for the answer to `method` within `deadline` came to: the
+/// answer, or why there is none (the session ended, or the time ran out).
+fn answer_of<T, E>(
+    waited: Result<Result<T, E>, tokio::time::error::Elapsed>,
+    method: &str,
+    deadline: Duration,
+) -> Result<T, GateError> {
+    match waited {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(_)) => Err(ended()),
+        Err(_) => Err(GateError::new(
+            ErrorCode::Timeout,
+            format!("{method} got no answer within {deadline:?} at the site"),
+        )),
     }
 }
 
