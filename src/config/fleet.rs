@@ -42,7 +42,8 @@ pub struct FleetConfig {
     /// The CA certificates a `tls://` server's certificate must be signed
     /// by; none: the system's roots.
     pub ca_file: Option<PathBuf>,
-    /// Whether this gateway offers every site's ports through its doors.
+    /// Whether this gateway offers every site's ports through its doors:
+    /// `serve`, else whether it has no ports of its own.
     pub serve: bool,
 }
 
@@ -148,8 +149,10 @@ fn read_credentials(path: &std::path::Path) -> Result<FleetCredentials, String> 
 }
 
 impl RawFleet {
-    /// Checks the values; reads the credentials file.
-    pub(super) fn resolve(self, src: &Source) -> Result<FleetConfig, ConfigError> {
+    /// Checks the values; reads the credentials file. `has_ports`: the
+    /// config has ports of its own (without, and without `serve`, the
+    /// gateway serves the fleet: it would have nothing else to do).
+    pub(super) fn resolve(self, src: &Source, has_ports: bool) -> Result<FleetConfig, ConfigError> {
         let site = self.site.get_ref();
         check_site(site).map_err(|e| {
             src.error(
@@ -209,7 +212,7 @@ impl RawFleet {
             credentials_file,
             credentials,
             ca_file,
-            serve: self.serve,
+            serve: self.serve.unwrap_or(!has_ports),
         })
     }
 }
@@ -240,6 +243,17 @@ mod tests {
         assert!(!shown.contains("SUAEXAMPLESEED"), "{shown}");
         std::fs::set_permissions(&seed, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(error(&text).contains("chmod 600"));
+    }
+
+    #[test]
+    fn a_gateway_without_ports_serves_the_fleet_unless_told_otherwise() {
+        let fleet = "[fleet]\nurls = [\"nats://127.0.0.1:4222\"]\nsite = \"hub\"\n";
+        let port = "[ports.sw1]\ndevice = \"/dev/ttyUSB0\"\n";
+        let serves = |text: &str| parse(text).fleet.unwrap().serve;
+        assert!(serves(fleet));
+        assert!(!serves(&format!("{port}{fleet}")));
+        assert!(serves(&format!("{port}{fleet}serve = true\n")));
+        assert!(!serves(&format!("{fleet}serve = false\n")));
     }
 
     #[test]

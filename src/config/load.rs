@@ -200,8 +200,11 @@ impl RawFile {
         }
         let power = super::power::resolve_power(self.power, src)?;
         let presets = resolve_presets(self.presets, src)?;
-        let fleet = self.fleet.map(|f| f.resolve(src)).transpose()?;
         let ports = resolve_ports(self.ports, &presets, &server, &power, src)?;
+        let fleet = self
+            .fleet
+            .map(|f| f.resolve(src, !ports.is_empty()))
+            .transpose()?;
         Ok(Config {
             server,
             tokens,

@@ -214,8 +214,9 @@ pub(super) struct RawFleet {
     pub(super) site: Spanned<String>,
     pub(super) credentials: Option<Spanned<PathBuf>>,
     pub(super) ca_file: Option<Spanned<PathBuf>>,
-    #[serde(default)]
-    pub(super) serve: bool,
+    /// Unset: a gateway with no ports of its own serves, one with ports
+    /// does not.
+    pub(super) serve: Option<bool>,
 }
 
 /// `alert_webhook` as written.
