@@ -112,7 +112,6 @@ pub async fn forward(
         }
     }
     let deadline = super::fleet_site::forwarded_deadline(&tool, &arguments);
-    let client = session.actor().client;
     // A connect's arguments are kept with the connection it makes.
     let sent_connect = (tool == "connect").then(|| arguments.clone());
     tracing::info!(
@@ -120,18 +119,8 @@ pub async fn forward(
         caller.name
     );
     let forwarded = |tool: &str, arguments| ForwardedCall {
-        v: VERSION,
-        gateway: fleet.gateway.clone(),
-        session: session.actor().session,
-        token: caller.name.clone(),
-        access: caller.access,
-        use_credentials: caller.use_credentials,
-        client: client.clone(),
-        tool: tool.to_owned(),
-        arguments,
-        resource: None,
-        policy: policy.clone(),
         call: NEXT_CALL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        ..forwarded_call(fleet, caller, session, policy.clone(), tool, arguments)
     };
     // Kept to run the call again, should the site have lost the session's
     // connection it names.
@@ -224,23 +213,19 @@ pub async fn read_resource(
     let full = target.full();
     // Sent as with every call: the site keeps one session per policy.
     let policy = forwarded_policy(caller, gateway, &full)?;
-    let client = session.actor().client;
     let fleet = reachable(fleet, &target)?;
     let at_site = super::resources::renamed(uri, &full, &target.port)
         .ok_or_else(|| GateError::invalid(format!("{} names no resource of {full}", shown(uri))))?;
     let call = ForwardedCall {
-        v: VERSION,
-        gateway: fleet.gateway.clone(),
-        session: session.actor().session,
-        token: caller.name.clone(),
-        access: caller.access,
-        use_credentials: caller.use_credentials,
-        client: client.to_owned(),
-        tool: "read_resource".to_owned(),
-        arguments: serde_json::Map::new(),
         resource: Some(at_site),
-        policy,
-        call: 0,
+        ..forwarded_call(
+            fleet,
+            caller,
+            session,
+            policy,
+            "read_resource",
+            serde_json::Map::new(),
+        )
     };
     let value = match fleet
         .forward(&target.site, &call, RESOURCE_DEADLINE)
@@ -265,6 +250,33 @@ pub async fn read_resource(
         }
     }
     Ok(read)
+}
+
+/// `tool` with `arguments` as this gateway sends it to a site for
+/// `caller` in `session`, under `policy`: no resource, no call number.
+fn forwarded_call(
+    fleet: &Fleet,
+    caller: &Caller,
+    session: &Session,
+    policy: Option<ForwardedPolicy>,
+    tool: &str,
+    arguments: serde_json::Map<String, Value>,
+) -> ForwardedCall {
+    let actor = session.actor();
+    ForwardedCall {
+        v: VERSION,
+        gateway: fleet.gateway.clone(),
+        session: actor.session,
+        token: caller.name.clone(),
+        access: caller.access,
+        use_credentials: caller.use_credentials,
+        client: actor.client,
+        tool: tool.to_owned(),
+        arguments,
+        resource: None,
+        policy,
+        call: 0,
+    }
 }
 
 /// The command policy `caller` is under here, as the site is sent it
