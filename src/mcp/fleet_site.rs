@@ -83,10 +83,9 @@ impl<T> Default for Sessions<T> {
 }
 
 impl<T: Clone> Sessions<T> {
-    /// The session of `key`, if one is kept; expired ones are dropped.
+    /// The session of `key`, if one is kept.
     fn get(&self, key: &Key) -> Option<T> {
         let mut kept = crate::sync::lock(&self.kept);
-        kept.retain(|_, k| k.last_used.elapsed() < SESSION_IDLE);
         let k = kept.get_mut(key)?;
         k.last_used = Instant::now();
         Some(k.session.clone())
@@ -127,7 +126,13 @@ impl<T: Clone> Sessions<T> {
 
     /// Notes a call of `gateway` at `now`.
     fn called_by(&self, gateway: &str, now: Instant) {
-        crate::sync::lock(&self.heard).insert(gateway.to_owned(), now);
+        let mut heard = crate::sync::lock(&self.heard);
+        match heard.get_mut(gateway) {
+            Some(at) => *at = now,
+            None => {
+                heard.insert(gateway.to_owned(), now);
+            }
+        }
     }
 
     /// Notes `gateway`'s word at `now` that it lives, if it has sessions
@@ -138,11 +143,13 @@ impl<T: Clone> Sessions<T> {
         }
     }
 
-    /// Lets go of the sessions of every serving gateway not heard from
-    /// for `silent` at `now`: each such gateway, with its sessions let go.
+    /// Drops the sessions idle for [`SESSION_IDLE`] at `now`, then lets
+    /// go of the sessions of every serving gateway not heard from for
+    /// `silent`: each such gateway, with its sessions let go.
     fn silent(&self, silent: Duration, now: Instant) -> Vec<(String, Vec<T>)> {
         let mut heard = crate::sync::lock(&self.heard);
         let mut kept = crate::sync::lock(&self.kept);
+        kept.retain(|_, k| now.saturating_duration_since(k.last_used) < SESSION_IDLE);
         // Only gateways with sessions here are watched, each from its
         // first call (or from now, should a sweep have come between a
         // first call and its session).
@@ -496,9 +503,9 @@ fn gateway_alive(sessions: &Sessions, payload: &[u8]) {
     }
 }
 
-/// Ends the sessions here of every serving gateway silent for
-/// [`heartbeat::SILENT`] (killed, or cut off that long), with their
-/// connections and write holds.
+/// Drops the sessions idle an hour, and ends the sessions here of every
+/// serving gateway silent for [`heartbeat::SILENT`] (killed, or cut off
+/// that long), with their connections and write holds.
 async fn end_silent(sessions: &Sessions) {
     for (gateway, gone) in sessions.silent(heartbeat::SILENT, Instant::now()) {
         tracing::info!(
