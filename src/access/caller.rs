@@ -25,9 +25,10 @@ pub struct Caller {
     /// or `[server] policy` for the callers without a token once the door
     /// sets it); `None`: the port's default ([`super::guard`]).
     pub policy: Option<String>,
-    /// The command policy a serving gateway sent with a call forwarded
-    /// through the fleet (its token's): judged as well as [`Self::policy`]
-    /// or the port's default, the stricter winning (`access/guard.rs`).
+    /// The command policy a serving gateway sent with a call or a
+    /// person's console forwarded through the fleet (its token's or
+    /// person's): judged as well as [`Self::policy`] or the port's
+    /// default, the stricter winning (`access/guard.rs`).
     pub forwarded_policy: Option<std::sync::Arc<Policy>>,
     /// A person of `[[people]]` (the SSH door), not a token: messages
     /// name them so.
@@ -159,6 +160,14 @@ impl Caller {
             may_approve: false,
             port_default_at_console: true,
         }
+    }
+
+    /// The caller with the right to decide lines waiting for approval as
+    /// its serving gateway granted it (a person's console through the
+    /// fleet: their token's or `[[people]]` entry's `approve`).
+    pub fn approving(mut self, may: bool) -> Caller {
+        self.may_approve = may;
+        self
     }
 
     /// The caller of a forwarded call under the policy its serving

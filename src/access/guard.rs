@@ -161,7 +161,8 @@ pub fn under_policy(caller: &Caller, port: &PortConfig) -> bool {
     caller.forwarded_policy.is_some() || policy_name(caller, port).is_some()
 }
 
-/// [`may_send`] for what `caller` types at a console, under
+/// [`may_send`] for what `caller` types at a console: under a policy a
+/// serving gateway sent for its person, and under
 /// [`console_policy_name`].
 pub fn may_type_at_console(
     caller: &Caller,
@@ -169,10 +170,16 @@ pub fn may_type_at_console(
     target: Target<'_>,
     sending: Sending<'_>,
 ) -> Result<Option<NeedsApproval>, GateError> {
-    match console_policy_name(caller, target.port) {
-        Some(name) => judged(name, Door::Console, caller, config, target, sending),
-        None => Ok(None),
-    }
+    // A serving gateway's policy for its person first, as for a call.
+    let forwarded = match &caller.forwarded_policy {
+        Some(policy) => judged_under(policy, Door::Console, caller, config, target, sending)?,
+        None => None,
+    };
+    let own = match console_policy_name(caller, target.port) {
+        Some(name) => judged(name, Door::Console, caller, config, target, sending)?,
+        None => None,
+    };
+    Ok(forwarded.or(own))
 }
 
 /// Judges `sending` under the policy `name`, refusing as `door` advises.
@@ -512,6 +519,39 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("policy \"guarded\""), "{e}");
+    }
+
+    #[test]
+    fn a_person_s_forwarded_policy_judges_their_typing_as_their_calls() {
+        let c = config();
+        let typed = |caller: &Caller, port: &str| {
+            may_type_at_console(
+                caller,
+                &c,
+                Target {
+                    port: &c.ports[port],
+                    preset: "cisco-ios",
+                },
+                Sending::Lines {
+                    text: "reload",
+                    mode: CliMode::Exec,
+                    secret: false,
+                },
+            )
+        };
+        let person = |policy: &str| {
+            Caller::via_fleet("alice", "hub:1-a", TokenAccess::Write, false)
+                .with_forwarded_policy(Some(c.policies[policy].clone()))
+        };
+        // sw2 has no policy of its own: the forwarded one alone judges.
+        let e = typed(&person("locked"), "sw2").unwrap_err();
+        assert!(e.message.contains("policy \"locked\""), "{e}");
+        assert!(typed(&person("guarded"), "sw2").unwrap().is_some());
+        // Without one, nothing judges there.
+        let bare = Caller::via_fleet("alice", "hub:1-a", TokenAccess::Write, false);
+        assert!(typed(&bare, "sw2").unwrap().is_none());
+        // sw1's own guarded holds a line a forwarded `none` would send.
+        assert!(typed(&person("none"), "sw1").unwrap().is_some());
     }
 
     #[test]

@@ -30,6 +30,7 @@ use crate::access::rules::may_watch;
 use crate::access::standing::Recheck;
 use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, shown};
+use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::subjects;
 use crate::fleet::wire::{VERSION, plain_port_name};
 use crate::gateway::Gateway;
@@ -119,6 +120,8 @@ struct Remote<'a> {
     feed: Arc<Feed>,
     /// The hello the site is sent (port named as there).
     hello: Hello,
+    /// The person's command policy, as the site is sent it.
+    policy: Option<ForwardedPolicy>,
     /// Where the output sent to the person ends, once attached.
     cursor: Option<u64>,
     /// The site's log the cursor is in.
@@ -177,22 +180,19 @@ pub(super) async fn attach(
     if let Err(e) = directory.reachable_port(&target.site, &target.port) {
         return refuse(e).await;
     }
-    let mut mode = hello.mode;
-    let mut note = None;
-    if caller.policy.is_some() && mode != Mode::Spy {
-        // The site would type without the policy: watch only.
-        mode = Mode::Spy;
-        note = Some(GateError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "{} types under a command policy, which is not yet applied through the fleet: you only watch {full}; type at site {}'s own gateway",
-                caller.name, target.site
-            ),
-        ));
-    }
+    // What the person types is judged at the site, under their own
+    // policy as this gateway defines it and the port's own.
+    let policy = match ForwardedPolicy::named(
+        caller.policy.as_deref(),
+        &gateway.config(),
+        &caller.who(),
+        &full,
+    ) {
+        Ok(p) => p,
+        Err(e) => return refuse(e).await,
+    };
     let site_hello = Hello {
         port: target.port.clone(),
-        mode,
         ..hello
     };
     let feed = consoles.feed(&target.site, &target.port);
@@ -204,6 +204,7 @@ pub(super) async fn attach(
         out,
         feed,
         hello: site_hello,
+        policy,
         cursor: None,
         log: String::new(),
         told_session: None,
@@ -216,14 +217,7 @@ pub(super) async fn attach(
         Err(e) => return refuse(e).await,
     };
     let outcome = remote
-        .run(
-            &mut session,
-            note,
-            incoming,
-            shutdown,
-            &mut standing,
-            gateway,
-        )
+        .run(&mut session, incoming, shutdown, &mut standing, gateway)
         .await;
     remote.close(&session).await;
     outcome
@@ -256,6 +250,8 @@ impl Remote<'_> {
             token: self.caller.name.clone(),
             access: self.caller.access,
             person: self.person.clone(),
+            approve: self.caller.may_approve,
+            policy: self.policy.clone(),
             hello,
         };
         match self.ask("open", &open).await? {
@@ -326,13 +322,11 @@ impl Remote<'_> {
     async fn run(
         &mut self,
         session: &mut SiteSession,
-        note: Option<GateError>,
         incoming: &mut mpsc::Receiver<Frame>,
         shutdown: &CancellationToken,
         standing: &mut crate::access::standing::Standing,
         gateway: &Gateway,
     ) -> Result<(), Ended> {
-        let mut note = note;
         let mut reach = self.feed.watch();
         let mut keep = tokio::time::interval(KEEP_EVERY);
         keep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -344,9 +338,6 @@ impl Remote<'_> {
                         return Err(Ended(format!("the fleet stopped carrying {}'s console", self.full)));
                     };
                     self.event(&event.payload).await?;
-                    if let Some(e) = note.take() && self.cursor.is_some() {
-                        self.out.error(&e).await?;
-                    }
                 }
                 changed = reach.changed() => {
                     if changed.is_err() {

@@ -24,6 +24,7 @@ use super::fleet_wire::{
 use super::protocol::{Frame, MAX_CLIENT_DATA_BYTES, MAX_JSON_BYTES};
 use crate::access::Caller;
 use crate::access::standing::Standing;
+use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::Fleet;
 use crate::fleet::subjects;
 use crate::fleet::wire::{VERSION, plain_port_name};
@@ -161,7 +162,17 @@ impl Sessions {
                 fleet.site
             ));
         }
-        let caller = Caller::via_fleet(&open.token, &open.gateway, open.access, false);
+        let policy = match open.policy.as_ref().map(ForwardedPolicy::read).transpose() {
+            Ok(p) => p,
+            Err(why) => {
+                return refused(format!(
+                    "invalid_argument: {why}; the console was not opened"
+                ));
+            }
+        };
+        let caller = Caller::via_fleet(&open.token, &open.gateway, open.access, false)
+            .with_forwarded_policy(policy)
+            .approving(open.approve);
         let person = Person {
             standing: Standing::fixed(caller, gateway),
             name: format!(

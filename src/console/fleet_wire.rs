@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::protocol::Hello;
 use crate::config::TokenAccess;
+use crate::fleet::forwarded_policy::ForwardedPolicy;
 
 /// Most bytes of output one range read returns.
 pub const MAX_RANGE: usize = 64 * 1024;
@@ -34,6 +35,14 @@ pub struct ConsoleOpen {
     pub access: TokenAccess,
     /// The person, as the serving gateway names them.
     pub person: String,
+    /// The person may decide lines waiting for approval (their token's or
+    /// `[[people]]` entry's `approve`, as the serving gateway read it).
+    #[serde(default)]
+    pub approve: bool,
+    /// The command policy what they type is judged by (their own, as the
+    /// serving gateway's config defines it), besides the port's own.
+    #[serde(default)]
+    pub policy: Option<ForwardedPolicy>,
     /// The hello, with the port's name at the site.
     pub hello: Hello,
 }

@@ -10,7 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Config;
 use crate::config::policies::{DangerousUse, MAX_RULE_BYTES, Policy, Rule, Tier};
+use crate::error::{ErrorCode, GateError, shown};
 
 /// Most rules of one list a forwarded policy may carry.
 pub const MAX_RULES: usize = 512;
@@ -43,6 +45,35 @@ pub struct ForwardedPolicy {
 }
 
 impl ForwardedPolicy {
+    /// The policy named `name` (a caller's, `who` in messages) as the
+    /// serving gateway whose config is `config` sends it with a call or a
+    /// console on `full`; `None` without one. A name the config does not
+    /// define refuses, as it would locally: nothing is sent unjudged.
+    pub fn named(
+        name: Option<&str>,
+        config: &Config,
+        who: &str,
+        full: &str,
+    ) -> Result<Option<ForwardedPolicy>, GateError> {
+        let Some(name) = name else {
+            return Ok(None);
+        };
+        match config.policies.get(name) {
+            Some(policy) => Ok(Some(ForwardedPolicy::of(
+                policy,
+                config.server.approval_timeout,
+            ))),
+            None => Err(GateError::new(
+                ErrorCode::Denied,
+                format!(
+                    "{who} is under policy {}, which the configuration in force does not define; nothing was sent to {}: ask the operator",
+                    shown(name),
+                    shown(full)
+                ),
+            )),
+        }
+    }
+
     /// `policy` as a serving gateway sends it; `approval_timeout` is its
     /// `[server] approval_timeout`, for a policy without one of its own.
     pub fn of(policy: &Policy, approval_timeout: std::time::Duration) -> ForwardedPolicy {

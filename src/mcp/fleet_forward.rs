@@ -280,32 +280,18 @@ fn forwarded_call(
 }
 
 /// The command policy `caller` is under here, as the site is sent it
-/// (`fleet/forwarded_policy.rs`); `None` without one. A policy this
-/// gateway's config does not define refuses the call, as locally.
+/// (`fleet/forwarded_policy.rs`); `None` without one.
 fn forwarded_policy(
     caller: &Caller,
     gateway: &Gateway,
     full: &str,
 ) -> Result<Option<ForwardedPolicy>, GateError> {
-    let Some(name) = &caller.policy else {
-        return Ok(None);
-    };
-    let config = gateway.config();
-    match config.policies.get(name) {
-        Some(policy) => Ok(Some(ForwardedPolicy::of(
-            policy,
-            config.server.approval_timeout,
-        ))),
-        None => Err(GateError::new(
-            ErrorCode::Denied,
-            format!(
-                "{} is under policy {}, which the configuration in force does not define; nothing was sent to {}: ask the operator",
-                caller.who(),
-                shown(name),
-                shown(full)
-            ),
-        )),
-    }
+    ForwardedPolicy::named(
+        caller.policy.as_deref(),
+        &gateway.config(),
+        &caller.who(),
+        full,
+    )
 }
 
 /// What tells `site` that this gateway's session `number` ended, once it

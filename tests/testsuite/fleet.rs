@@ -709,6 +709,16 @@ async fn a_rogue_sites_announcement_is_shown_bounded_and_escaped_or_dropped() {
     let _ = &fleet.dir;
 }
 
+/// The serving gateway's HTTP base (`http://HOST:PORT`).
+pub(crate) fn base(fleet: &Fleet) -> String {
+    fleet.url.trim_end_matches("/mcp").to_owned()
+}
+
+/// The WebSocket URL of `path` at the serving gateway.
+pub(crate) fn ws(fleet: &Fleet, path: &str) -> String {
+    format!("{}{path}", base(fleet).replacen("http://", "ws://", 1))
+}
+
 /// `show clock` on `connection` through `agent`'s session: the switch's
 /// clock line (`*HH:MM:SS.mmm UTC ...`), which only the switch prints.
 pub(crate) async fn clock(agent: &GateClient, connection: &str) -> String {

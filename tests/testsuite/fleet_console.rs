@@ -20,7 +20,7 @@ use serialgate_testkit::wait;
 use tokio::process::Command;
 
 use super::console_client::{Terminal, spawn_on};
-use super::fleet::{DC1_ONLY, DEADLINE, Fleet, OPS, RECOVERY, ok, try_as_site};
+use super::fleet::{DC1_ONLY, DEADLINE, Fleet, OPS, RECOVERY, base, ok, try_as_site, ws};
 
 /// The escape key of the console client, Ctrl-].
 const ESC: u8 = 0x1d;
@@ -30,16 +30,6 @@ const DC1_SW: &str = "dc1/core-sw1";
 /// The serving gateway's console socket.
 fn socket(fleet: &Fleet) -> std::path::PathBuf {
     fleet.dir.path().join("serving-console.sock")
-}
-
-/// The serving gateway's HTTP base (`http://HOST:PORT`).
-fn base(fleet: &Fleet) -> String {
-    fleet.url.trim_end_matches("/mcp").to_owned()
-}
-
-/// The WebSocket URL of `path` at the serving gateway.
-fn ws(fleet: &Fleet, path: &str) -> String {
-    format!("{}{path}", base(fleet).replacen("http://", "ws://", 1))
 }
 
 /// A call's outcome as text: `ok …`, or the error as the agent reads it.

@@ -11,7 +11,7 @@ use serialgate_testkit::console::{ConsoleConn, user_name};
 use serialgate_testkit::rig::{count, enable};
 
 use super::approvals::pending;
-use super::fleet::{Fleet, OPS, Setup, clock, err, ok};
+use super::fleet::{Fleet, OPS, Setup, clock, err, ok, ws};
 
 const LOCKED: &str = "locked-secret-0123456789";
 const GUARDED: &str = "guarded-secret-0123456789";
@@ -75,6 +75,36 @@ async fn a_locked_token_s_reload_on_a_remote_switch_is_denied_naming_the_rule_an
         assert_eq!(received(&fleet, 0, line), 0, "{line} reached dc1's switch");
     }
     assert_eq!(received(&fleet, 1, "reload"), 0);
+    // The same token's person at the serving gateway's web view types
+    // under the same policy, judged at the site: reload is cleared, never
+    // run, and the person told why; what the policy lets through runs.
+    let (mut typist, attached) = ConsoleConn::attach_ws(
+        &ws(&fleet, "/console"),
+        Some(LOCKED),
+        "dc2/core-sw1",
+        "attach",
+        json!({}),
+    )
+    .await
+    .expect("the console WebSocket");
+    assert_eq!(attached["writing"], true, "{attached}");
+    typist.send_data(b"\r").await;
+    typist.until_output("SW1>").await;
+    typist.send_data(b"reload\r").await;
+    let refused = typist.until_json("error").await;
+    assert_eq!(refused["code"], "denied", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("policy \"locked\"")),
+        "{refused}"
+    );
+    typist.send_data(b"show clock\r").await;
+    typist.until_output(" UTC ").await;
+    assert_eq!(received(&fleet, 1, "reload"), 0);
+    assert_eq!(received(&fleet, 1, "show clock"), 1);
+    typist.send_json(&json!({"type": "release"})).await;
+    while !typist.until_json("holder").await["holder"].is_null() {}
     // A token without a policy is not judged by another's.
     let ops = fleet.agent(OPS).await;
     ok(&ops, "connect", json!({"port": "dc2/core-sw1"})).await;
@@ -146,8 +176,8 @@ async fn one_request(person: &mut ConsoleConn, line: &str) -> Value {
 }
 
 #[tokio::test]
-async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_runs_once_or_not_at_all()
-{
+async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_or_the_serving_gateway_runs_once_or_not_at_all()
+ {
     let Some(fleet) = Fleet::start_with(Setup {
         site_console: true,
         tokens: vec![("guarded", GUARDED, "policy = \"guarded\"\n")],
@@ -162,19 +192,51 @@ async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_runs_o
     enable(&agent).await;
     let socket = fleet.dir.path().join("console-dc1.sock");
     let (mut person, _) = ConsoleConn::attach(&socket, "core-sw1", "watch", json!({})).await;
+    // At the serving gateway: its local operator, and a person with the
+    // ops token (write access, no approve right) in the web view.
+    let (mut operator, _) = ConsoleConn::attach(
+        &fleet.dir.path().join("serving-console.sock"),
+        "dc1/core-sw1",
+        "watch",
+        json!({}),
+    )
+    .await;
+    let (mut writer, _) = ConsoleConn::attach_ws(
+        &ws(&fleet, "/console"),
+        Some(OPS),
+        "dc1/core-sw1",
+        "watch",
+        json!({}),
+    )
+    .await
+    .expect("the console WebSocket");
 
-    // Approved: sent once, after the approval.
+    // Approved at the serving gateway: sent once, after the approval.
     let approve = async {
-        let id = one_request(&mut person, "reload in 5").await;
+        let id = one_request(&mut operator, "reload in 5").await;
+        // The people at the site see the same request.
+        assert_eq!(one_request(&mut person, "reload in 5").await, id);
+        // Who may type but not approve is refused, and nothing is sent.
+        assert_eq!(one_request(&mut writer, "reload in 5").await, id);
+        writer
+            .send_json(&json!({"type": "decide", "id": id, "line": "reload in 5", "approve": true}))
+            .await;
+        let refused = writer.until_json("error").await;
+        assert!(
+            refused["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("may not decide requests for approval")),
+            "{refused}"
+        );
         assert_eq!(
             received(&fleet, 0, "reload in 5"),
             0,
             "sent before approval"
         );
-        person
+        operator
             .send_json(&json!({"type": "decide", "id": id, "line": "reload in 5", "approve": true}))
             .await;
-        person.until_json("decided").await
+        operator.until_json("decided").await
     };
     let (sent, decided) = tokio::join!(
         agent.call(
