@@ -144,7 +144,7 @@ pub fn clean_field(raw: &[u8]) -> String {
 
 /// Bidirectional embeddings, overrides and isolates: shown, they make a
 /// terminal or a page print what follows in another order than it came.
-fn reorders(c: char) -> bool {
+pub(crate) fn reorders(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 

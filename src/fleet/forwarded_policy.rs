@@ -39,8 +39,8 @@ pub struct ForwardedPolicy {
     pub approval_timeout_s: u64,
     /// The requester's own token may approve its requests.
     pub self_approve: bool,
-    /// The agent's client's user may decide too (not asked through the
-    /// fleet yet: people at the site decide).
+    /// The agent's client's user may decide too (asked through the
+    /// serving gateway, `fleet/client_relay.rs`).
     pub client_user_approves: bool,
 }
 

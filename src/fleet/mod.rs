@@ -15,6 +15,8 @@
 //!   JetStream stream, which keeps them while the site is cut off;
 //! - `alert_inbox`: a serving gateway reading every site's alert stream
 //!   with a durable consumer and keeping what it delivered;
+//! - `client_relay`: what a site's forwarded calls have for the agent's
+//!   client (progress, a question for its user) and the user's answer;
 //! - `forwarded_policy`: a token's command policy sent with its calls,
 //!   bounded and read again at the site;
 //! - `heartbeat`: a serving gateway telling the sites where its sessions
@@ -27,6 +29,7 @@
 pub mod alert_feed;
 pub mod alert_inbox;
 pub mod announcer;
+pub mod client_relay;
 pub mod directory;
 pub mod forwarded_policy;
 pub mod heartbeat;

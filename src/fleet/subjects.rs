@@ -85,6 +85,19 @@ pub fn console_out(site: &str, id: &str) -> String {
     format!("{}.console.out.{id}", from_site(site))
 }
 
+/// Where `site` tells a serving gateway's MCP session `id` (its own id
+/// there, drawn by that gateway) what its forwarded calls have for the
+/// agent's client: progress, a question for its user, its withdrawal.
+pub fn client_events(site: &str, id: &str) -> String {
+    format!("{}.client.{id}", from_site(site))
+}
+
+/// Where a serving gateway gives a site its agent's user's answers to the
+/// site's questions.
+pub fn user_answers(site: &str) -> String {
+    format!("{}.answer", to_site(site))
+}
+
 /// What a serving gateway subscribes to, to hear every site.
 pub const ALL_ANNOUNCEMENTS: &str = "serialgate.announce.*";
 
@@ -112,6 +125,8 @@ mod tests {
         assert!(consoles("dc1").starts_with(&format!("{}.", to_site("dc1"))));
         assert!(console_heads("dc1", "sw1").starts_with(&format!("{}.", from_site("dc1"))));
         assert!(console_out("dc1", "ab12").starts_with(&format!("{}.", from_site("dc1"))));
+        assert!(client_events("dc1", "ab12").starts_with(&format!("{}.", from_site("dc1"))));
+        assert!(user_answers("dc1").starts_with(&format!("{}.", to_site("dc1"))));
         assert_eq!(announcing_site(&announcements("dc1")), Some("dc1"));
         assert_eq!(announcing_site("serialgate.announce.dc1.x"), None);
         assert_eq!(announcing_site("serialgate.site.dc1.call"), None);

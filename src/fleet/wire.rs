@@ -169,6 +169,11 @@ pub struct ForwardedCall {
     /// [`CallCancelled`] names; 0: none.
     #[serde(default)]
     pub call: u64,
+    /// What the site tells the agent's client while the call runs
+    /// (`fleet/client_relay.rs`): where (the id the serving gateway drew
+    /// for its session with this site), and what the client takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_events: Option<super::client_relay::ClientEvents>,
 }
 
 /// A serving gateway's word to a site that the agent cancelled a call.

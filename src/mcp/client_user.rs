@@ -57,15 +57,6 @@ pub fn may_ask_inline(capabilities: Option<&ClientCapabilities>) -> bool {
 /// The form the client's user is shown for `question`: the exact line,
 /// the port, the mode and why, with one field, approve or deny.
 pub fn form(question: &Question<'_>) -> Option<ElicitRequestParams> {
-    let schema = ElicitationSchema::builder()
-        .required_enum_schema(
-            FIELD,
-            EnumSchema::builder(vec![APPROVE.to_owned(), DENY.to_owned()])
-                .description("approve sends the line to the device once; deny sends nothing")
-                .build(),
-        )
-        .build()
-        .ok()?;
     let message = format!(
         "serialgate: your agent asks to send {} ({} mode) on {}: {}. Approve sending it? (request {}, expires in {} s)",
         question.line,
@@ -75,11 +66,54 @@ pub fn form(question: &Question<'_>) -> Option<ElicitRequestParams> {
         question.id,
         question.expires_in_s
     );
+    approval_form(message)
+}
+
+/// The form's one field, approve or deny.
+fn approval_schema() -> Option<ElicitationSchema> {
+    ElicitationSchema::builder()
+        .required_enum_schema(
+            FIELD,
+            EnumSchema::builder(vec![APPROVE.to_owned(), DENY.to_owned()])
+                .description("approve sends the line to the device once; deny sends nothing")
+                .build(),
+        )
+        .build()
+        .ok()
+}
+
+/// The approve-or-deny form with `message`.
+pub fn approval_form(message: String) -> Option<ElicitRequestParams> {
     Some(ElicitRequestParams::FormElicitationParams {
         meta: None,
         message,
-        requested_schema: schema,
+        requested_schema: approval_schema()?,
     })
+}
+
+/// The message of `params` when it is the form [`form`] makes (approve
+/// or deny, and nothing else): the one form a site may have the agent's
+/// user asked through the fleet.
+pub fn approval_message(params: &ElicitRequestParams) -> Option<&str> {
+    match params {
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } if Some(requested_schema) == approval_schema().as_ref() => Some(message),
+        _ => None,
+    }
+}
+
+/// What a user's decision reads as, as the client would answer the form:
+/// accepted with approve, or declined.
+pub fn decided(approve: bool) -> ElicitResult {
+    if approve {
+        ElicitResult::new(ElicitationAction::Accept)
+            .with_content(serde_json::json!({ FIELD: APPROVE }))
+    } else {
+        ElicitResult::new(ElicitationAction::Decline)
+    }
 }
 
 /// Whether the user's answer approves: they accepted the form with
@@ -103,6 +137,17 @@ pub fn approves(result: &ElicitResult) -> bool {
 /// question (`notifications/cancelled`).
 pub async fn ask(peer: &Peer<RoleServer>, question: &Question<'_>) -> Option<bool> {
     let params = form(question)?;
+    ask_form(peer, params, question.port, question.id).await
+}
+
+/// [`ask`] with its form made already (`port` and `id` are for the log):
+/// a site's question asked of the agent's user through the fleet.
+pub async fn ask_form(
+    peer: &Peer<RoleServer>,
+    params: ElicitRequestParams,
+    port: &str,
+    id: u64,
+) -> Option<bool> {
     let handle = match peer
         .send_cancellable_request(
             ServerRequest::ElicitRequest(ElicitRequest::new(params)),
@@ -112,7 +157,7 @@ pub async fn ask(peer: &Peer<RoleServer>, question: &Question<'_>) -> Option<boo
     {
         Ok(handle) => handle,
         Err(e) => {
-            tracing::info!(port = %question.port, request = question.id, "the client's user cannot be asked: {e}");
+            tracing::info!(port = %port, request = id, "the client's user cannot be asked: {e}");
             return None;
         }
     };
@@ -125,11 +170,11 @@ pub async fn ask(peer: &Peer<RoleServer>, question: &Question<'_>) -> Option<boo
     match answer {
         Ok(ClientResult::ElicitResult(result)) => Some(approves(&result)),
         Ok(_) => {
-            tracing::info!(port = %question.port, request = question.id, "the client answered the question for its user with something else");
+            tracing::info!(port = %port, request = id, "the client answered the question for its user with something else");
             None
         }
         Err(e) => {
-            tracing::info!(port = %question.port, request = question.id, "the client's user was not asked: {e}");
+            tracing::info!(port = %port, request = id, "the client's user was not asked: {e}");
             None
         }
     }

@@ -9,9 +9,14 @@
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceResult, ResourceContents,
 };
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
 use serde_json::Value;
 
 use super::authorize::str_arg;
+use super::fleet_relay::{SiteRelay, SiteSessionOf};
 use super::session::Session;
 use crate::access::Caller;
 use crate::access::rules::{self, Replies, Scope, ToolCall};
@@ -79,8 +84,9 @@ pub fn remote_target(session: &Session, request: &CallToolRequestParams) -> Opti
 /// Forwards `request` on `target` for `caller`, whose session is
 /// `session` (its client as the session names it): authorised here,
 /// refused at once when the site is unreachable, else run at the site
-/// within a deadline, or until `cancel` (the agent cancelled it), which
-/// cancels it at the site too.
+/// within a deadline, or until the agent cancels it (`context`), which
+/// cancels it at the site too. The call's progress and a question for the
+/// client's user reach the agent's client (`context`'s peer).
 pub async fn forward(
     fleet: Option<&Fleet>,
     gateway: &Gateway,
@@ -88,8 +94,9 @@ pub async fn forward(
     session: &Session,
     request: CallToolRequestParams,
     target: RemotePort,
-    cancel: &tokio_util::sync::CancellationToken,
+    context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, GateError> {
+    let cancel = &context.ct;
     let full = target.full();
     let tool = request.name.to_string();
     let call = ToolCall {
@@ -118,8 +125,17 @@ pub async fn forward(
         "token {:?} calls {tool} on {full} through the fleet",
         caller.name
     );
+    let relay = relay(fleet, session, &target.site, context, caller).await;
+    let progress = context.meta.get_progress_token();
+    let client_events = relay.as_ref().map(|r| {
+        r.events(
+            progress.is_some(),
+            super::client_user::may_ask(&context.peer),
+        )
+    });
     let forwarded = |tool: &str, arguments| ForwardedCall {
         call: NEXT_CALL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        client_events: client_events.clone(),
         ..forwarded_call(fleet, caller, session, policy.clone(), tool, arguments)
     };
     // Kept to run the call again, should the site have lost the session's
@@ -136,7 +152,16 @@ pub async fn forward(
     let site = target.site.as_str();
     let ask_site = |tool: &str, arguments, deadline| {
         let call = forwarded(tool, arguments);
-        async move { ask(fleet, site, &call, deadline, cancel).await }
+        // Its progress reaches the agent under the agent's own token.
+        let tracked = relay
+            .as_ref()
+            .zip(progress.clone())
+            .map(|(relay, token)| relay.track(call.call, token));
+        async move {
+            let answer = ask(fleet, site, &call, deadline, cancel).await;
+            drop(tracked);
+            answer
+        }
     };
     let mut result = ask_site(&tool, arguments, deadline).await?;
     if let Some((mut connect, arguments)) = connect
@@ -209,6 +234,7 @@ pub async fn read_resource(
     session: &Session,
     uri: &str,
     target: RemotePort,
+    context: &RequestContext<RoleServer>,
 ) -> Result<ReadResourceResult, GateError> {
     let full = target.full();
     // Sent as with every call: the site keeps one session per policy.
@@ -216,8 +242,14 @@ pub async fn read_resource(
     let fleet = reachable(fleet, &target)?;
     let at_site = super::resources::renamed(uri, &full, &target.port)
         .ok_or_else(|| GateError::invalid(format!("{} names no resource of {full}", shown(uri))))?;
+    // The site's session may start with this read: it is told where its
+    // client's messages go, as with a call.
+    let client_events = relay(fleet, session, &target.site, context, caller)
+        .await
+        .map(|r| r.events(false, super::client_user::may_ask(&context.peer)));
     let call = ForwardedCall {
         resource: Some(at_site),
+        client_events,
         ..forwarded_call(
             fleet,
             caller,
@@ -276,6 +308,36 @@ fn forwarded_call(
         resource: None,
         policy,
         call: 0,
+        client_events: None,
+    }
+}
+
+/// The relay of `site`'s messages for `session`'s client (started at the
+/// session's first call there); `None`, logged, when it cannot listen:
+/// the calls then go without their progress and questions.
+async fn relay(
+    fleet: &Fleet,
+    session: &Session,
+    site: &str,
+    context: &RequestContext<RoleServer>,
+    caller: &Caller,
+) -> Option<Arc<SiteRelay>> {
+    if let Some(relay) = session.relay(site) {
+        return Some(relay);
+    }
+    let of = SiteSessionOf {
+        gateway: fleet.gateway.clone(),
+        session: session.actor().session,
+        token: caller.name.clone(),
+    };
+    match SiteRelay::start(fleet, site, context.peer.clone(), of).await {
+        Ok(relay) => Some(session.keep_relay(site, relay)),
+        Err(e) => {
+            tracing::warn!(
+                "fleet: site {site}'s messages for an agent's client will not reach it: {e}"
+            );
+            None
+        }
     }
 }
 

@@ -333,6 +333,7 @@ fn busy(in_flight: &InFlight, caller: &str, full: Full) -> CallAnswer {
 /// Runs one forwarded call; the answer to send back.
 async fn answer(
     gateway: &Gateway,
+    fleet: &Fleet,
     sessions: &Sessions,
     running: &Running,
     in_flight: &InFlight,
@@ -420,7 +421,13 @@ async fn answer(
                 crate::error::label(&call.client),
                 crate::error::label(&call.gateway)
             );
-            match Loopback::start(server, &client).await {
+            // What its server has for the agent's client goes to the
+            // serving gateway.
+            let sends = call
+                .client_events
+                .as_ref()
+                .and_then(|events| super::fleet_site_client::relay(fleet, events));
+            match Loopback::start(server, &client, sends).await {
                 Ok(loopback) => sessions.insert(
                     key,
                     Arc::new(SiteSession {
@@ -445,12 +452,18 @@ async fn answer(
         let mut running = crate::sync::lock(running);
         running.len() < MAX_RUNNING && running.insert(key.clone(), cancel.clone()).is_none()
     };
+    // Its progress notes carry its number at the serving gateway.
+    let progress = call
+        .client_events
+        .as_ref()
+        .filter(|events| events.progress && call.call != 0)
+        .map(|_| call.call);
     let answered = match &call.resource {
         Some(uri) => session.loopback.read_resource(uri, deadline).await,
         None => {
             session
                 .loopback
-                .call(&call.tool, call.arguments, deadline, &cancel)
+                .call(&call.tool, call.arguments, deadline, &cancel, progress)
                 .await
         }
     };
@@ -488,6 +501,24 @@ async fn session_ended(sessions: Sessions, payload: Vec<u8>) {
     );
     for session in gone {
         session.loopback.end().await;
+    }
+}
+
+/// Gives the session a [`UserAnswer`] in `payload` names its user's
+/// answer to its question.
+async fn user_answered(sessions: &Sessions, payload: &[u8]) {
+    let Some(answer) = super::fleet_site_client::user_answer(payload) else {
+        return;
+    };
+    let key = (answer.gateway.clone(), answer.session, answer.token.clone());
+    if let Some(session) = sessions.get(&key) {
+        session
+            .loopback
+            .answer(
+                serde_json::Value::from(answer.id),
+                super::fleet_site_client::answered(&answer),
+            )
+            .await;
     }
 }
 
@@ -549,6 +580,22 @@ pub async fn serve_calls(
             call_cancelled(&cancelled, &message.payload);
         }
     });
+    let mut answers = client
+        .subscribe(subjects::user_answers(&fleet.site))
+        .await?;
+    let (stop_answers, answered_sessions) = (stop.clone(), sessions.clone());
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                () = stop_answers.cancelled() => break,
+                m = answers.next() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            user_answered(&answered_sessions, &message.payload).await;
+        }
+    });
     let mut alive = client.subscribe(subjects::alive(&fleet.site)).await?;
     let (stop_alive, alive_sessions) = (stop.clone(), sessions.clone());
     tokio::spawn(async move {
@@ -594,11 +641,19 @@ pub async fn serve_calls(
                 continue;
             };
             let (gateway, sessions, client) = (gateway.clone(), sessions.clone(), client.clone());
+            let fleet = fleet.clone();
             let running = running.clone();
             let in_flight = in_flight.clone();
             tokio::spawn(async move {
-                let answer =
-                    answer(&gateway, &sessions, &running, &in_flight, &message.payload).await;
+                let answer = answer(
+                    &gateway,
+                    &fleet,
+                    &sessions,
+                    &running,
+                    &in_flight,
+                    &message.payload,
+                )
+                .await;
                 let mut bytes = serde_json::to_vec(&answer).unwrap_or_default();
                 if bytes.len() > MAX_CALL {
                     bytes = serde_json::to_vec(&CallAnswer::Refused(format!(

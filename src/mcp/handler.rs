@@ -133,7 +133,7 @@ impl ServerHandler for GateServer {
                 &target.session,
                 request,
                 remote,
-                &context.ct,
+                &context,
             )
             .await;
             return Ok(match forwarded {
@@ -277,6 +277,7 @@ impl ServerHandler for GateServer {
                     &target.session,
                     &request.uri,
                     remote,
+                    &context,
                 )
                 .await
                 .map(Into::into)

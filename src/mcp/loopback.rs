@@ -7,19 +7,24 @@
 //! four task switches. The calls the fleet forwards to this site run
 //! through it, so they take the very path a local call takes (the
 //! handler's checks, the tool, its metrics); its session keeps their
-//! connections and cursors between calls.
+//! connections and cursors between calls. What the server sends of its
+//! own (a call's progress, a question for the client's user) goes to
+//! whoever started the session, who may answer a question.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, RequestId, ServerResult};
+use rmcp::model::{
+    CallToolRequestParams, NumberOrString, ProgressToken, ReadResourceRequestParams, RequestId,
+    ServerResult,
+};
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use super::server::GateServer;
 use crate::error::{ErrorCode, GateError};
@@ -54,10 +59,25 @@ pub struct Loopback {
     direct: std::sync::Mutex<Option<Direct>>,
 }
 
+/// What a session's server sends of its own, and what its client says.
+pub struct ServerSends {
+    /// Each notification and request of the server, as JSON-RPC; one the
+    /// channel has no room for is dropped (a question then goes
+    /// unanswered, and people decide).
+    pub to: mpsc::Sender<Value>,
+    /// The client shows forms to its user: it declares elicitation.
+    pub questions: bool,
+}
+
 impl Loopback {
     /// Serves `server` over a pipe and initializes MCP with it as
-    /// `client` (the agent's client, as the forwarding gateway names it).
-    pub async fn start(server: GateServer, client: &str) -> Result<Loopback, GateError> {
+    /// `client` (the agent's client, as the forwarding gateway names it);
+    /// what the server sends of its own goes to `sends`, if given.
+    pub async fn start(
+        server: GateServer,
+        client: &str,
+        sends: Option<ServerSends>,
+    ) -> Result<Loopback, GateError> {
         let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
         let (their_read, their_write) = tokio::io::split(theirs);
         let (peer_tx, peer_rx) = oneshot::channel();
@@ -74,6 +94,8 @@ impl Loopback {
         let (our_read, our_write) = tokio::io::split(ours);
         let pending: Pending = Arc::default();
         let reader_pending = pending.clone();
+        let questions = sends.as_ref().is_some_and(|s| s.questions);
+        let sends_to = sends.map(|s| s.to);
         tokio::spawn(async move {
             let mut lines = BufReader::new(our_read).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -81,9 +103,11 @@ impl Loopback {
                     continue;
                 };
                 // Notifications (progress) and the server's own requests
-                // are not answered: the forwarding gateway waits for the
-                // result alone.
+                // (questions) go to whoever takes them.
                 if message.get("method").is_some() {
+                    if let Some(to) = &sends_to {
+                        let _ = to.try_send(message);
+                    }
                     continue;
                 }
                 if let Some(id) = message.get("id").and_then(Value::as_u64)
@@ -105,7 +129,7 @@ impl Loopback {
                 "initialize",
                 json!({
                     "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
+                    "capabilities": if questions { json!({"elicitation": {}}) } else { json!({}) },
                     "clientInfo": {"name": client, "version": env!("CARGO_PKG_VERSION")},
                 }),
                 HANDSHAKE_DEADLINE,
@@ -141,19 +165,22 @@ impl Loopback {
 
     /// Calls `tool`; the `CallToolResult` as JSON, within `deadline`.
     /// `cancel` cancels it at the server, as a client's cancellation does
-    /// (a line waiting for approval is withdrawn).
+    /// (a line waiting for approval is withdrawn); `progress`, when given,
+    /// is the token its progress notifications carry.
     pub async fn call(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, Value>,
         deadline: Duration,
         cancel: &tokio_util::sync::CancellationToken,
+        progress: Option<u64>,
     ) -> Result<Value, GateError> {
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         self.on_handler(
             "tools/call",
             deadline,
             cancel,
+            progress,
             |direct, context| async move { direct.0.call_tool(request, context).await },
         )
         .await
@@ -168,6 +195,7 @@ impl Loopback {
             "resources/read",
             deadline,
             &never,
+            None,
             |direct, context| async move { direct.0.read_resource(request, context).await },
         )
         .await
@@ -175,14 +203,16 @@ impl Loopback {
 
     /// Runs `handle` (a request of `method` on the server's handler) in a
     /// task of its own, with a request context of this session whose
-    /// cancellation `cancel` triggers; its answer as JSON within
-    /// `deadline`. The task goes on past the deadline, as a request over
-    /// the pipe would; a cancelled one is awaited [`CANCEL_DEADLINE`].
+    /// cancellation `cancel` triggers (and whose progress token is
+    /// `progress`); its answer as JSON within `deadline`. The task goes on
+    /// past the deadline, as a request over the pipe would; a cancelled
+    /// one is awaited [`CANCEL_DEADLINE`].
     async fn on_handler<T, H, F>(
         &self,
         method: &str,
         deadline: Duration,
         cancel: &tokio_util::sync::CancellationToken,
+        progress: Option<u64>,
         handle: H,
     ) -> Result<Value, GateError>
     where
@@ -199,6 +229,11 @@ impl Loopback {
             direct.1.clone(),
         );
         context.ct = cancel.child_token();
+        if let Some(token) = progress.and_then(|n| i64::try_from(n).ok()) {
+            context
+                .meta
+                .set_progress_token(ProgressToken(NumberOrString::Number(token)));
+        }
         let mut running = tokio::spawn(handle(direct, context));
         let answered = tokio::select! {
             answered = tokio::time::timeout(deadline, &mut running) => answered,
@@ -220,6 +255,22 @@ impl Loopback {
                     crate::error::shown(&error.message)
                 ),
             )),
+        }
+    }
+
+    /// Answers the server's request `id` (a question for the client's
+    /// user): with `result`, or with an error saying why there is none.
+    pub async fn answer(&self, id: Value, result: Result<Value, String>) {
+        let message = match result {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(why) => json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32603, "message": why},
+            }),
+        };
+        if self.send(&message).await.is_err() {
+            tracing::debug!("fleet: an answer found the session ended");
         }
     }
 

@@ -9,7 +9,9 @@
 //! session's state and who calls it), its requests pass `handler`, and
 //! `router` composes the groups' tools. Ports of other sites (`site/port`)
 //! are forwarded through the fleet by `fleet_forward` and run at their
-//! site by `fleet_site` in an in-process session (`loopback`). Failures are tool results with
+//! site by `fleet_site` in an in-process session (`loopback`); what those
+//! calls have for the agent's client (progress, a question for its user)
+//! comes back through `fleet_site_client` and `fleet_relay`. Failures are tool results with
 //! `isError` and a stable code ([`crate::error`]).
 
 mod alerts;
@@ -28,7 +30,9 @@ mod encoding;
 mod exit_status;
 mod expect;
 pub(crate) mod fleet_forward;
+mod fleet_relay;
 pub mod fleet_site;
+mod fleet_site_client;
 mod handler;
 mod info;
 mod input_required;

@@ -120,6 +120,9 @@ struct Inner {
     /// By site, what tells that site of the session's end when it drops
     /// (`mcp/fleet_forward.rs`).
     farewells: BTreeMap<String, tokio_util::sync::DropGuard>,
+    /// By site, what passes on that site's messages for this session's
+    /// client (`mcp/fleet_relay.rs`).
+    relays: BTreeMap<String, std::sync::Arc<super::fleet_relay::SiteRelay>>,
     _counted: Counted,
 }
 
@@ -232,6 +235,26 @@ impl Session {
         if !inner.farewells.contains_key(site) {
             inner.farewells.insert(site.to_owned(), farewell());
         }
+    }
+
+    /// The relay of `site`'s messages for this session's client, if one
+    /// runs.
+    pub fn relay(&self, site: &str) -> Option<std::sync::Arc<super::fleet_relay::SiteRelay>> {
+        self.lock().relays.get(site).cloned()
+    }
+
+    /// Keeps `relay` for `site` until the session ends, unless one runs
+    /// already; the one kept.
+    pub fn keep_relay(
+        &self,
+        site: &str,
+        relay: std::sync::Arc<super::fleet_relay::SiteRelay>,
+    ) -> std::sync::Arc<super::fleet_relay::SiteRelay> {
+        self.lock()
+            .relays
+            .entry(site.to_owned())
+            .or_insert(relay)
+            .clone()
     }
 
     /// Every connection made through the fleet, by name.

@@ -2,13 +2,14 @@
 the official Python SDK (the `mcp` package) over streamable HTTP, printing
 one JSON object per line for the Rust test to check.
 
-    approval_user.py URL TOKEN ANSWER LINE
+    approval_user.py URL TOKEN ANSWER LINE [PORT]
 
 ANSWER is what the user does when the daemon asks (elicitation/create):
 `approve` or `deny` (the form accepted with that decision), `decline`,
 `cancel`, `wait` (never answers: someone else must decide, and the
 question is withdrawn), or `none` (the client declares no elicitation
-capability at all). The script connects to port sw1, wakes the switch
+capability at all). The script connects to PORT (sw1 unless given: a
+serving gateway's `site/port` too), wakes the switch
 (an empty line, its prompt read), sends LINE with
 send_text, and prints what it was asked, the progress it heard, and the
 call's result. Errors propagate: the test sees the traceback.
@@ -52,6 +53,7 @@ def user(answer):
 
 async def main():
     url, token, answer, line = sys.argv[1:5]
+    port = sys.argv[5] if len(sys.argv) > 5 else "sw1"
     headers = {"Authorization": f"Bearer {token}"}
     callback = None if answer == "none" else user(answer)
     progress = []
@@ -65,7 +67,7 @@ async def main():
                 streams[0], streams[1], elicitation_callback=callback
             ) as session:
                 await session.initialize()
-                connected = await session.call_tool("connect", {"port": "sw1"})
+                connected = await session.call_tool("connect", {"port": port})
                 emit("connect_error", connected.is_error)
                 # Wake the switch so that its prompt shows the mode.
                 await session.call_tool("send_text", {"text": ""})

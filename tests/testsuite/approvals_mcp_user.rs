@@ -89,23 +89,44 @@ impl Site {
 /// The agent as the SDK runs it, its user answering `answer`, sending
 /// `line`; started, not awaited.
 fn agent(python: &Path, site: &Site, answer: &str, line: &str) -> Running {
-    run_script(python, "approval_user.py", site, answer, line)
+    run_script(python, "approval_user.py", &[&site.url, NOC, answer, line])
+}
+
+/// The agent of `tests/python/approval_user.py` at the MCP endpoint `url`
+/// with `token`, on `port`; started, not awaited.
+pub(crate) fn agent_on(
+    python: &Path,
+    url: &str,
+    token: &str,
+    answer: &str,
+    line: &str,
+    port: &str,
+) -> Running {
+    run_script(
+        python,
+        "approval_user.py",
+        &[url, token, answer, line, port],
+    )
 }
 
 /// The agent of `tests/python/approval_mrtr.py`, whose client speaks
 /// without a session and is asked in the call's result, in `scenario`.
 fn sessionless_agent(python: &Path, site: &Site, scenario: &str, line: &str) -> Running {
-    run_script(python, "approval_mrtr.py", site, scenario, line)
+    run_script(
+        python,
+        "approval_mrtr.py",
+        &[&site.url, NOC, scenario, line],
+    )
 }
 
-/// `tests/python/{script} URL TOKEN how line`, started.
-fn run_script(python: &Path, script: &str, site: &Site, how: &str, line: &str) -> Running {
+/// `tests/python/{script}` with `args`, started.
+fn run_script(python: &Path, script: &str, args: &[&str]) -> Running {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(script);
     let mut child = Command::new(python)
         .arg(script)
-        .args([&site.url, NOC, how, line])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -121,7 +142,7 @@ fn run_script(python: &Path, script: &str, site: &Site, how: &str, line: &str) -
 }
 
 /// A running agent and what it printed so far.
-struct Running {
+pub(crate) struct Running {
     child: tokio::process::Child,
     lines: Lines<BufReader<ChildStdout>>,
     printed: Vec<(String, Value)>,
@@ -144,7 +165,7 @@ impl Running {
     }
 
     /// Waits until the agent prints `kind`.
-    async fn until(&mut self, kind: &str) -> Value {
+    pub(crate) async fn until(&mut self, kind: &str) -> Value {
         while let Some((k, v)) = self.next().await {
             if k == kind {
                 return v;
@@ -154,7 +175,7 @@ impl Running {
     }
 
     /// Waits for the agent to end; everything it printed.
-    async fn finished(mut self) -> Printed {
+    pub(crate) async fn finished(mut self) -> Printed {
         while self.next().await.is_some() {}
         let out = tokio::time::timeout(daemon::WITHIN * 3, self.child.wait_with_output())
             .await
@@ -167,10 +188,10 @@ impl Running {
 }
 
 /// What the agent printed, by kind (`asked` may come more than once).
-struct Printed(Vec<(String, Value)>);
+pub(crate) struct Printed(Vec<(String, Value)>);
 
 impl Printed {
-    fn get(&self, kind: &str) -> &Value {
+    pub(crate) fn get(&self, kind: &str) -> &Value {
         &self
             .0
             .iter()
@@ -179,7 +200,7 @@ impl Printed {
             .1
     }
 
-    fn all(&self, kind: &str) -> Vec<&Value> {
+    pub(crate) fn all(&self, kind: &str) -> Vec<&Value> {
         self.0
             .iter()
             .filter(|(k, _)| k == kind)

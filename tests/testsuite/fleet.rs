@@ -103,6 +103,8 @@ pub(crate) struct Setup {
     pub(crate) tokens: Vec<(&'static str, &'static str, &'static str)>,
     /// A second serving gateway, of site `hub2`, with the same tokens.
     pub(crate) second_serving: bool,
+    /// TOML added to the serving gateway's config (e.g. a policy).
+    pub(crate) serving_toml: &'static str,
 }
 
 /// The whole fleet; what NATS refused is printed when it ends, for a
@@ -241,9 +243,10 @@ impl Fleet {
         std::fs::write(
             &config,
             format!(
-                "[server]\nconsole_socket = \"serving-console.sock\"\n\n[ports.hub-sw]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{tokens}\n\
+                "[server]\nconsole_socket = \"serving-console.sock\"\n\n[ports.hub-sw]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{}\n{tokens}\n\
                  [fleet]\nurls = [\"{}\"]\nsite = \"hub\"\ncredentials = \"serving.nk\"\nserve = true\n",
                 dir.path().join("absent-device").display(),
+                setup.serving_toml,
                 hub.url()
             ),
         )

@@ -19,7 +19,10 @@ use serialgate_testkit::rig::num;
 use serialgate_testkit::updates::{UpdatesClient, next_updated};
 use serialgate_testkit::{rig, wait};
 
+use rmcp::ServiceExt;
+
 use crate::fleet::{DC1_ONLY, DEADLINE, Fleet, OPS, ROOT, ok, start_leaf, try_as_site};
+use crate::transfer::{Collector, request};
 
 /// How long a subscribed agent may wait to be told of an alert: a
 /// deadline on the event (a site's uplink coming back takes a few
@@ -578,5 +581,74 @@ async fn an_image_goes_from_the_sites_files_dir_to_a_remote_rommon_through_the_s
     )
     .await;
     assert!(refused.starts_with("invalid_argument:"), "{refused}");
+
+    // A transfer's progress reaches the agent through the fleet, and the
+    // agent's cancel stops it at the site: the switch hears CAN CAN.
+    std::fs::write(files.join("big.bin"), image(2 << 20)).expect("a big image");
+    drop(root);
+    let (tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            fleet.url.clone(),
+        )
+        .auth_header(ROOT),
+    );
+    let watcher = Collector { progress: tx }
+        .serve(transport)
+        .await
+        .expect("an MCP session at the serving gateway");
+    let call = async |tool: &str, args: Value| -> Value {
+        let rmcp::model::ClientRequest::CallToolRequest(r) = request(tool, args) else {
+            unreachable!("a tool call")
+        };
+        let result = watcher.peer().call_tool(r.params).await.expect("MCP");
+        assert_ne!(result.is_error, Some(true), "{tool}: {result:?}");
+        result.structured_content.unwrap_or_default()
+    };
+    call("connect", json!({"port": "dc3/rom", "take_over": true})).await;
+    call("send_text", json!({"text": "xmodem -c -s 115200 big.bin"})).await;
+    let asked = call(
+        "read_until_prompt",
+        json!({"prompt": "baud now\\.\r\n", "regex": true, "timeout": 20}),
+    )
+    .await;
+    assert_eq!(asked["matched"], true, "{asked}");
+    let handle = watcher
+        .peer()
+        .send_cancellable_request(
+            request(
+                "send_file",
+                json!({"file": "big.bin", "protocol": "xmodem-1k", "transfer_baud": 115200}),
+            ),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("send the transfer");
+    loop {
+        let note = tokio::time::timeout(DEADLINE, progress.recv())
+            .await
+            .expect("the transfer's progress in time")
+            .expect("progress");
+        assert_eq!(note.total, Some(2048.0), "{note:?}");
+        let message = note.message.unwrap_or_default();
+        assert!(
+            message.starts_with("site dc3: ") && message.contains("blocks sent"),
+            "{message}"
+        );
+        if note.progress >= 100.0 {
+            break;
+        }
+    }
+    handle.cancel(Some("enough".into())).await.expect("cancel");
+    let after = call(
+        "read_until_prompt",
+        json!({"prompt": r"rommon \d+ > $", "regex": true, "timeout": 20}),
+    )
+    .await;
+    let output = after["output"].as_str().unwrap_or_default();
+    assert!(
+        output.contains("xmodem: big.bin not received: the other side cancelled"),
+        "{after}"
+    );
     drop(leaf);
 }

@@ -8,14 +8,17 @@
 
 use serde_json::{Value, json};
 use serialgate_testkit::console::{ConsoleConn, user_name};
+use serialgate_testkit::python::python_with;
 use serialgate_testkit::rig::{count, enable};
 
 use super::approvals::pending;
+use super::approvals_mcp_user::agent_on;
 use super::fleet::{Fleet, OPS, Setup, clock, err, ok, ws};
 
 const LOCKED: &str = "locked-secret-0123456789";
 const GUARDED: &str = "guarded-secret-0123456789";
 const UNGUARDED: &str = "unguarded-secret-0123456789";
+const ASKS: &str = "asks-user-secret-0123456789";
 
 /// Times `fleet`'s switch `i` received `line` and a CR.
 fn received(fleet: &Fleet, i: usize, line: &str) -> usize {
@@ -162,14 +165,19 @@ async fn a_site_s_own_port_policy_holds_whatever_policy_the_serving_gateway_send
 }
 
 /// Waits for the one request pending at `person`'s port; its id, after
-/// checking who asks for what.
+/// checking who asks for what (token `guarded` through the hub).
 async fn one_request(person: &mut ConsoleConn, line: &str) -> Value {
+    one_request_of(person, "guarded", line).await
+}
+
+/// [`one_request`] of `token`.
+async fn one_request_of(person: &mut ConsoleConn, token: &str, line: &str) -> Value {
     let list = pending(person, 1).await;
     assert_eq!(list[0]["line"], line, "{list:?}");
     assert!(
         list[0]["token"]
             .as_str()
-            .is_some_and(|t| t.starts_with("guarded@hub:")),
+            .is_some_and(|t| t.starts_with(&format!("{token}@hub:"))),
         "{list:?}"
     );
     list[0]["id"].clone()
@@ -357,4 +365,112 @@ async fn an_agent_cancelling_a_remote_line_waiting_for_approval_withdraws_it_at_
     assert_eq!(received(&fleet, 0, "reload in 9"), 0);
     // The session goes on.
     clock(&agent, "dc1/core-sw1").await;
+}
+
+/// Site `i`'s audit record of `kind` for `line`.
+fn audited(fleet: &Fleet, site: &str, kind: &str, line: &str) -> Value {
+    let text = std::fs::read_to_string(fleet.dir.path().join(format!("logs-{site}/audit.log")))
+        .unwrap_or_default();
+    let records: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    records
+        .iter()
+        .find(|r| r["kind"] == kind && r["data"] == line)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {kind:?} of {line:?} in {records:?}"))
+}
+
+/// The agent is the official Python SDK over HTTP at the serving gateway,
+/// its token under a policy whose approvers name the client's user; the
+/// line waits at the site, which asks that user through the fleet.
+#[tokio::test]
+async fn the_agent_s_own_user_decides_a_remote_line_and_hears_its_wait_through_the_fleet() {
+    let Some(python) = python_with(&["mcp"]) else {
+        return;
+    };
+    let Some(fleet) = Fleet::start_with(Setup {
+        tokens: vec![("asks", ASKS, "policy = \"asks-user\"\n")],
+        serving_toml: "[policies.asks-user]\napprovers = [\"people\", \"client_user\"]\n",
+        ..Setup::default()
+    })
+    .await
+    else {
+        return;
+    };
+    // The user approves: asked once, in the approve-or-deny form, the
+    // message naming the site; the wait's progress heard; sent once.
+    let printed = agent_on(
+        &python,
+        &fleet.url,
+        ASKS,
+        "approve",
+        "reload in 5",
+        "dc1/core-sw1",
+    )
+    .finished()
+    .await;
+    let asked = printed.all("asked");
+    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+    let message = asked[0]["message"].as_str().unwrap_or_default();
+    for part in [
+        "site dc1: serialgate: your agent asks to send \"reload in 5\"",
+        "exec mode",
+        "rule \"reload\"",
+        "expires in",
+    ] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    assert_eq!(
+        asked[0]["schema"]["properties"]["decision"]["enum"],
+        json!(["approve", "deny"]),
+        "{}",
+        asked[0]["schema"]
+    );
+    let progress = printed.get("progress");
+    assert!(
+        progress
+            .as_array()
+            .is_some_and(|notes| notes
+                .iter()
+                .any(|n| n.as_str().is_some_and(|n| n
+                    .starts_with("site dc1: waiting for a person's approval of \"reload in 5\"")))),
+        "{progress}"
+    );
+    assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
+    assert_eq!(received(&fleet, 0, "reload in 5"), 1);
+    // Decided at the site by the client's user of that session.
+    let request = audited(&fleet, "dc1", "approval request", "reload in 5");
+    let approved = audited(&fleet, "dc1", "approval approved", "reload in 5");
+    assert_eq!(approved["person"], "client_user", "{approved}");
+    assert_eq!(approved["session"], request["session"], "{approved}");
+
+    // The user never answers and a person at the serving gateway denies
+    // first: the question is withdrawn from the client, nothing is sent.
+    let mut waiting = agent_on(
+        &python,
+        &fleet.url,
+        ASKS,
+        "wait",
+        "reload in 7",
+        "dc2/core-sw1",
+    );
+    let (mut operator, _) = ConsoleConn::attach(
+        &fleet.dir.path().join("serving-console.sock"),
+        "dc2/core-sw1",
+        "watch",
+        json!({}),
+    )
+    .await;
+    let id = one_request_of(&mut operator, "asks", "reload in 7").await;
+    waiting.until("asked").await;
+    operator
+        .send_json(&json!({"type": "decide", "id": id, "line": "reload in 7", "approve": false}))
+        .await;
+    operator.until_json("decided").await;
+    let printed = waiting.finished().await;
+    assert_eq!(printed.get("withdrawn"), true, "{:?}", printed.get("text"));
+    assert_eq!(printed.get("is_error"), true, "{:?}", printed.get("text"));
+    assert_eq!(received(&fleet, 1, "reload in 7"), 0);
 }

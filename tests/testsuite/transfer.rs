@@ -26,8 +26,8 @@ use tokio::sync::mpsc;
 
 /// A client that keeps every progress notification it gets.
 #[derive(Clone)]
-struct Collector {
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+pub(crate) struct Collector {
+    pub(crate) progress: mpsc::UnboundedSender<ProgressNotificationParam>,
 }
 
 impl ClientHandler for Collector {
@@ -51,7 +51,7 @@ struct Site {
     _daemon: Daemon,
 }
 
-fn request(tool: &str, args: Value) -> ClientRequest {
+pub(crate) fn request(tool: &str, args: Value) -> ClientRequest {
     let Value::Object(map) = args else {
         unreachable!("tool arguments are objects")
     };
