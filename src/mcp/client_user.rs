@@ -211,3 +211,39 @@ impl Drop for Withdraw {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_approval_form_passes_for_a_site_and_answers_read_as_decided() {
+        let question = Question {
+            id: 3,
+            port: "core-sw1",
+            line: "\"reload\"",
+            mode: "exec",
+            reason: "rule \"reload\"",
+            expires_in_s: 60,
+        };
+        let ours = form(&question).unwrap();
+        let message = approval_message(&ours).unwrap();
+        assert!(
+            message.contains("\"reload\" (exec mode) on core-sw1"),
+            "{message}"
+        );
+        // A form asking for anything else (a password, say) is not one.
+        let schema = ElicitationSchema::builder()
+            .required_string("password")
+            .build()
+            .unwrap();
+        let other = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: "serialgate: your agent asks to send \"reload\"".into(),
+            requested_schema: schema,
+        };
+        assert_eq!(approval_message(&other), None);
+        assert!(approves(&decided(true)));
+        assert!(!approves(&decided(false)));
+    }
+}
