@@ -42,14 +42,15 @@ pub struct PortInfo {
     pub down_reason: Option<String>,
     /// Preset of the port.
     pub preset: String,
-    /// Baud rate and framing.
-    pub settings: LineSettings,
-    /// Line ending appended by send_text.
-    pub line_ending: LineEnding,
-    /// Oldest retained offset.
-    pub oldest: u64,
-    /// Newest offset.
-    pub head: u64,
+    /// Baud rate and framing; null for a port of another site, whose
+    /// gateway does not announce them (connect there says).
+    pub settings: Option<LineSettings>,
+    /// Line ending appended by send_text; null for another site's port.
+    pub line_ending: Option<LineEnding>,
+    /// Oldest retained offset; null for another site's port.
+    pub oldest: Option<u64>,
+    /// Newest offset; null for another site's port.
+    pub head: Option<u64>,
     /// Configured (false) or opened by an ad-hoc connect (true).
     pub adhoc: bool,
     /// This session is connected to it.
@@ -263,10 +264,10 @@ fn port_info(gp: &GatewayPort, connected: bool) -> PortInfo {
         state: gp.port.state(),
         down_reason: gp.port.down_reason(),
         preset: gp.config.preset.clone(),
-        settings: gp.port.spec().line,
-        line_ending: gp.config.line_ending,
-        oldest: log.oldest(),
-        head: log.head(),
+        settings: Some(gp.port.spec().line),
+        line_ending: Some(gp.config.line_ending),
+        oldest: Some(log.oldest()),
+        head: Some(log.head()),
         adhoc: gp.adhoc,
         connected,
         writer: gp.port.holder(),
@@ -329,10 +330,10 @@ fn fleet_ports_shown_to(
                     )
                 }),
                 preset: p.preset.clone(),
-                settings: LineSettings::default(),
-                line_ending: LineEnding::default(),
-                oldest: 0,
-                head: 0,
+                settings: None,
+                line_ending: None,
+                oldest: None,
+                head: None,
                 adhoc: false,
                 connected: connected.contains(&name),
                 writer: p.writer.clone().map(|who| crate::port::Holder {

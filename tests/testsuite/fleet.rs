@@ -418,6 +418,11 @@ async fn an_agent_lists_both_sites_and_runs_commands_and_config_on_a_remote_swit
     );
     let remote = &list["ports"][1];
     assert_eq!(remote["preset"], "cisco-ios", "{remote}");
+    // What the site does not announce is absent, not a default.
+    for unknown in ["settings", "line_ending", "oldest", "head"] {
+        assert!(remote[unknown].is_null(), "{unknown}: {remote}");
+    }
+    assert_eq!(list["ports"][0]["settings"]["baud"], 9600, "{list:#}");
 
     let connected = ok(&ops, "connect", json!({"port": "dc2/core-sw1"})).await;
     assert_eq!(connected["connection"], "dc2/core-sw1", "{connected}");
