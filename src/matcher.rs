@@ -37,7 +37,10 @@ pub enum Prompt {
 /// runs the regex only on lines that can end a match.
 #[derive(Debug, Clone)]
 pub struct RegexPrompt {
-    regex: Regex,
+    /// Shared by every clone (each wait takes one): a cloned `Regex`
+    /// starts a cache pool of its own, so each search would build its lazy
+    /// DFA's states again from nothing.
+    regex: std::sync::Arc<Regex>,
     line_end: Option<Box<LineEndFilter>>,
     /// A match may contain `\n`: rescans then cover the whole 4 KiB
     /// look-behind, not just the current line (like ripgrep's
@@ -70,7 +73,7 @@ impl Prompt {
         let spans_lines = hir.as_ref().is_none_or(can_match_newline);
         let line_end = hir.as_ref().and_then(LineEndFilter::analyze).map(Box::new);
         Ok(Prompt::Regex(RegexPrompt {
-            regex,
+            regex: std::sync::Arc::new(regex),
             line_end,
             spans_lines,
         }))

@@ -155,14 +155,17 @@ impl ServerHandler for GateServer {
             });
         }
         let mut request = request;
-        let binding = input_required::call_binding(&caller.name, &request);
+        // Taken before the access rules change the arguments, and only
+        // for a client that may be asked in the result.
+        let binding = input_required::may_apply(&context)
+            .then(|| input_required::call_binding(&caller.name, &request));
         let held = authorize(&caller, &target.gateway, &target.session, &mut request);
         let approved = match held {
             Ok(held) if held.is_empty() => Ok(()),
             Ok(held) => {
                 let timeout = target.gateway.config().server.approval_timeout;
                 let actor = target.session.actor();
-                if input_required::applies(&held, &context) {
+                if let Some(binding) = binding.filter(|_| input_required::applies(&held, &context)) {
                     match input_required::round(held, &actor, timeout, &request, &binding).await {
                         Ok(Round::Proceed) => Ok(()),
                         Ok(Round::Ask(asking)) => {

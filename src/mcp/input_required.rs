@@ -124,12 +124,18 @@ pub fn call_binding(token: &str, request: &CallToolRequestParams) -> Vec<u8> {
 /// without a session (2026-07-28 or later), declared that it shows forms
 /// with the request, and every line's policy names the client's user.
 pub fn applies(held: &[Held], context: &RequestContext<RoleServer>) -> bool {
+    may_apply(context) && held.iter().all(|h| h.needs.client_user)
+}
+
+/// Whether a held line of this call could be decided this way: the
+/// client speaks without a session and declared that it shows forms with
+/// the request. Only then is the call's binding worth computing.
+pub fn may_apply(context: &RequestContext<RoleServer>) -> bool {
     context
         .meta
         .protocol_version()
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
         && client_user::may_ask_inline(context.meta.client_capabilities().as_ref())
-        && held.iter().all(|h| h.needs.client_user)
 }
 
 /// One round of a held call: the first (no `requestState`) asks and
