@@ -26,6 +26,10 @@
 //!   JSON of `src/fleet/wire.rs`), each with its own user on the hub,
 //!   allowed to publish only its site's announcements; every answer must
 //!   list every port, open;
+//! - the memory the serving gateway's directory keeps per announced
+//!   port, counted in this process (a counting allocator) while the
+//!   library reads and keeps the 50 sites' announcements as the daemon
+//!   does (`serialgate::fleet_directory_of`), before any thread starts;
 //! - the serving gateway's anonymous resident memory (`RssAnon`: the
 //!   daemon gives back its binary's startup pages 5 s after it is ready,
 //!   which would move `VmRSS` in the middle of the count) before the 50 sites,
@@ -55,8 +59,10 @@
 //! cargo bench --bench fleet -- --quick     # or SERIALGATE_BENCH_QUICK=1
 //! ```
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -86,7 +92,64 @@ const SCOUT: &str = "scout-secret-0123456789";
 /// whole fleet is some hundreds of KB).
 const MAX_MESSAGE: usize = 64 << 20;
 
+/// Counts the bytes (and allocations) this process holds, for what the
+/// directory keeps per port.
+struct Counting;
+
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+static LIVE_ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call goes to the system allocator unchanged; only the
+// counters are added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+        LIVE_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's layout, as given.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        LIVE_ALLOCATIONS.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: the caller's pointer and layout, as given.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE_BYTES.fetch_add(new_size, Ordering::Relaxed);
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's pointer, layout and size, as given.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Bytes and allocations the serving gateway's directory keeps per port
+/// for the fake sites' announcements, read as the daemon reads them.
+fn directory_per_port() -> (f64, f64) {
+    let announcements: Vec<(String, Vec<u8>)> = (0..SITES)
+        .map(|i| (fake_site(i), fake_announcement().into_bytes()))
+        .collect();
+    let (bytes, allocations) = (
+        LIVE_BYTES.load(Ordering::Relaxed),
+        LIVE_ALLOCATIONS.load(Ordering::Relaxed),
+    );
+    let directory = serialgate::fleet_directory_of(&announcements).expect("the announcements read");
+    let kept = (
+        LIVE_BYTES.load(Ordering::Relaxed) - bytes,
+        LIVE_ALLOCATIONS.load(Ordering::Relaxed) - allocations,
+    );
+    drop(directory);
+    let ports = (SITES * PORTS_PER_SITE) as f64;
+    (kept.0 as f64 / ports, kept.1 as f64 / ports)
+}
+
 fn main() -> ExitCode {
+    // Before any other thread allocates.
+    let directory = directory_per_port();
     let quick = std::env::args().any(|a| a == "--quick")
         || std::env::var("SERIALGATE_BENCH_QUICK").is_ok_and(|v| v == "1");
     let binary = match binary::bench_binary() {
@@ -105,7 +168,14 @@ fn main() -> ExitCode {
         .build()
         .expect("tokio runtime");
     let (rtt_samples, list_samples) = if quick { (100, 20) } else { (1000, 200) };
-    runtime.block_on(run(&binary, &nats_server, rtt_samples, list_samples, quick));
+    runtime.block_on(run(
+        &binary,
+        &nats_server,
+        rtt_samples,
+        list_samples,
+        quick,
+        directory,
+    ));
     ExitCode::SUCCESS
 }
 
@@ -115,6 +185,7 @@ async fn run(
     rtt_samples: usize,
     list_samples: usize,
     quick: bool,
+    directory: (f64, f64),
 ) {
     let fleet = Fleet::start(binary, nats_server).await;
     let agent = GateClient::connect_http_with_limit(&fleet.url, Some(OPS), MAX_MESSAGE)
@@ -222,6 +293,10 @@ async fn run(
         filled_in.as_secs_f64() * 1e3
     );
     println!(
+        "the serving gateway's directory keeps {:.0} B per announced port, in {:.1} allocations (counted in-process; the allocator adds 8 to 16 B to each)",
+        directory.0, directory.1
+    );
+    println!(
         "serving gateway RssAnon: {rss_before} KiB before, {rss_filled} KiB with {announced} ports announced ({:.0} B per port), {rss_after} KiB after the whole list's calls ({:.0} B per port)",
         per_port(rss_filled),
         per_port(rss_after)
@@ -242,6 +317,8 @@ async fn run(
             "heard_after_ms": filled_in.as_secs_f64() * 1e3,
             "rss_before_kib": rss_before, "rss_filled_kib": rss_filled, "rss_after_kib": rss_after,
             "rss_per_port_b": per_port(rss_filled),
+            "directory_b_per_port": directory.0,
+            "directory_allocations_per_port": directory.1,
             "console_burst_bytes": burst,
             "console_1_ms": one.seconds * 1e3,
             "console_1_mib_s": one.per_watcher_mib_s(burst),
@@ -575,12 +652,7 @@ async fn announce_fake_sites(hub: &str, stop: CancellationToken) -> tokio::task:
                 .connect(hub)
                 .await
                 .expect("a fake site's user connects");
-        let ports: Vec<Value> = (1..=PORTS_PER_SITE)
-            .map(|p| {
-                json!({"name": format!("sw{p:02}"), "state": "open", "preset": "cisco-ios", "writer": null, "people": 0})
-            })
-            .collect();
-        let payload = json!({"v": 2, "ports": ports}).to_string();
+        let payload = fake_announcement();
         sites.push((client, format!("serialgate.announce.{site}"), payload));
     }
     tokio::spawn(async move {
@@ -601,6 +673,17 @@ async fn announce_fake_sites(hub: &str, stop: CancellationToken) -> tokio::task:
             }
         }
     })
+}
+
+/// A fake site's announcement: its ports open, as a site's gateway
+/// writes it (`src/fleet/wire.rs`).
+fn fake_announcement() -> String {
+    let ports: Vec<Value> = (1..=PORTS_PER_SITE)
+        .map(|p| {
+            json!({"name": format!("sw{p:02}"), "state": "open", "preset": "cisco-ios", "writer": null, "people": 0})
+        })
+        .collect();
+    json!({"v": 2, "ports": ports}).to_string()
 }
 
 /// The serving gateway's anonymous resident memory, KiB.

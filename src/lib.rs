@@ -103,3 +103,22 @@ pub(crate) mod webhook;
 pub use config::presets;
 /// How many auto-replies one wait sends at most unless told otherwise.
 pub use port::wait::{DEFAULT_MAX_AUTO_REPLIES, MAX_FRUITLESS_REPLIES};
+
+/// What a serving gateway keeps of `announcements` (each a site's name
+/// and its announcement as it publishes it): its directory of the fleet,
+/// each read, bounded and cleaned as when it arrives from NATS, held while
+/// the value lives. For the fleet bench, which counts the memory it holds
+/// per announced port; `Err` says which announcement does not read.
+#[doc(hidden)]
+pub fn fleet_directory_of(
+    announcements: &[(String, Vec<u8>)],
+) -> Result<Box<dyn std::any::Any>, String> {
+    let directory = fleet::directory::Directory::default();
+    for (site, payload) in announcements {
+        let read = fleet::wire::read_announcement(payload).map_err(|e| format!("{site}: {e}"))?;
+        if !directory.heard(site, read.ports) {
+            return Err(format!("{site}: the directory is full"));
+        }
+    }
+    Ok(Box::new(directory))
+}

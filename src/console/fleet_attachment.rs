@@ -56,7 +56,7 @@ pub(super) fn fleet_ports(
     let mut ports = Vec::new();
     for site in directory.sites() {
         let unreachable = site.unreachable();
-        for p in &site.ports {
+        for p in site.ports.iter() {
             let name = format!("{}/{}", site.name, p.name);
             if may_watch(caller, gateway, &name).is_err() {
                 continue;

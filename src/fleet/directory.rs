@@ -27,8 +27,9 @@ pub const MAX_SITES: usize = 1024;
 pub struct Site {
     /// The site's name (from the subject it announced on).
     pub name: String,
-    /// Its ports, cleaned.
-    pub ports: Vec<AnnouncedPort>,
+    /// Its ports, cleaned; shared by every copy of the site, so that a
+    /// list of the whole fleet copies no port.
+    pub ports: Arc<Vec<AnnouncedPort>>,
     /// When it was last heard (monotonic).
     last_seen: Instant,
     /// The same moment on the wall clock, for messages.
@@ -65,7 +66,7 @@ impl Directory {
             site.to_owned(),
             Site {
                 name: site.to_owned(),
-                ports,
+                ports: Arc::new(ports),
                 last_seen: Instant::now(),
                 last_seen_at: SystemTime::now(),
             },

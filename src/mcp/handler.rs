@@ -165,7 +165,8 @@ impl ServerHandler for GateServer {
             Ok(held) => {
                 let timeout = target.gateway.config().server.approval_timeout;
                 let actor = target.session.actor();
-                if let Some(binding) = binding.filter(|_| input_required::applies(&held, &context)) {
+                if let Some(binding) = binding.filter(|_| input_required::applies(&held, &context))
+                {
                     match input_required::round(held, &actor, timeout, &request, &binding).await {
                         Ok(Round::Proceed) => Ok(()),
                         Ok(Round::Ask(asking)) => {

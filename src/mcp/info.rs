@@ -310,7 +310,7 @@ fn fleet_ports_shown_to(
     let mut shown = Vec::new();
     for site in directory.sites() {
         let unreachable = site.unreachable();
-        for p in &site.ports {
+        for p in site.ports.iter() {
             let name = format!("{}/{}", site.name, p.name);
             if !caller.may_use_port(&name) {
                 continue;

@@ -420,7 +420,7 @@ fn fleet_views(
     let mut views = Vec::new();
     for site in directory.sites() {
         let unreachable = site.unreachable();
-        for p in &site.ports {
+        for p in site.ports.iter() {
             let name = format!("{}/{}", site.name, p.name);
             if !may_read_port(caller, gateway, &name) {
                 continue;
