@@ -28,6 +28,9 @@ pub fn announcement(gateway: &Gateway) -> Announcement {
                 preset: gp.config.preset.clone(),
                 writer: gp.port.holder().map(|h| h.who),
                 people: u32::try_from(gp.port.people().len()).unwrap_or(u32::MAX),
+                waiting: u32::try_from(gp.port.approvals().waiting()).unwrap_or(u32::MAX),
+                bytes_read: gp.port.log().head(),
+                bytes_written: gp.port.bytes_written(),
             })
             .collect(),
     }

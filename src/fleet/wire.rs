@@ -51,6 +51,15 @@ pub struct AnnouncedPort {
     pub writer: Option<String>,
     /// How many people watch it at a console.
     pub people: u32,
+    /// How many lines wait there for a person's approval.
+    #[serde(default)]
+    pub waiting: u32,
+    /// Bytes the device sent since the site's gateway started.
+    #[serde(default)]
+    pub bytes_read: u64,
+    /// Bytes written to the device since then.
+    #[serde(default)]
+    pub bytes_written: u64,
 }
 
 /// What a serving gateway kept of an announcement.

@@ -171,6 +171,11 @@ impl Approvals {
         self.changed.subscribe()
     }
 
+    /// How many requests wait now.
+    pub fn waiting(&self) -> usize {
+        self.lock().len()
+    }
+
     /// The requests waiting now, oldest first.
     pub fn list(&self) -> Vec<PendingApproval> {
         let now = Instant::now();

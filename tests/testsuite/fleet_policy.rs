@@ -13,7 +13,7 @@ use serialgate_testkit::rig::{count, enable};
 
 use super::approvals::pending;
 use super::approvals_mcp_user::agent_on;
-use super::fleet::{Fleet, OPS, Setup, clock, err, ok, ws};
+use super::fleet::{Fleet, OPS, Setup, base, clock, err, ok, ws};
 
 const LOCKED: &str = "locked-secret-0123456789";
 const GUARDED: &str = "guarded-secret-0123456789";
@@ -219,9 +219,25 @@ async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_or_the
     .await
     .expect("the console WebSocket");
 
+    let mut page = ports_page(&fleet, OPS).await;
+
     // Approved at the serving gateway: sent once, after the approval.
     let approve = async {
         let id = one_request(&mut operator, "reload in 5").await;
+        // The ports page counts it on the remote row (its console page
+        // decides it).
+        loop {
+            let snapshot = page.until_json("ports").await;
+            let row = snapshot["ports"]
+                .as_array()
+                .and_then(|ports| ports.iter().find(|p| p["name"] == "dc1/core-sw1"))
+                .cloned()
+                .unwrap_or_else(|| panic!("no dc1/core-sw1 in {snapshot}"));
+            if row["approvals_waiting"] == 1 {
+                assert!(row["bytes_read"].as_u64().is_some_and(|b| b > 0), "{row}");
+                break;
+            }
+        }
         // The people at the site see the same request.
         assert_eq!(one_request(&mut person, "reload in 5").await, id);
         // Who may type but not approve is refused, and nothing is sent.
@@ -473,4 +489,35 @@ async fn the_agent_s_own_user_decides_a_remote_line_and_hears_its_wait_through_t
     assert_eq!(printed.get("withdrawn"), true, "{:?}", printed.get("text"));
     assert_eq!(printed.get("is_error"), true, "{:?}", printed.get("text"));
     assert_eq!(received(&fleet, 1, "reload in 7"), 0);
+}
+
+/// The serving gateway's ports page feed, as a browser signed in with
+/// `secret` opens it.
+async fn ports_page(fleet: &Fleet, secret: &str) -> ConsoleConn {
+    let base = base(fleet);
+    let signed_in = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("an HTTP client")
+        .post(format!("{base}/web/signin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("origin", &base)
+        .body(format!("token={secret}"))
+        .send()
+        .await
+        .expect("POST /web/signin");
+    assert_eq!(signed_in.status(), reqwest::StatusCode::SEE_OTHER);
+    let cookie = signed_in.headers()["set-cookie"]
+        .to_str()
+        .expect("ASCII")
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_owned();
+    ConsoleConn::connect_ws_with(
+        &ws(fleet, "/web/ports/live"),
+        &[("cookie", cookie.as_str()), ("origin", base.as_str())],
+    )
+    .await
+    .expect("the ports page's feed")
 }

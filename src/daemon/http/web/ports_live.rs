@@ -407,8 +407,10 @@ fn snapshot(gateway: &Gateway, caller: &Caller, ports: &[Shown]) -> Snapshot {
 }
 
 /// The fleet's ports `caller` may read, as their sites announce them
-/// (cleaned there): state, preset, people and holder; the rest (output,
-/// counts, approvals) is the site's, seen on the port's console page.
+/// (cleaned there): state, preset, people, holder, byte counts and how
+/// many lines wait for approval; the rest (the output, the requests
+/// themselves) is the site's, seen and decided on the port's console
+/// page.
 fn fleet_views(
     gateway: &Gateway,
     consoles: &crate::console::fleet_feed::RemoteConsoles,
@@ -459,11 +461,13 @@ fn fleet_views(
                 }),
                 reconnects: 0,
                 last_line: String::new(),
-                bytes_read: 0,
-                bytes_written: 0,
+                bytes_read: p.bytes_read,
+                bytes_written: p.bytes_written,
                 last_loss: None,
+                // Decided on the port's console page, which reaches the
+                // site's requests.
                 approvals: Vec::new(),
-                approvals_waiting: 0,
+                approvals_waiting: p.waiting as usize,
                 screen: Vec::new(),
             });
         }
