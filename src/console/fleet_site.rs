@@ -18,8 +18,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::attachment::{OUTGOING_FRAMES, Person, serve_for_fleet};
 use super::fleet_wire::{
-    ConsoleAnswer, ConsoleKeep, ConsoleOpen, HeadNotice, InFrame, KEEP_EVERY, KEEP_FOR, MAX_RANGE,
-    RangeAsk, RangeHead, encode_range, plain_id,
+    ConsoleAnswer, ConsoleKeep, ConsoleOpen, HeadNotice, InFrame, KEEP_EVERY, KEEP_FOR,
+    MAX_FLEET_TRANSCRIPT, MAX_RANGE, RangeAsk, RangeHead, TranscriptAsk, encode_range,
+    encode_transcript, plain_id,
 };
 use super::protocol::{Frame, MAX_CLIENT_DATA_BYTES, MAX_JSON_BYTES};
 use crate::access::Caller;
@@ -92,6 +93,17 @@ pub async fn serve_consoles(
             let Some(reply) = message.reply.clone() else {
                 continue;
             };
+            if what == "transcript" {
+                // A file read: answered from a task of its own.
+                let (gateway, client) = (gateway.clone(), client.clone());
+                tokio::spawn(async move {
+                    let answer = transcript(&gateway, &message.payload).await;
+                    if let Err(e) = client.publish(reply, answer.into()).await {
+                        tracing::debug!("fleet: a transcript was not sent: {e}");
+                    }
+                });
+                continue;
+            }
             let answer = match what {
                 "open" => sessions.open(&gateway, &fleet, &message.payload, &stop),
                 "keep" => sessions.keep(&message.payload),
@@ -313,6 +325,27 @@ impl Sessions {
 }
 
 /// Answers a range read of a port's output.
+/// The end of a port's transcript (or its retained output) a
+/// [`TranscriptAsk`] in `payload` asks for, at most
+/// [`MAX_FLEET_TRANSCRIPT`] bytes, encoded by [`encode_transcript`].
+async fn transcript(gateway: &Gateway, payload: &[u8]) -> Vec<u8> {
+    let refused = |why: &str| encode_transcript(b'E', why);
+    let Ok(ask) = serde_json::from_slice::<TranscriptAsk>(&payload[..payload.len().min(1024)])
+    else {
+        return refused("no transcript request");
+    };
+    let Some(found) = gateway
+        .port(&ask.port)
+        .filter(|p| ask.v == VERSION && !p.adhoc && plain_port_name(&ask.port))
+    else {
+        return refused("no such port");
+    };
+    match found.port.tail(MAX_FLEET_TRANSCRIPT).await {
+        Ok(tail) => encode_transcript(if tail.transcript { b'T' } else { b'O' }, &tail.text),
+        Err(why) => refused(&why),
+    }
+}
+
 fn read(gateway: &Gateway, payload: &[u8]) -> Vec<u8> {
     // No range: the serving gateway shows this text as why.
     let refused = |why: &str| format!("port_unavailable: {why}").into_bytes();

@@ -192,3 +192,27 @@ mod tests {
         assert!(plain_id("0123abcd") && !plain_id("") && !plain_id("a.b") && !plain_id("*"));
     }
 }
+
+/// The most of a transcript's end a site sends a serving gateway: a NATS
+/// message's 1 MiB, less room for the rest.
+pub const MAX_FLEET_TRANSCRIPT: u64 = 960 * 1024;
+
+/// A serving gateway asking a site for the end of a port's transcript (a
+/// person's download in its web view).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TranscriptAsk {
+    /// [`crate::fleet::wire::VERSION`].
+    pub v: u32,
+    /// The port's name at the site.
+    pub port: String,
+}
+
+/// A site's answer to a [`TranscriptAsk`]: a kind byte (`T` the
+/// transcript's end, `O` the retained output, `E` why neither), then the
+/// text.
+pub fn encode_transcript(kind: u8, text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + text.len());
+    out.push(kind);
+    out.extend_from_slice(text.as_bytes());
+    out
+}

@@ -6,13 +6,15 @@
 //! (`site/port`) are reached through the fleet: `fleet_attachment` at the
 //! serving gateway, one `fleet_feed` per remote port there, and
 //! `fleet_site` at the site that owns the port; `fleet_wire` is what they
-//! send each other over NATS.
+//! send each other over NATS; `fleet_transcript` fetches a remote port's
+//! transcript for the web view's download.
 
 pub(crate) mod attachment;
 mod connection;
 mod fleet_attachment;
 pub mod fleet_feed;
 pub(crate) mod fleet_site;
+pub(crate) mod fleet_transcript;
 pub(crate) mod fleet_wire;
 mod judged_typing;
 pub(crate) mod protocol;

@@ -9,7 +9,8 @@
 //! watch (`confirm_watch.rs`), the lines waiting for a person's approval
 //! (`approvals.rs`), the event history (`state.rs`), whether
 //! its login prompts may be trusted with stored credentials
-//! (`login_trust.rs`). The files
+//! (`login_trust.rs`), its recent output as a download (`tail.rs`). The
+//! files
 //! depend on each other without a circle: the parts below the handle, the
 //! operations that need the whole port (`reader.rs`, `control.rs`,
 //! `baud_detect.rs`, `responder.rs`, `transfer_drive.rs`) above it. This
@@ -34,6 +35,7 @@ mod reader;
 mod responder;
 mod sharing;
 mod state;
+mod tail;
 mod telnet_link;
 pub mod transfer;
 mod transfer_drive;

@@ -13,7 +13,7 @@ use serialgate_testkit::rig::{count, enable};
 
 use super::approvals::pending;
 use super::approvals_mcp_user::agent_on;
-use super::fleet::{Fleet, OPS, Setup, base, clock, err, ok, ws};
+use super::fleet::{DC1_ONLY, Fleet, OPS, Setup, base, clock, err, ok, ws};
 
 const LOCKED: &str = "locked-secret-0123456789";
 const GUARDED: &str = "guarded-secret-0123456789";
@@ -284,6 +284,14 @@ async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_or_the
         "{scheduled:#}"
     );
     assert_eq!(received(&fleet, 0, "reload in 5"), 1);
+    // The web view's download of the remote port's transcript comes from
+    // the site: what was sent is in it; another site's token gets none.
+    let (status, file, text) = transcript_download(&fleet, OPS, "dc1/core-sw1").await;
+    assert_eq!(status, 200, "{text}");
+    assert!(file.contains("dc1_core-sw1-transcript.txt"), "{file}");
+    assert!(text.contains("reload in 5"), "{text}");
+    let (status, _, _) = transcript_download(&fleet, DC1_ONLY, "dc2/core-sw1").await;
+    assert_eq!(status, 404);
     ok(
         &agent,
         "send_text",
@@ -491,14 +499,32 @@ async fn the_agent_s_own_user_decides_a_remote_line_and_hears_its_wait_through_t
     assert_eq!(received(&fleet, 1, "reload in 7"), 0);
 }
 
+/// An HTTP client that shows redirects rather than follows them.
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("an HTTP client")
+}
+
 /// The serving gateway's ports page feed, as a browser signed in with
 /// `secret` opens it.
 async fn ports_page(fleet: &Fleet, secret: &str) -> ConsoleConn {
     let base = base(fleet);
-    let signed_in = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("an HTTP client")
+    let cookie = sign_in(fleet, secret).await;
+    ConsoleConn::connect_ws_with(
+        &ws(fleet, "/web/ports/live"),
+        &[("cookie", cookie.as_str()), ("origin", base.as_str())],
+    )
+    .await
+    .expect("the ports page's feed")
+}
+
+/// A browser signed in at the serving gateway's web view with `secret`:
+/// its `name=value` cookie.
+async fn sign_in(fleet: &Fleet, secret: &str) -> String {
+    let base = base(fleet);
+    let signed_in = http()
         .post(format!("{base}/web/signin"))
         .header("content-type", "application/x-www-form-urlencoded")
         .header("origin", &base)
@@ -507,17 +533,35 @@ async fn ports_page(fleet: &Fleet, secret: &str) -> ConsoleConn {
         .await
         .expect("POST /web/signin");
     assert_eq!(signed_in.status(), reqwest::StatusCode::SEE_OTHER);
-    let cookie = signed_in.headers()["set-cookie"]
+    signed_in.headers()["set-cookie"]
         .to_str()
         .expect("ASCII")
         .split(';')
         .next()
         .expect("name=value")
+        .to_owned()
+}
+
+/// The serving gateway's web view download of `port`'s transcript for
+/// `secret`: its status, file name and text.
+async fn transcript_download(fleet: &Fleet, secret: &str, port: &str) -> (u16, String, String) {
+    let cookie = sign_in(fleet, secret).await;
+    let response = http()
+        .get(format!(
+            "{}/web/console/{}/transcript",
+            base(fleet),
+            port.replace('/', "%2F")
+        ))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("GET the transcript");
+    let status = response.status().as_u16();
+    let file = response
+        .headers()
+        .get("content-disposition")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
         .to_owned();
-    ConsoleConn::connect_ws_with(
-        &ws(fleet, "/web/ports/live"),
-        &[("cookie", cookie.as_str()), ("origin", base.as_str())],
-    )
-    .await
-    .expect("the ports page's feed")
+    (status, file, response.text().await.unwrap_or_default())
 }

@@ -3,10 +3,11 @@
 //! that does not exist). With `[server] log_dir` it is the transcript file
 //! (timestamps, what was sent marked, secrets redacted; the last
 //! [`MAX_DOWNLOAD_BYTES`]); without, the output the daemon still retains,
-//! as text, and the file name says `output` instead of `transcript`.
+//! as text, and the file name says `output` instead of `transcript`. At a
+//! serving gateway, another site's port (`site/port`) comes from its site,
+//! its last 960 KiB.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -26,15 +27,9 @@ pub async fn download(
     Extension(caller): Extension<Arc<Caller>>,
     Path(name): Path<String>,
 ) -> Response {
-    let found = (name.len() <= MAX_NAME && caller.may_use_port(&name))
-        .then(|| state.gateway.port(&name))
-        .flatten();
-    let Some(gp) = found else {
-        return (StatusCode::NOT_FOUND, "no such port for this token\n").into_response();
-    };
-    let port = gp.port;
-    let safe: String = port
-        .name()
+    let reachable = name.len() <= MAX_NAME && caller.may_use_port(&name);
+    let found = reachable.then(|| state.gateway.port(&name)).flatten();
+    let safe: String = name
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
@@ -44,36 +39,33 @@ pub async fn download(
             }
         })
         .collect();
-    let (text, file) = match port.transcript() {
-        Some(transcript) => {
-            transcript
-                .wait_written(port.log().head(), 0, Duration::from_millis(500))
-                .await;
-            let reading = transcript.clone();
-            match tokio::task::spawn_blocking(move || reading.tail(MAX_DOWNLOAD_BYTES)).await {
-                Ok(Ok(text)) => (text, format!("{safe}-transcript.txt")),
-                Ok(Err(e)) => {
-                    tracing::warn!(port = %port.name(), "web transcript download failed: {e}");
-                    return (
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "the transcript could not be read; the daemon's log says why\n",
-                    )
-                        .into_response();
-                }
-                Err(_) => {
-                    return (
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "reading the transcript failed\n",
-                    )
-                        .into_response();
-                }
+    let tail = match found {
+        Some(gp) => gp
+            .port
+            .tail(MAX_DOWNLOAD_BYTES)
+            .await
+            .map(|tail| (tail.text, tail.transcript))
+            .map_err(|why| (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n"))),
+        // Another site's port (`site/port`): its site sends the end.
+        None => match crate::mcp::fleet_forward::split(&name)
+            .filter(|_| reachable)
+            .zip(crate::console::fleet_feed::serving())
+        {
+            Some((target, consoles)) => {
+                crate::console::fleet_transcript::transcript_of(consoles, &target)
+                    .await
+                    .map_err(|e| (StatusCode::BAD_GATEWAY, format!("{e}\n")))
             }
-        }
-        None => {
-            let log = port.log();
-            let bytes = log.copy_range(log.oldest(), log.head());
-            (crate::log::lossy_text(&bytes), format!("{safe}-output.txt"))
-        }
+            None => Err((
+                StatusCode::NOT_FOUND,
+                "no such port for this token\n".to_owned(),
+            )),
+        },
+    };
+    let (text, file) = match tail {
+        Ok((text, true)) => (text, format!("{safe}-transcript.txt")),
+        Ok((text, false)) => (text, format!("{safe}-output.txt")),
+        Err(refused) => return refused.into_response(),
     };
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{file}\""))
         .unwrap_or_else(|_| HeaderValue::from_static("attachment"));
