@@ -146,7 +146,11 @@ async fn serve(
     shutdown: CancellationToken,
 ) {
     let deadline = tokio::time::Instant::now() + limits::AUTH_DEADLINE;
+    // The session first: its first step sends the door's version, which a
+    // connection evicted before it was ever polled (many arriving at
+    // once, a loaded machine) would otherwise close without.
     let started = tokio::select! {
+        biased;
         started = run_stream(ssh, stream, handler) => started,
         () = tokio::time::sleep_until(deadline) => return,
         () = evicted.cancelled() => return,
