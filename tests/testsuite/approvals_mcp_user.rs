@@ -209,6 +209,23 @@ impl Printed {
     }
 }
 
+/// Checks that the user was asked once, in the approve-or-deny form,
+/// with a message holding each of `parts`.
+pub(crate) fn asked_once(printed: &Printed, parts: &[&str]) {
+    let asked = printed.all("asked");
+    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+    let message = asked[0]["message"].as_str().unwrap_or_default();
+    for part in parts {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    assert_eq!(
+        asked[0]["schema"]["properties"]["decision"]["enum"],
+        json!(["approve", "deny"]),
+        "{}",
+        asked[0]["schema"]
+    );
+}
+
 /// Reads console frames until the approvals list holds one request.
 async fn one_pending(person: &mut ConsoleConn) -> Value {
     loop {
@@ -228,25 +245,17 @@ async fn the_client_user_approves_and_the_line_reaches_the_switch_once() {
     let printed = agent(&python, &site, "approve", "reload in 5")
         .finished()
         .await;
-    let asked = printed.all("asked");
-    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
     // The user is shown the exact line, the port, the mode and why, and
     // asked approve or deny.
-    let message = asked[0]["message"].as_str().unwrap_or_default();
-    for part in [
-        "\"reload in 5\"",
-        "exec mode",
-        "on sw1",
-        "rule \"reload\"",
-        "expires in",
-    ] {
-        assert!(message.contains(part), "{part:?} in {message}");
-    }
-    assert_eq!(
-        asked[0]["schema"]["properties"]["decision"]["enum"],
-        json!(["approve", "deny"]),
-        "{}",
-        asked[0]["schema"]
+    asked_once(
+        &printed,
+        &[
+            "\"reload in 5\"",
+            "exec mode",
+            "on sw1",
+            "rule \"reload\"",
+            "expires in",
+        ],
     );
     assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
     assert_eq!(site.received("reload in 5"), 1);

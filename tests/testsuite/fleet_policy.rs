@@ -12,7 +12,7 @@ use serialgate_testkit::python::python_with;
 use serialgate_testkit::rig::{count, enable};
 
 use super::approvals::pending;
-use super::approvals_mcp_user::agent_on;
+use super::approvals_mcp_user::{agent_on, asked_once};
 use super::fleet::{DC1_ONLY, Fleet, OPS, Setup, base, clock, err, ok, ws};
 
 const LOCKED: &str = "locked-secret-0123456789";
@@ -435,22 +435,14 @@ async fn the_agent_s_own_user_decides_a_remote_line_and_hears_its_wait_through_t
     )
     .finished()
     .await;
-    let asked = printed.all("asked");
-    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
-    let message = asked[0]["message"].as_str().unwrap_or_default();
-    for part in [
-        "site dc1: serialgate: your agent asks to send \"reload in 5\"",
-        "exec mode",
-        "rule \"reload\"",
-        "expires in",
-    ] {
-        assert!(message.contains(part), "{part:?} in {message}");
-    }
-    assert_eq!(
-        asked[0]["schema"]["properties"]["decision"]["enum"],
-        json!(["approve", "deny"]),
-        "{}",
-        asked[0]["schema"]
+    asked_once(
+        &printed,
+        &[
+            "site dc1: serialgate: your agent asks to send \"reload in 5\"",
+            "exec mode",
+            "rule \"reload\"",
+            "expires in",
+        ],
     );
     let progress = printed.get("progress");
     assert!(
