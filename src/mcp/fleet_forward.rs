@@ -6,12 +6,12 @@
 //! is forwarded alike; a transfer's file is the site's files_dir's, and
 //! its result says so.
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceResult, ResourceContents,
-};
 use std::sync::Arc;
 
 use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceResult, ResourceContents,
+};
 use rmcp::service::RequestContext;
 use serde_json::Value;
 

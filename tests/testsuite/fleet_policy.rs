@@ -292,6 +292,9 @@ async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_or_the
     assert!(text.contains("reload in 5"), "{text}");
     let (status, _, _) = transcript_download(&fleet, DC1_ONLY, "dc2/core-sw1").await;
     assert_eq!(status, 404);
+    // A port its site does not have is as absent as one out of reach.
+    let (status, _, _) = transcript_download(&fleet, OPS, "dc1/no-such-port").await;
+    assert_eq!(status, 404);
     ok(
         &agent,
         "send_text",

@@ -47,10 +47,18 @@ pub async fn download(
             .map(|tail| (tail.text, tail.transcript))
             .map_err(|why| (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n"))),
         // Another site's port (`site/port`): its site sends the end.
+        // One its site never announced is `404`, as a local one that does
+        // not exist.
         None => match crate::mcp::fleet_forward::split(&name)
             .filter(|_| reachable)
             .zip(crate::console::fleet_feed::serving())
-        {
+            .filter(|(target, consoles)| {
+                consoles
+                    .fleet
+                    .directory
+                    .as_ref()
+                    .is_some_and(|d| d.announced(&target.site, &target.port))
+            }) {
             Some((target, consoles)) => {
                 crate::console::fleet_transcript::transcript_of(consoles, &target)
                     .await
