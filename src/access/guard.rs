@@ -115,7 +115,7 @@ pub fn judged_mode(mode: Option<DeviceMode>) -> (CliMode, bool) {
 /// (a token, a loopback caller without auth), so that no door skips the
 /// rules its MCP calls keep; only their own for people of `[[people]]`
 /// and the local operator, whom no port's default covers.
-pub fn console_policy_name<'a>(caller: &'a Caller, port: &'a PortConfig) -> Option<&'a str> {
+fn console_policy_name<'a>(caller: &'a Caller, port: &'a PortConfig) -> Option<&'a str> {
     if caller.port_default_at_console {
         policy_name(caller, port)
     } else {
@@ -142,14 +142,27 @@ pub fn may_send(
     target: Target<'_>,
     sending: Sending<'_>,
 ) -> Result<Option<NeedsApproval>, GateError> {
-    // A forwarded call's own policy first: its refusal or hold is the
-    // one named when both judge alike.
+    let own = policy_name(caller, target.port);
+    judged_with_forwarded(own, Door::Mcp, caller, config, target, sending)
+}
+
+/// Judges `sending` under the policy a serving gateway sent for `caller`
+/// first (its refusal or hold is the one named when both judge alike),
+/// then under `own`, the policy named here; the stricter verdict.
+fn judged_with_forwarded(
+    own: Option<&str>,
+    door: Door,
+    caller: &Caller,
+    config: &Config,
+    target: Target<'_>,
+    sending: Sending<'_>,
+) -> Result<Option<NeedsApproval>, GateError> {
     let forwarded = match &caller.forwarded_policy {
-        Some(policy) => judged_under(policy, Door::Mcp, caller, config, target, sending)?,
+        Some(policy) => judged_under(policy, door, caller, config, target, sending)?,
         None => None,
     };
-    let own = match policy_name(caller, target.port) {
-        Some(name) => judged(name, Door::Mcp, caller, config, target, sending)?,
+    let own = match own {
+        Some(name) => judged(name, door, caller, config, target, sending)?,
         None => None,
     };
     Ok(forwarded.or(own))
@@ -170,16 +183,24 @@ pub fn may_type_at_console(
     target: Target<'_>,
     sending: Sending<'_>,
 ) -> Result<Option<NeedsApproval>, GateError> {
-    // A serving gateway's policy for its person first, as for a call.
-    let forwarded = match &caller.forwarded_policy {
-        Some(policy) => judged_under(policy, Door::Console, caller, config, target, sending)?,
-        None => None,
-    };
-    let own = match console_policy_name(caller, target.port) {
-        Some(name) => judged(name, Door::Console, caller, config, target, sending)?,
-        None => None,
-    };
-    Ok(forwarded.or(own))
+    let own = console_policy_name(caller, target.port);
+    judged_with_forwarded(own, Door::Console, caller, config, target, sending)
+}
+
+/// Whether [`may_type_at_console`] judges anything `caller` types at
+/// `port`: a policy that judges something applies (one the config in
+/// force no longer has counts: it refuses).
+pub fn typing_judged(caller: &Caller, config: &Config, port: &PortConfig) -> bool {
+    caller
+        .forwarded_policy
+        .as_ref()
+        .is_some_and(|p| !p.judges_nothing())
+        || console_policy_name(caller, port).is_some_and(|name| {
+            config
+                .policies
+                .get(name)
+                .is_none_or(|p| !p.judges_nothing())
+        })
 }
 
 /// Judges `sending` under the policy `name`, refusing as `door` advises.

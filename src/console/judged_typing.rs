@@ -66,25 +66,9 @@ pub(super) struct JudgedTyping<'a> {
 impl JudgedTyping<'_> {
     /// Whether what `caller` types at `port` is judged at all.
     pub fn applies(gateway: &Gateway, caller: &Caller, port: &str) -> bool {
-        let Some(gp) = gateway.port(port) else {
-            return false;
-        };
-        if caller
-            .forwarded_policy
-            .as_ref()
-            .is_some_and(|p| !p.judges_nothing())
-        {
-            return true;
-        }
-        let Some(name) = guard::console_policy_name(caller, &gp.config) else {
-            return false;
-        };
-        // A policy the config in force no longer has is judged: it refuses.
         gateway
-            .config()
-            .policies
-            .get(name)
-            .is_none_or(|p| !p.judges_nothing())
+            .port(port)
+            .is_some_and(|gp| guard::typing_judged(caller, &gateway.config(), &gp.config))
     }
 
     /// Writes `bytes` as typed, line by line as [`TypedLine`] follows
