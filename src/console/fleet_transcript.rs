@@ -11,7 +11,7 @@ use super::fleet_feed::RemoteConsoles;
 use super::fleet_wire::{MAX_FLEET_TRANSCRIPT, TranscriptAsk};
 use crate::error::{ErrorCode, GateError};
 use crate::fleet::subjects;
-use crate::fleet::wire::VERSION;
+use crate::fleet::wire::{VERSION, one_line};
 use crate::mcp::fleet_forward::RemotePort;
 
 /// How long a site may take to read and send a transcript's end.
@@ -59,16 +59,9 @@ pub async fn transcript_of(
     match kind {
         b'T' => Ok((text.into_owned(), true)),
         b'O' => Ok((text.into_owned(), false)),
-        _ => {
-            let why: String = text
-                .chars()
-                .take(MAX_REASON)
-                .map(|c| if c.is_control() { '?' } else { c })
-                .collect();
-            Err(GateError::new(
-                ErrorCode::PortUnavailable,
-                format!("site {site}: {why}"),
-            ))
-        }
+        _ => Err(GateError::new(
+            ErrorCode::PortUnavailable,
+            format!("site {site}: {}", one_line(&text, MAX_REASON)),
+        )),
     }
 }

@@ -6,7 +6,8 @@
 //! on the site's subject of answers. The serving gateway trusts a site
 //! with none of the client's means: a question is asked only in the
 //! form the serving gateway itself asks (approve or deny), its message
-//! bounded and cleaned; a progress message too.
+//! bounded and cleaned ([`super::wire::one_line`]); a progress message
+//! too.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -103,25 +104,6 @@ pub struct UserAnswer {
 /// Largest [`UserAnswer`] a site reads.
 pub const MAX_USER_ANSWER: usize = 1024;
 
-/// A site's text for the agent's client, one line of printable
-/// characters (controls and the characters that reorder text as `?`), at
-/// most [`MAX_CLIENT_TEXT`] bytes.
-pub fn cleaned_text(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        let c = if c.is_control() || crate::clean::reorders(c) {
-            '?'
-        } else {
-            c
-        };
-        if out.len() + c.len_utf8() > MAX_CLIENT_TEXT {
-            break;
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,7 +132,10 @@ mod tests {
         for bad in ["", "a.b", "*", ">", "x y", &"a".repeat(33)] {
             assert!(!events(bad).plain(), "{bad:?}");
         }
-        let text = cleaned_text(&format!("ok\x1b[2J\r\nforged \u{202e}{}", "é".repeat(5000)));
+        let text = crate::fleet::wire::one_line(
+            &format!("ok\x1b[2J\r\nforged \u{202e}{}", "é".repeat(5000)),
+            MAX_CLIENT_TEXT,
+        );
         assert!(text.starts_with("ok?[2J??forged ?é"), "{text:?}");
         assert!(
             text.len() <= MAX_CLIENT_TEXT && text.len() > MAX_CLIENT_TEXT - 2,

@@ -96,6 +96,25 @@ fn cleaned_to(text: &str, max: usize) -> String {
     clean
 }
 
+/// A member's text as one line of printable characters (controls and the
+/// characters that reorder text as `?`), at most `max` bytes: longer than
+/// [`cleaned`] keeps, for a message a person or an agent reads whole.
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        let c = if c.is_control() || crate::clean::reorders(c) {
+            '?'
+        } else {
+            c
+        };
+        if out.len() + c.len_utf8() > max {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Whether a site's port name may be shown as `site/port`: a configured
 /// name's characters, at most [`MAX_PORT_NAME`] bytes.
 pub fn plain_port_name(name: &str) -> bool {

@@ -19,11 +19,11 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::client_user;
 use crate::error::{ErrorCode, GateError};
 use crate::fleet::client_relay::{
-    ClientEvent, ClientEvents, MAX_CLIENT_EVENT, UserAnswer, cleaned_text,
+    ClientEvent, ClientEvents, MAX_CLIENT_EVENT, MAX_CLIENT_TEXT, UserAnswer,
 };
 use crate::fleet::link::Fleet;
 use crate::fleet::subjects;
-use crate::fleet::wire::VERSION;
+use crate::fleet::wire::{VERSION, one_line};
 
 /// Most questions of one site open at once with one session's user; more
 /// are answered at once as not asked (people decide them).
@@ -150,7 +150,10 @@ impl SiteRelay {
                 let mut note = ProgressNotificationParam::new(token, progress);
                 note.total = total;
                 if let Some(message) = message {
-                    note = note.with_message(format!("site {site}: {}", cleaned_text(&message)));
+                    note = note.with_message(format!(
+                        "site {site}: {}",
+                        one_line(&message, MAX_CLIENT_TEXT)
+                    ));
                 }
                 let _ = tokio::time::timeout(NOTE_DEADLINE, peer.notify_progress(note)).await;
             }
@@ -180,7 +183,10 @@ impl SiteRelay {
             .filter(|_| client_user::may_ask(peer))
             .and_then(|p| {
                 let message = client_user::approval_message(&p)?;
-                client_user::approval_form(format!("site {site}: {}", cleaned_text(message)))
+                client_user::approval_form(format!(
+                    "site {site}: {}",
+                    one_line(message, MAX_CLIENT_TEXT)
+                ))
             });
         let mut questions = crate::sync::lock(&self.questions);
         let form = form.filter(|_| questions.len() < MAX_OPEN_QUESTIONS);
