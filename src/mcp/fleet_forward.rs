@@ -127,12 +127,7 @@ pub async fn forward(
     );
     let relay = relay(fleet, session, &target.site, context, caller).await;
     let progress = context.meta.get_progress_token();
-    let client_events = relay.as_ref().map(|r| {
-        r.events(
-            progress.is_some(),
-            super::client_user::may_ask(&context.peer),
-        )
-    });
+    let client_events = relay.as_ref().map(|r| r.events(progress.is_some()));
     let forwarded = |tool: &str, arguments| ForwardedCall {
         call: NEXT_CALL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         client_events: client_events.clone(),
@@ -246,7 +241,7 @@ pub async fn read_resource(
     // client's messages go, as with a call.
     let client_events = relay(fleet, session, &target.site, context, caller)
         .await
-        .map(|r| r.events(false, super::client_user::may_ask(&context.peer)));
+        .map(|r| r.events(false));
     let call = ForwardedCall {
         resource: Some(at_site),
         client_events,

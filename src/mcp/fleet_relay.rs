@@ -47,6 +47,9 @@ pub struct SiteRelay {
     /// The id drawn for this session at the site (the subject's last
     /// token).
     id: String,
+    /// The session's client shows forms to its user (it declared
+    /// elicitation when it initialized).
+    client_asks: bool,
     /// The progress token of each call running there, by call number.
     calls: Mutex<HashMap<u64, ProgressToken>>,
     /// The questions open with the user, by the site's id.
@@ -78,6 +81,7 @@ impl SiteRelay {
         let stop = CancellationToken::new();
         let relay = Arc::new(SiteRelay {
             id,
+            client_asks: client_user::may_ask(&peer),
             calls: Mutex::default(),
             questions: Mutex::default(),
             _stop: stop.clone().drop_guard(),
@@ -110,11 +114,11 @@ impl SiteRelay {
 
     /// What a forwarded call says of the client: this relay's id, whether
     /// the call's progress is wanted, whether its user may be asked.
-    pub fn events(&self, progress: bool, questions: bool) -> ClientEvents {
+    pub fn events(&self, progress: bool) -> ClientEvents {
         ClientEvents {
             id: self.id.clone(),
             progress,
-            questions,
+            questions: self.client_asks,
         }
     }
 
@@ -180,7 +184,7 @@ impl SiteRelay {
     ) {
         let form = serde_json::from_value::<ElicitRequestParams>(params.clone())
             .ok()
-            .filter(|_| client_user::may_ask(peer))
+            .filter(|_| self.client_asks)
             .and_then(|p| {
                 let message = client_user::approval_message(&p)?;
                 client_user::approval_form(format!(
