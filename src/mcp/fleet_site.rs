@@ -558,43 +558,27 @@ pub async fn serve_calls(
     stop: CancellationToken,
 ) -> Result<(), async_nats::SubscribeError> {
     let client = fleet.client().clone();
-    let mut calls = client.subscribe(subjects::calls(&fleet.site)).await?;
-    let mut ends = client
+    let calls = client.subscribe(subjects::calls(&fleet.site)).await?;
+    let ends = client
         .subscribe(subjects::session_ends(&fleet.site))
         .await?;
     let sessions = Sessions::default();
     let running = Running::default();
-    let mut cancels = client
+    let cancels = client
         .subscribe(subjects::call_cancels(&fleet.site))
         .await?;
-    let (stop_cancels, cancelled) = (stop.clone(), running.clone());
-    tokio::spawn(async move {
-        loop {
-            let message = tokio::select! {
-                () = stop_cancels.cancelled() => break,
-                m = cancels.next() => match m {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            call_cancelled(&cancelled, &message.payload);
-        }
+    let cancelled = running.clone();
+    each_message(cancels, stop.clone(), move |message| {
+        call_cancelled(&cancelled, &message.payload);
+        std::future::ready(())
     });
-    let mut answers = client
+    let answers = client
         .subscribe(subjects::user_answers(&fleet.site))
         .await?;
-    let (stop_answers, answered_sessions) = (stop.clone(), sessions.clone());
-    tokio::spawn(async move {
-        loop {
-            let message = tokio::select! {
-                () = stop_answers.cancelled() => break,
-                m = answers.next() => match m {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            user_answered(&answered_sessions, &message.payload).await;
-        }
+    let answered = sessions.clone();
+    each_message(answers, stop.clone(), move |message| {
+        let sessions = answered.clone();
+        async move { user_answered(&sessions, &message.payload).await }
     });
     let mut alive = client.subscribe(subjects::alive(&fleet.site)).await?;
     let (stop_alive, alive_sessions) = (stop.clone(), sessions.clone());
@@ -611,35 +595,14 @@ pub async fn serve_calls(
             }
         }
     });
-    let (stop_ends, ended_sessions) = (stop.clone(), sessions.clone());
-    tokio::spawn(async move {
-        loop {
-            let message = tokio::select! {
-                () = stop_ends.cancelled() => break,
-                m = ends.next() => match m {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            tokio::spawn(session_ended(
-                ended_sessions.clone(),
-                message.payload.to_vec(),
-            ));
-        }
+    let ended = sessions.clone();
+    each_message(ends, stop.clone(), move |message| {
+        tokio::spawn(session_ended(ended.clone(), message.payload.to_vec()));
+        std::future::ready(())
     });
     let in_flight = InFlight::default();
-    tokio::spawn(async move {
-        loop {
-            let message = tokio::select! {
-                () = stop.cancelled() => break,
-                m = calls.next() => match m {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            let Some(reply) = message.reply.clone() else {
-                continue;
-            };
+    each_message(calls, stop, move |message| {
+        if let Some(reply) = message.reply.clone() {
             let (gateway, sessions, client) = (gateway.clone(), sessions.clone(), client.clone());
             let fleet = fleet.clone();
             let running = running.clone();
@@ -667,8 +630,33 @@ pub async fn serve_calls(
                 }
             });
         }
+        std::future::ready(())
     });
     Ok(())
+}
+
+/// Runs `each` on every message of `subscriber`, in order, in a task of
+/// its own, until `stop` or the subscription ends.
+fn each_message<F, Fut>(
+    mut subscriber: async_nats::Subscriber,
+    stop: CancellationToken,
+    mut each: F,
+) where
+    F: FnMut(async_nats::Message) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                () = stop.cancelled() => break,
+                m = subscriber.next() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            each(message).await;
+        }
+    });
 }
 
 #[cfg(test)]
