@@ -72,18 +72,22 @@ impl Site {
 
     /// The audit record of `kind` for `line`.
     fn audited(&self, kind: &str, line: &str) -> Value {
-        let text =
-            std::fs::read_to_string(self.dir.path().join("logs/audit.log")).unwrap_or_default();
-        let records: Vec<Value> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        records
-            .iter()
-            .find(|r| r["kind"] == kind && r["data"] == line)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {kind:?} of {line:?} in {records:?}"))
+        audited_in(&self.dir.path().join("logs/audit.log"), kind, line)
     }
+}
+
+/// The record of `kind` for `line` in the audit trail at `log`.
+pub(crate) fn audited_in(log: &Path, kind: &str, line: &str) -> Value {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let records: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    records
+        .iter()
+        .find(|r| r["kind"] == kind && r["data"] == line)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {kind:?} of {line:?} in {records:?}"))
 }
 
 /// The agent as the SDK runs it, its user answering `answer`, sending

@@ -12,7 +12,7 @@ use serialgate_testkit::python::python_with;
 use serialgate_testkit::rig::{count, enable};
 
 use super::approvals::pending;
-use super::approvals_mcp_user::{agent_on, asked_once};
+use super::approvals_mcp_user::{agent_on, asked_once, audited_in};
 use super::fleet::{DC1_ONLY, Fleet, OPS, Setup, base, clock, err, ok, ws};
 
 const LOCKED: &str = "locked-secret-0123456789";
@@ -394,19 +394,13 @@ async fn an_agent_cancelling_a_remote_line_waiting_for_approval_withdraws_it_at_
     clock(&agent, "dc1/core-sw1").await;
 }
 
-/// Site `i`'s audit record of `kind` for `line`.
+/// Site `site`'s audit record of `kind` for `line`.
 fn audited(fleet: &Fleet, site: &str, kind: &str, line: &str) -> Value {
-    let text = std::fs::read_to_string(fleet.dir.path().join(format!("logs-{site}/audit.log")))
-        .unwrap_or_default();
-    let records: Vec<Value> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    records
-        .iter()
-        .find(|r| r["kind"] == kind && r["data"] == line)
-        .cloned()
-        .unwrap_or_else(|| panic!("no {kind:?} of {line:?} in {records:?}"))
+    audited_in(
+        &fleet.dir.path().join(format!("logs-{site}/audit.log")),
+        kind,
+        line,
+    )
 }
 
 /// The agent is the official Python SDK over HTTP at the serving gateway,
