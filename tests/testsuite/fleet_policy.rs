@@ -295,6 +295,17 @@ async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_or_the
     // A port its site does not have is as absent as one out of reach.
     let (status, _, _) = transcript_download(&fleet, OPS, "dc1/no-such-port").await;
     assert_eq!(status, 404);
+    // Nor does a name that climbs out of a site's ports, or hides a
+    // control character or an oversized name, reach any site.
+    for hostile in [
+        "dc1/../dc2/core-sw1",
+        "dc1/core-sw1%1B[2J",
+        "dc1/core-sw1%0Aforged",
+        &format!("dc1/{}", "x".repeat(200)),
+    ] {
+        let (status, _, text) = transcript_download(&fleet, OPS, hostile).await;
+        assert_eq!(status, 404, "{hostile}: {text}");
+    }
     ok(
         &agent,
         "send_text",
