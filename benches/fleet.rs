@@ -680,7 +680,9 @@ async fn announce_fake_sites(hub: &str, stop: CancellationToken) -> tokio::task:
 fn fake_announcement() -> String {
     let ports: Vec<Value> = (1..=PORTS_PER_SITE)
         .map(|p| {
-            json!({"name": format!("sw{p:02}"), "state": "open", "preset": "cisco-ios", "writer": null, "people": 0})
+            json!({"name": format!("sw{p:02}"), "state": "open", "preset": "cisco-ios", "writer": null,
+                "people": 0, "waiting": 0, "bytes_read": 48_213, "bytes_written": 1_204,
+                "last_line": format!("sw{p:02}#")})
         })
         .collect();
     json!({"v": 2, "ports": ports}).to_string()

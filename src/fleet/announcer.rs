@@ -1,6 +1,8 @@
 //! A site gateway announcing its ports: at once, whenever its set of
 //! ports changes, and every [`ANNOUNCE_EVERY`] (which also says it is
-//! alive), so that a serving gateway knows a change within a second.
+//! alive), so that a serving gateway knows a change within a second. Each
+//! port goes with its state, holder, people, byte counts, waiting lines
+//! and the last line of its output: what a ports page shows of it.
 
 use std::time::Duration;
 
@@ -8,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::directory::ANNOUNCE_EVERY;
 use super::subjects;
-use super::wire::{AnnouncedPort, Announcement, VERSION};
+use super::wire::{AnnouncedPort, Announcement, MAX_ANNOUNCEMENT, VERSION};
 use crate::gateway::Gateway;
 
 /// How long one publish may take before the announcement is skipped.
@@ -31,9 +33,24 @@ pub fn announcement(gateway: &Gateway) -> Announcement {
                 waiting: u32::try_from(gp.port.approvals().waiting()).unwrap_or(u32::MAX),
                 bytes_read: gp.port.log().head(),
                 bytes_written: gp.port.bytes_written(),
+                last_line: gp.port.last_line(),
             })
             .collect(),
     }
+}
+
+/// `announcement` as it is sent: without the ports' last lines if with
+/// them it would be more than a serving gateway reads, so that a site of
+/// many ports is still heard.
+pub fn payload(mut announcement: Announcement) -> serde_json::Result<Vec<u8>> {
+    let whole = serde_json::to_vec(&announcement)?;
+    if whole.len() <= MAX_ANNOUNCEMENT {
+        return Ok(whole);
+    }
+    for port in &mut announcement.ports {
+        port.last_line = String::new();
+    }
+    serde_json::to_vec(&announcement)
 }
 
 /// Announces `gateway`'s ports as `site` until `stop`.
@@ -49,7 +66,7 @@ pub fn start(client: async_nats::Client, site: String, gateway: Gateway, stop: C
                 _ = every.tick() => {}
                 r = changed.changed() => if r.is_err() { break },
             }
-            let payload = match serde_json::to_vec(&announcement(&gateway)) {
+            let payload = match payload(announcement(&gateway)) {
                 Ok(p) => p,
                 Err(e) => {
                     tracing::warn!("fleet: cannot write the announcement: {e}");
@@ -73,4 +90,49 @@ pub fn start(client: async_nats::Client, site: String, gateway: Gateway, stop: C
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::port::PortState;
+    use crate::port::tail::LAST_LINE_CHARS;
+
+    fn port(name: String, last_line: String) -> AnnouncedPort {
+        AnnouncedPort {
+            name,
+            state: PortState::Open,
+            preset: "cisco-ios".into(),
+            writer: None,
+            people: 0,
+            waiting: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            last_line,
+        }
+    }
+
+    #[test]
+    fn a_site_of_many_ports_is_still_heard_without_their_last_lines() {
+        let few = Announcement {
+            v: VERSION,
+            ports: vec![port("sw1".into(), "SW1#".into())],
+        };
+        let heard = crate::fleet::wire::read_announcement(&payload(few).unwrap()).unwrap();
+        assert_eq!(heard.ports[0].last_line, "SW1#");
+
+        // A thousand ports whose last lines are as long as they may be,
+        // in characters of four bytes each.
+        let many = Announcement {
+            v: VERSION,
+            ports: (0..1000)
+                .map(|i| port(format!("port-{i}"), "𝔛".repeat(LAST_LINE_CHARS)))
+                .collect(),
+        };
+        let sent = payload(many).unwrap();
+        assert!(sent.len() <= MAX_ANNOUNCEMENT, "{} bytes", sent.len());
+        let heard = crate::fleet::wire::read_announcement(&sent).unwrap();
+        assert_eq!(heard.ports.len(), 1000);
+        assert!(heard.ports.iter().all(|p| p.last_line.is_empty()));
+    }
 }

@@ -25,6 +25,10 @@ pub const MAX_PORTS_PER_SITE: usize = 1024;
 pub const MAX_PORT_NAME: usize = 64;
 /// Longest preset name or write holder kept, after cleaning.
 pub const MAX_TEXT: usize = 128;
+/// Longest last line of a port kept, after cleaning: the characters a
+/// site shows ([`crate::port::tail::LAST_LINE_CHARS`]), each up to 4
+/// bytes.
+pub const MAX_LAST_LINE: usize = 4 * crate::port::tail::LAST_LINE_CHARS;
 /// Largest forwarded call or answer (NATS's default payload limit).
 pub const MAX_CALL: usize = 1024 * 1024;
 
@@ -60,6 +64,11 @@ pub struct AnnouncedPort {
     /// Bytes written to the device since then.
     #[serde(default)]
     pub bytes_written: u64,
+    /// The last line of its output as a terminal would leave it (what
+    /// the ports page shows); empty in an announcement that would
+    /// otherwise be over [`MAX_ANNOUNCEMENT`].
+    #[serde(default)]
+    pub last_line: String,
 }
 
 /// What a serving gateway kept of an announcement.
@@ -151,6 +160,7 @@ pub fn read_announcement(payload: &[u8]) -> Result<Heard, String> {
         .map(|p| AnnouncedPort {
             preset: cleaned(&p.preset),
             writer: p.writer.as_deref().map(cleaned),
+            last_line: cleaned_to(&p.last_line, MAX_LAST_LINE),
             ..p
         })
         .collect();
@@ -361,7 +371,8 @@ mod tests {
     fn a_hostile_announcement_is_bounded_and_cleaned() {
         let long = "x".repeat(10_000);
         let payload = json!({"v": 2, "ports": [
-            {"name": "sw1", "state": "open", "preset": "cisco\u{1b}]0;pwned\u{7}_ios\u{1b}[31m", "writer": format!("a\r\nb{long}"), "people": 2},
+            {"name": "sw1", "state": "open", "preset": "cisco\u{1b}]0;pwned\u{7}_ios\u{1b}[31m", "writer": format!("a\r\nb{long}"), "people": 2,
+             "last_line": format!("\u{1b}]0;title\u{7}SW1#\u{202e}\r\n{long}")},
             {"name": "bad\nname", "state": "open", "preset": "p", "writer": null, "people": 0},
             {"name": long, "state": "open", "preset": "p", "writer": null, "people": 0},
             {"name": "sw1", "state": "lost", "preset": "p", "writer": null, "people": 0},
@@ -374,6 +385,14 @@ mod tests {
         assert!(
             writer.len() <= MAX_TEXT && !writer.contains(char::is_control),
             "{writer:?}"
+        );
+        let last_line = &heard.ports[0].last_line;
+        assert!(last_line.starts_with("SW1#"), "{last_line:?}");
+        assert!(
+            last_line.len() <= MAX_LAST_LINE
+                && !last_line.contains(char::is_control)
+                && !last_line.contains('\u{202e}'),
+            "{last_line:?}"
         );
         assert!(read_announcement(&vec![b' '; MAX_ANNOUNCEMENT + 1]).is_err());
         assert!(read_announcement(b"{\"v\":1,\"ports\":[]}").is_err());

@@ -35,7 +35,7 @@ mod reader;
 mod responder;
 mod sharing;
 mod state;
-mod tail;
+pub mod tail;
 mod telnet_link;
 pub mod transfer;
 mod transfer_drive;

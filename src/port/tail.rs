@@ -3,13 +3,21 @@
 //! marked, secrets redacted), once what the port has received is written
 //! there; without, the output the daemon still retains, as text. The web
 //! view serves it for its own ports, and a site for a serving gateway's.
+//! Its last line, as a terminal would leave it, is what the ports page
+//! shows of each port, here and (announced) at a serving gateway.
 
 use std::time::Duration;
 
 use super::Port;
 
+use crate::clean::{CleanOptions, clean_output};
+
 /// How long the transcript may take to catch up with what arrived.
 const CATCH_UP: Duration = Duration::from_millis(500);
+/// Bytes of a port's newest output searched for its last line.
+const LAST_LINE_TAIL_BYTES: u64 = 512;
+/// Characters of a port's last line kept.
+pub const LAST_LINE_CHARS: usize = 160;
 
 /// What a download holds.
 pub struct Tail {
@@ -20,6 +28,14 @@ pub struct Tail {
 }
 
 impl Port {
+    /// The last non-blank line of the port's newest output, as
+    /// [`last_line`] reads it.
+    pub fn last_line(&self) -> String {
+        let log = self.log();
+        let head = log.head();
+        last_line(&log.copy_range(head.saturating_sub(LAST_LINE_TAIL_BYTES), head))
+    }
+
     /// The last `max` bytes of the port's transcript, or its retained
     /// output without one; `Err` says why it could not be read (the
     /// daemon's log says more).
@@ -48,5 +64,38 @@ impl Port {
             }
             Err(_) => Err("reading the transcript failed".to_owned()),
         }
+    }
+}
+
+/// The last non-blank line of `tail` as a terminal would leave it: the
+/// output cleaner's terminal stages ([`clean_output`]: escape sequences
+/// applied or dropped, a carriage return starting the line over), cut to
+/// [`LAST_LINE_CHARS`].
+pub fn last_line(tail: &[u8]) -> String {
+    clean_output(tail, &CleanOptions::default())
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim_end().chars().take(LAST_LINE_CHARS).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_line_is_what_a_terminal_shows() {
+        assert_eq!(last_line(b"show clock\r\n12:00 UTC\r\nSW1#"), "SW1#");
+        assert_eq!(last_line(b"SW1#\r\n\r\n"), "SW1#");
+        assert_eq!(last_line(b"\x1b[1;31mred\x1b[0m done\r\n"), "red done");
+        assert_eq!(last_line(b"--More--\r        \rline"), "line");
+        assert_eq!(last_line(b""), "");
+        assert_eq!(last_line(&[b'x'; 400]).len(), LAST_LINE_CHARS);
+        // A real bash after login: bracketed paste and a window title.
+        assert_eq!(
+            last_line(b"law.\r\n\x1b[?2004h\x1b]0;netops@vm: ~\x07netops@vm:~$ "),
+            "netops@vm:~$"
+        );
     }
 }

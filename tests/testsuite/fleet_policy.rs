@@ -6,6 +6,8 @@
 //! wins); a line held for approval waits for a person at the site's
 //! console. What reached a switch is read from every byte it received.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use serialgate_testkit::console::{ConsoleConn, user_name};
 use serialgate_testkit::python::python_with;
@@ -14,6 +16,10 @@ use serialgate_testkit::rig::{count, enable};
 use super::approvals::pending;
 use super::approvals_mcp_user::{agent_on, asked_once, audited_in};
 use super::fleet::{DC1_ONLY, Fleet, OPS, Setup, base, clock, err, ok, ws};
+
+/// How long the ports page may take to show what a site announced (a
+/// site announces every second).
+const PAGE_DEADLINE: Duration = Duration::from_secs(30);
 
 const LOCKED: &str = "locked-secret-0123456789";
 const GUARDED: &str = "guarded-secret-0123456789";
@@ -225,19 +231,27 @@ async fn a_guarded_line_on_a_remote_switch_waits_for_a_person_at_the_site_or_the
     let approve = async {
         let id = one_request(&mut operator, "reload in 5").await;
         // The ports page counts it on the remote row (its console page
-        // decides it).
-        loop {
-            let snapshot = page.until_json("ports").await;
-            let row = snapshot["ports"]
-                .as_array()
-                .and_then(|ports| ports.iter().find(|p| p["name"] == "dc1/core-sw1"))
-                .cloned()
-                .unwrap_or_else(|| panic!("no dc1/core-sw1 in {snapshot}"));
-            if row["approvals_waiting"] == 1 {
-                assert!(row["bytes_read"].as_u64().is_some_and(|b| b > 0), "{row}");
-                break;
+        // decides it), under the switch's last line as dc1 announced it.
+        let mut row = Value::Null;
+        let shown = tokio::time::timeout(PAGE_DEADLINE, async {
+            loop {
+                let snapshot = page.until_json("ports").await;
+                row = snapshot["ports"]
+                    .as_array()
+                    .and_then(|ports| ports.iter().find(|p| p["name"] == "dc1/core-sw1"))
+                    .cloned()
+                    .unwrap_or_else(|| panic!("no dc1/core-sw1 in {snapshot}"));
+                if row["approvals_waiting"] == 1 && row["last_line"] == "SW1#" {
+                    break;
+                }
             }
-        }
+        })
+        .await;
+        assert!(
+            shown.is_ok(),
+            "the remote row never showed one waiting line under SW1#: {row}"
+        );
+        assert!(row["bytes_read"].as_u64().is_some_and(|b| b > 0), "{row}");
         // The people at the site see the same request.
         assert_eq!(one_request(&mut person, "reload in 5").await, id);
         // Who may type but not approve is refused, and nothing is sent.

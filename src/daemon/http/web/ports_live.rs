@@ -42,16 +42,13 @@ use crate::error::{GateError, label, shown};
 use crate::gateway::{Gateway, GatewayPort};
 use crate::matcher::Prompt;
 use crate::port::approvals::{MAX_TEXT_BYTES, PendingApproval};
+use crate::port::tail::LAST_LINE_CHARS;
 use crate::port::{Participant, Port, PortEvent, PortState};
 
 /// How often a serving gateway's page is sent the fleet's ports again.
 pub const FLEET_REFRESH: Duration = Duration::from_secs(1);
 /// The shortest time between two snapshots sent because output arrived.
 pub const OUTPUT_REFRESH: Duration = Duration::from_secs(1);
-/// Bytes of a port's newest output searched for its last line.
-const TAIL_BYTES: u64 = 512;
-/// Characters of the last line shown.
-const LAST_LINE_CHARS: usize = 160;
 /// Bytes of a port's newest output searched for the lines shown beside
 /// its requests for approval.
 const SCREEN_TAIL_BYTES: u64 = 4096;
@@ -407,10 +404,10 @@ fn snapshot(gateway: &Gateway, caller: &Caller, ports: &[Shown]) -> Snapshot {
 }
 
 /// The fleet's ports `caller` may read, as their sites announce them
-/// (cleaned there): state, preset, people, holder, byte counts and how
-/// many lines wait for approval; the rest (the output, the requests
-/// themselves) is the site's, seen and decided on the port's console
-/// page.
+/// (cleaned there): state, preset, people, holder, byte counts, how many
+/// lines wait for approval and the last line of output; the rest (the
+/// output, the requests themselves) is the site's, seen and decided on
+/// the port's console page.
 fn fleet_views(
     gateway: &Gateway,
     consoles: &crate::console::fleet_feed::RemoteConsoles,
@@ -460,7 +457,7 @@ fn fleet_views(
                     since: String::new(),
                 }),
                 reconnects: 0,
-                last_line: String::new(),
+                last_line: p.last_line.clone(),
                 bytes_read: p.bytes_read,
                 bytes_written: p.bytes_written,
                 last_loss: None,
@@ -521,7 +518,7 @@ fn view(shown: &Shown) -> PortView {
         watchers,
         holder,
         reconnects: port.reconnects(),
-        last_line: last_line(&log.copy_range(head.saturating_sub(TAIL_BYTES), head)),
+        last_line: port.last_line(),
         bytes_read: head,
         bytes_written: port.bytes_written(),
         last_loss,
@@ -532,7 +529,7 @@ fn view(shown: &Shown) -> PortView {
 }
 
 /// The last `n` lines of `tail` as a terminal would leave them (see
-/// [`last_line`]), blank ones at the end left out, each cut to
+/// [`crate::port::tail::last_line`]), blank ones at the end left out, each cut to
 /// [`LAST_LINE_CHARS`].
 fn last_lines(tail: &[u8], n: usize) -> Vec<String> {
     let text = clean_output(tail, &CleanOptions::default());
@@ -547,19 +544,6 @@ fn last_lines(tail: &[u8], n: usize) -> Vec<String> {
         .collect()
 }
 
-/// The last non-blank line of `tail` as a terminal would leave it: the
-/// output cleaner's terminal stages ([`clean_output`]: escape sequences
-/// applied or dropped, a carriage return starting the line over), cut to
-/// [`LAST_LINE_CHARS`].
-fn last_line(tail: &[u8]) -> String {
-    clean_output(tail, &CleanOptions::default())
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(|l| l.trim_end().chars().take(LAST_LINE_CHARS).collect())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,20 +555,5 @@ mod tests {
         assert_eq!(last_lines(tail, 10), ["one", "two", "three", "SW1#"]);
         assert!(last_lines(b"", 3).is_empty());
         assert!(last_lines(b"\r\n\r\n", 3).is_empty());
-    }
-
-    #[test]
-    fn the_last_line_is_what_a_terminal_shows() {
-        assert_eq!(last_line(b"show clock\r\n12:00 UTC\r\nSW1#"), "SW1#");
-        assert_eq!(last_line(b"SW1#\r\n\r\n"), "SW1#");
-        assert_eq!(last_line(b"\x1b[1;31mred\x1b[0m done\r\n"), "red done");
-        assert_eq!(last_line(b"--More--\r        \rline"), "line");
-        assert_eq!(last_line(b""), "");
-        assert_eq!(last_line(&[b'x'; 400]).len(), LAST_LINE_CHARS);
-        // A real bash after login: bracketed paste and a window title.
-        assert_eq!(
-            last_line(b"law.\r\n\x1b[?2004h\x1b]0;netops@vm: ~\x07netops@vm:~$ "),
-            "netops@vm:~$"
-        );
     }
 }
