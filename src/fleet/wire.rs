@@ -212,6 +212,25 @@ pub struct ForwardedCall {
     /// for its session with this site), and what the client takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_events: Option<super::client_relay::ClientEvents>,
+    /// Present when the agent's client speaks without a session and may
+    /// be asked in the call's result (MCP 2026-07-28): the site then asks
+    /// its user there, as for a local call of such a client, and takes
+    /// the answers of the second round. A site that does not read this
+    /// has people decide, as for any client it cannot ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_in_result: Option<AskedInResult>,
+}
+
+/// A call of a client asked in its result: what its second round brings
+/// back of the first (nothing in the first).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AskedInResult {
+    /// The user's answers, by the keys of the first round's questions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<std::collections::BTreeMap<String, Value>>,
+    /// The first round's sealed state, as the client sent it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
 }
 
 /// A serving gateway's word to a site that the agent cancelled a call.

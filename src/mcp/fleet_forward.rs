@@ -25,7 +25,7 @@ use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::link::Fleet;
 use crate::fleet::subjects;
 use crate::fleet::wire::{
-    CallAnswer, CallCancelled, ForwardedCall, SessionEnded, VERSION, plain_port_name,
+    AskedInResult, CallAnswer, CallCancelled, ForwardedCall, SessionEnded, VERSION, plain_port_name,
 };
 use crate::gateway::Gateway;
 
@@ -112,6 +112,12 @@ pub async fn forward(
     rules::authorize(caller, gateway, &call)?;
     let fleet = reachable(fleet, &target)?;
     let policy = forwarded_policy(caller, gateway, &full)?;
+    // A client without a session that shows forms is asked in the
+    // call's result, at the site; its second round brings this back.
+    let in_result = super::input_required::may_apply(context).then(|| AskedInResult {
+        input_responses: request.input_responses.clone(),
+        request_state: request.request_state.clone(),
+    });
     let mut arguments = request.arguments.unwrap_or_default();
     for key in ["port", "connection"] {
         if arguments.get(key).and_then(Value::as_str) == Some(full.as_str()) {
@@ -128,9 +134,10 @@ pub async fn forward(
     let relay = relay(fleet, session, &target.site, context, caller).await;
     let progress = context.meta.get_progress_token();
     let client_events = relay.as_ref().map(|r| r.events(progress.is_some()));
-    let forwarded = |tool: &str, arguments| ForwardedCall {
+    let forwarded = |tool: &str, arguments, in_result| ForwardedCall {
         call: NEXT_CALL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         client_events: client_events.clone(),
+        asked_in_result: in_result,
         ..forwarded_call(fleet, caller, session, policy.clone(), tool, arguments)
     };
     // Kept to run the call again, should the site have lost the session's
@@ -145,20 +152,24 @@ pub async fn forward(
     session.farewell_at(&target.site, || farewell(fleet, &target.site, number));
     // One forwarded call to the site, as this session and token.
     let site = target.site.as_str();
-    let ask_site = |tool: &str, arguments, deadline| {
-        let call = forwarded(tool, arguments);
+    let ask_site = |tool: &str, arguments, deadline, in_result: Option<AskedInResult>| {
+        let allowed = in_result.is_some();
+        let call = forwarded(tool, arguments, in_result);
         // Its progress reaches the agent under the agent's own token.
         let tracked = relay
             .as_ref()
             .zip(progress.clone())
             .map(|(relay, token)| relay.track(call.call, token));
         async move {
-            let answer = ask(fleet, site, &call, deadline, cancel).await;
+            let answer = ask(fleet, site, &call, deadline, cancel, allowed).await;
             drop(tracked);
             answer
         }
     };
-    let mut result = ask_site(&tool, arguments, deadline).await?;
+    let mut result = match ask_site(&tool, arguments, deadline, in_result.clone()).await? {
+        CallToolResponse::Complete(result) => result,
+        asking => return Ok(asking),
+    };
     if let Some((mut connect, arguments)) = connect
         && lost_connection(&result)
     {
@@ -172,11 +183,14 @@ pub async fn forward(
         );
         connect.remove("take_over");
         let deadline_connect = super::fleet_site::forwarded_deadline("connect", &connect);
-        let connected = ask_site("connect", connect, deadline_connect).await?;
-        if connected.is_error == Some(true) {
-            return Ok(connected.into());
+        let connected = ask_site("connect", connect, deadline_connect, None).await?;
+        if !matches!(&connected, CallToolResponse::Complete(r) if r.is_error != Some(true)) {
+            return Ok(connected);
         }
-        result = ask_site(&tool, arguments, deadline).await?;
+        result = match ask_site(&tool, arguments, deadline, in_result).await? {
+            CallToolResponse::Complete(result) => result,
+            asking => return Ok(asking),
+        };
     }
     if result.is_error != Some(true) {
         // The site names the port as it knows it; here it is site/port.
@@ -304,6 +318,7 @@ fn forwarded_call(
         policy,
         call: 0,
         client_events: None,
+        asked_in_result: None,
     }
 }
 
@@ -410,16 +425,19 @@ fn reachable<'a>(fleet: Option<&'a Fleet>, target: &RemotePort) -> Result<&'a Fl
     Ok(fleet)
 }
 
-/// Sends `call` to `site` within `deadline`: the tool's result there, or
-/// why the call did not run. A serving gateway stops waiting once the
-/// site falls silent (a write may wait long for a person's approval).
+/// Sends `call` to `site` within `deadline`: the tool's result there (or,
+/// for a call whose client may be asked in its result, `allowed`, the
+/// questions for its user), or why the call did not run. A serving
+/// gateway stops waiting once the site falls silent (a write may wait
+/// long for a person's approval).
 async fn ask(
     fleet: &Fleet,
     site: &str,
     call: &ForwardedCall,
     deadline: std::time::Duration,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Result<CallToolResult, GateError> {
+    allowed: bool,
+) -> Result<CallToolResponse, GateError> {
     let silent = async {
         let Some(directory) = &fleet.directory else {
             return std::future::pending().await;
@@ -462,12 +480,18 @@ async fn ask(
         }
     };
     match answer {
-        CallAnswer::Result(value) => serde_json::from_value(value).map_err(|e| {
-            GateError::new(
-                ErrorCode::PortUnavailable,
-                format!("site {site} answered with no tool result: {e}"),
-            )
-        }),
+        CallAnswer::Result(value) if super::fleet_input_required::asks(&value) => {
+            super::fleet_input_required::passed_on(site, value, allowed)
+                .map(CallToolResponse::InputRequired)
+        }
+        CallAnswer::Result(value) => serde_json::from_value::<CallToolResult>(value)
+            .map(CallToolResponse::Complete)
+            .map_err(|e| {
+                GateError::new(
+                    ErrorCode::PortUnavailable,
+                    format!("site {site} answered with no tool result: {e}"),
+                )
+            }),
         CallAnswer::Refused(message) => Err(coded(&message)),
     }
 }

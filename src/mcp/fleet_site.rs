@@ -463,7 +463,14 @@ async fn answer(
         None => {
             session
                 .loopback
-                .call(&call.tool, call.arguments, deadline, &cancel, progress)
+                .call(
+                    &call.tool,
+                    call.arguments,
+                    deadline,
+                    &cancel,
+                    progress,
+                    call.asked_in_result,
+                )
                 .await
         }
     };

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, NumberOrString, ProgressToken, ReadResourceRequestParams, RequestId,
-    ServerResult,
+    CallToolRequestParams, ClientCapabilities, NumberOrString, ProgressToken, ProtocolVersion,
+    ReadResourceRequestParams, RequestId, ServerResult,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::server::GateServer;
 use crate::error::{ErrorCode, GateError};
+use crate::fleet::wire::AskedInResult;
 
 /// The protocol version the session speaks.
 const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -163,10 +164,14 @@ impl Loopback {
         }
     }
 
-    /// Calls `tool`; the `CallToolResult` as JSON, within `deadline`.
-    /// `cancel` cancels it at the server, as a client's cancellation does
-    /// (a line waiting for approval is withdrawn); `progress`, when given,
-    /// is the token its progress notifications carry.
+    /// Calls `tool`; its result (a `CallToolResult`, or an
+    /// `InputRequiredResult` for a call `in_result`) as JSON, within
+    /// `deadline`. `cancel` cancels it at the server, as a client's
+    /// cancellation does (a line waiting for approval is withdrawn);
+    /// `progress`, when given, is the token its progress notifications
+    /// carry. `in_result`, when given, makes it the call of a client
+    /// without a session that shows forms (MCP 2026-07-28), with what its
+    /// second round brings back: its user is asked in the result.
     pub async fn call(
         &self,
         tool: &str,
@@ -174,14 +179,25 @@ impl Loopback {
         deadline: Duration,
         cancel: &tokio_util::sync::CancellationToken,
         progress: Option<u64>,
+        in_result: Option<AskedInResult>,
     ) -> Result<Value, GateError> {
-        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let asks_in_result = in_result.is_some();
+        if let Some(round) = in_result {
+            request.input_responses = round.input_responses;
+            request.request_state = round.request_state;
+        }
         self.on_handler(
             "tools/call",
             deadline,
             cancel,
             progress,
-            |direct, context| async move { direct.0.call_tool(request, context).await },
+            |direct, mut context| async move {
+                if asks_in_result {
+                    asked_in_result(&mut context);
+                }
+                direct.0.call_tool(request, context).await
+            },
         )
         .await
     }
@@ -318,6 +334,19 @@ impl Loopback {
             .await
             .map_err(|_| ended())?;
         writer.flush().await.map_err(|_| ended())
+    }
+}
+
+/// Makes `context` that of a client without a session that shows forms,
+/// as such a client's every request says of itself.
+fn asked_in_result(context: &mut RequestContext<RoleServer>) {
+    context
+        .meta
+        .set_protocol_version(ProtocolVersion::V_2026_07_28);
+    if let Ok(capabilities) =
+        serde_json::from_value::<ClientCapabilities>(json!({"elicitation": {"form": {}}}))
+    {
+        context.meta.set_client_capabilities(capabilities);
     }
 }
 

@@ -30,6 +30,7 @@ mod encoding;
 mod exit_status;
 mod expect;
 pub(crate) mod fleet_forward;
+mod fleet_input_required;
 mod fleet_relay;
 pub mod fleet_site;
 mod fleet_site_client;

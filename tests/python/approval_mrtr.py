@@ -4,9 +4,9 @@ multi round-trip results (`input_required`), with the official Python SDK
 (the `mcp` package) over streamable HTTP, printing one JSON object per
 line for the Rust test to check.
 
-    approval_mrtr.py URL TOKEN SCENARIO LINE
+    approval_mrtr.py URL TOKEN SCENARIO LINE [PORT]
 
-The script connects to port sw1, wakes the switch (an empty line, its
+The script connects to PORT (sw1 by default), wakes the switch (an empty line, its
 prompt read) and sends LINE with send_text. SCENARIO:
 
 - `approve`, `deny`, `decline`: the SDK drives the rounds itself; the
@@ -42,7 +42,10 @@ def user(answer):
     """The elicitation callback of a user who gives `answer`."""
 
     async def elicit(context, params):
-        emit("asked", {"message": params.message})
+        schema = params.requested_schema
+        if hasattr(schema, "model_dump"):
+            schema = schema.model_dump(by_alias=True, mode="json")
+        emit("asked", {"message": params.message, "schema": schema})
         if answer in ("approve", "deny"):
             return types.ElicitResult(action="accept", content={"decision": answer})
         return types.ElicitResult(action=answer)
@@ -114,6 +117,7 @@ async def by_hand(session, scenario, line):
 
 async def main():
     url, token, scenario, line = sys.argv[1:5]
+    port = sys.argv[5] if len(sys.argv) > 5 else "sw1"
     headers = {"Authorization": f"Bearer {token}"}
     auto = scenario in ("approve", "deny", "decline")
     callback = user(scenario) if auto else user("approve")
@@ -121,7 +125,7 @@ async def main():
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, elicitation_callback=callback) as client:
             emit("protocol", client.protocol_version)
-            connected = await client.call_tool("connect", {"port": "sw1"})
+            connected = await client.call_tool("connect", {"port": port})
             emit("connect_error", connected.is_error)
             # Wake the switch so that its prompt shows the mode.
             await client.call_tool("send_text", {"text": ""})

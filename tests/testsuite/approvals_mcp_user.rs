@@ -123,6 +123,23 @@ fn sessionless_agent(python: &Path, site: &Site, scenario: &str, line: &str) -> 
     )
 }
 
+/// The agent of `tests/python/approval_mrtr.py` at the MCP endpoint `url`
+/// with `token`, on `port`, in `scenario`; started, not awaited.
+pub(crate) fn sessionless_agent_on(
+    python: &Path,
+    url: &str,
+    token: &str,
+    scenario: &str,
+    line: &str,
+    port: &str,
+) -> Running {
+    run_script(
+        python,
+        "approval_mrtr.py",
+        &[url, token, scenario, line, port],
+    )
+}
+
 /// `tests/python/{script}` with `args`, started.
 fn run_script(python: &Path, script: &str, args: &[&str]) -> Running {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -14,7 +14,7 @@ use serialgate_testkit::python::python_with;
 use serialgate_testkit::rig::{count, enable};
 
 use super::approvals::pending;
-use super::approvals_mcp_user::{agent_on, asked_once, audited_in};
+use super::approvals_mcp_user::{agent_on, asked_once, audited_in, sessionless_agent_on};
 use super::fleet::{DC1_ONLY, Fleet, OPS, Setup, base, clock, err, ok, ws};
 
 /// How long the ports page may take to show what a site announced (a
@@ -511,6 +511,105 @@ async fn the_agent_s_own_user_decides_a_remote_line_and_hears_its_wait_through_t
     assert_eq!(printed.get("withdrawn"), true, "{:?}", printed.get("text"));
     assert_eq!(printed.get("is_error"), true, "{:?}", printed.get("text"));
     assert_eq!(received(&fleet, 1, "reload in 7"), 0);
+}
+
+/// An agent whose client speaks without a session (MCP 2026-07-28),
+/// with the official Python SDK: its user is asked in the call's result
+/// for a line on a remote switch, the question naming the site, and
+/// answers in the second round, which the site checks; a replayed or
+/// forged state, or one moved to another line, sends nothing.
+#[tokio::test]
+async fn a_sessionless_agent_s_user_decides_a_remote_line_in_the_call_s_result() {
+    let Some(python) = python_with(&["mcp"]) else {
+        return;
+    };
+    let Some(fleet) = Fleet::start_with(Setup {
+        tokens: vec![("asks", ASKS, "policy = \"asks-user\"\n")],
+        serving_toml: "[policies.asks-user]\napprovers = [\"people\", \"client_user\"]\n",
+        ..Setup::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let printed = sessionless_agent_on(
+        &python,
+        &fleet.url,
+        ASKS,
+        "approve",
+        "reload in 5",
+        "dc1/core-sw1",
+    )
+    .finished()
+    .await;
+    assert_eq!(
+        printed.get("protocol"),
+        "2026-07-28",
+        "{:?}",
+        printed.get("text")
+    );
+    asked_once(
+        &printed,
+        &[
+            "site dc1: serialgate: your agent asks to send \"reload in 5\"",
+            "exec mode",
+            "rule \"reload\"",
+        ],
+    );
+    assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
+    assert_eq!(received(&fleet, 0, "reload in 5"), 1);
+    // Decided at the site, by the client's user.
+    let request = audited(&fleet, "dc1", "approval request", "reload in 5");
+    let approved = audited(&fleet, "dc1", "approval approved", "reload in 5");
+    assert_eq!(approved["person"], "client_user", "{approved}");
+    assert_eq!(approved["approval"], request["approval"], "{approved}");
+
+    // The state is spent once and cannot be forged, through the fleet too.
+    let printed = sessionless_agent_on(
+        &python,
+        &fleet.url,
+        ASKS,
+        "replay",
+        "reload in 6",
+        "dc2/core-sw1",
+    )
+    .finished()
+    .await;
+    assert_eq!(printed.get("result_type"), "InputRequiredResult");
+    assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
+    for (kind, says) in [
+        ("replayed", "already answered"),
+        ("forged", "not one this daemon gave"),
+    ] {
+        let refused = printed.get(kind);
+        assert_eq!(refused["is_error"], true, "{kind}: {refused}");
+        assert!(
+            refused["text"].as_str().is_some_and(|t| t.contains(says)),
+            "{kind}: {refused}"
+        );
+    }
+    assert_eq!(received(&fleet, 1, "reload in 6"), 1);
+    // Nor does it hold for another line.
+    let printed = sessionless_agent_on(
+        &python,
+        &fleet.url,
+        ASKS,
+        "other",
+        "reload in 7",
+        "dc1/core-sw1",
+    )
+    .finished()
+    .await;
+    let other = printed.get("other");
+    assert_eq!(other["is_error"], true, "{other}");
+    assert!(
+        other["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("not one this daemon gave")),
+        "{other}"
+    );
+    assert_eq!(received(&fleet, 0, "reload in 7"), 0);
+    assert_eq!(received(&fleet, 0, "reload in 7 9"), 0);
 }
 
 /// An HTTP client that shows redirects rather than follows them.
