@@ -5,6 +5,8 @@
 //! ([`PromptScanner::window_start`]), so waiting on a 10 MB output costs time
 //! linear in its size.
 
+use std::collections::HashMap;
+
 use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
@@ -77,6 +79,30 @@ impl Prompt {
             line_end,
             spans_lines,
         }))
+    }
+
+    /// [`Prompt::regex`] for a pattern of the config (a preset's or a
+    /// port's prompt), compiled once and shared: every port of a preset
+    /// has the same prompt, and a compiled one holds about 12 KB. Patterns
+    /// an agent passes are compiled with [`Prompt::regex`], so that a
+    /// client cannot fill this with patterns of its own.
+    pub fn config_regex(source: &str) -> Result<Prompt, regex::Error> {
+        /// Patterns kept; past this many (many reloads of changing
+        /// prompts) the kept ones are let go and compiled again on use.
+        const MOST_KEPT: usize = 256;
+        static COMPILED: std::sync::OnceLock<std::sync::Mutex<HashMap<String, Prompt>>> =
+            std::sync::OnceLock::new();
+        let compiled = COMPILED.get_or_init(Default::default);
+        if let Some(prompt) = crate::sync::lock(compiled).get(source) {
+            return Ok(prompt.clone());
+        }
+        let prompt = Prompt::regex(source)?;
+        let mut kept = crate::sync::lock(compiled);
+        if kept.len() >= MOST_KEPT {
+            kept.clear();
+        }
+        kept.insert(source.to_owned(), prompt.clone());
+        Ok(prompt)
     }
 
     /// The pattern as the user wrote it.
@@ -499,6 +525,24 @@ mod tests {
             scan_chunked(&p, SHOW, 0, &[1]),
             Some(Span { start: 0, end: 4 })
         );
+    }
+
+    #[test]
+    fn a_config_prompt_is_compiled_once_for_every_port_that_has_it() {
+        let source = r"(?m)^shared-prompt-\d+#";
+        let regex = |p: Prompt| match p {
+            Prompt::Regex(r) => r.regex,
+            Prompt::Literal(_) => panic!("a regex"),
+        };
+        let one = regex(Prompt::config_regex(source).unwrap());
+        let other = regex(Prompt::config_regex(source).unwrap());
+        assert!(std::sync::Arc::ptr_eq(&one, &other));
+        // An agent's pattern is its own.
+        assert!(!std::sync::Arc::ptr_eq(
+            &one,
+            &regex(Prompt::regex(source).unwrap())
+        ));
+        assert!(Prompt::config_regex("(").is_err());
     }
 
     #[test]

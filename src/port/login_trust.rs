@@ -39,7 +39,7 @@ impl PromptJudge {
     /// and every write then counts as typed at the command line.
     pub fn new(prompt: &str, modes: &ModeRules) -> Option<PromptJudge> {
         Some(PromptJudge {
-            prompt: Prompt::regex(prompt).ok()?,
+            prompt: Prompt::config_regex(prompt).ok()?,
             modes: ModePrompts::new(modes),
         })
     }

@@ -382,7 +382,7 @@ struct Shown {
 impl Shown {
     fn new(gp: GatewayPort) -> Shown {
         Shown {
-            prompt: Prompt::regex(&gp.config.prompt).ok(),
+            prompt: Prompt::config_regex(&gp.config.prompt).ok(),
             modes: ModePrompts::new(&gp.config.modes),
             gp,
         }
