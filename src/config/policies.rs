@@ -31,6 +31,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -277,8 +278,9 @@ pub struct Guardrails {
     /// How a line splits into commands and words.
     pub syntax: Syntax,
     /// The family's dangerous commands (as `approve` rules: keywords
-    /// abbreviate down to one character).
-    pub dangerous: Vec<Rule>,
+    /// abbreviate down to one character); shared by every port of the
+    /// preset.
+    pub dangerous: Arc<[Rule]>,
     /// The policy a port of this preset is under by default (`policy`).
     pub policy: Option<String>,
 }
@@ -542,7 +544,8 @@ fn dangerous(syntax: Syntax, items: &[&str]) -> Guardrails {
         dangerous: items
             .iter()
             .filter_map(|r| Rule::parse(r, Tier::Approve).ok())
-            .collect(),
+            .collect::<Vec<_>>()
+            .into(),
         policy: None,
     }
 }
@@ -952,8 +955,13 @@ mod tests {
         assert_eq!(c.ports["a"].guardrails.policy.as_deref(), Some("guarded"));
         assert_eq!(c.ports["b"].guardrails.policy.as_deref(), Some("locked"));
         assert_eq!(c.ports["c"].guardrails.policy, None);
-        // The dangerous commands come with the preset it extends.
+        // The dangerous commands come with the preset it extends, one
+        // list shared by the ports of a preset.
         assert_eq!(c.ports["a"].guardrails.dangerous, cisco_ios().dangerous);
+        assert!(Arc::ptr_eq(
+            &c.ports["a"].guardrails.dangerous,
+            &c.ports["b"].guardrails.dangerous
+        ));
         assert_eq!(c.ports["c"].guardrails.syntax, Syntax::Shell);
         assert_eq!(
             parse("[server]\npolicy = \"locked\"\n")
