@@ -230,6 +230,16 @@ impl Printed {
     }
 }
 
+/// Checks that a call the agent printed was refused, its text saying
+/// `says`.
+pub(crate) fn refused_saying(printed: &Value, says: &str) {
+    assert_eq!(printed["is_error"], true, "{printed}");
+    assert!(
+        printed["text"].as_str().is_some_and(|t| t.contains(says)),
+        "{says:?} in {printed}"
+    );
+}
+
 /// Checks that the user was asked once, in the approve-or-deny form,
 /// with a message holding each of `parts`.
 pub(crate) fn asked_once(printed: &Printed, parts: &[&str]) {
@@ -444,39 +454,15 @@ async fn a_sessionless_approval_cannot_be_replayed_forged_or_moved_to_another_li
         .await;
     assert_eq!(printed.get("result_type"), "InputRequiredResult");
     assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
-    let replayed = printed.get("replayed");
-    assert_eq!(replayed["is_error"], true, "{replayed}");
-    assert!(
-        replayed["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("already answered"),
-        "{replayed}"
-    );
-    let forged = printed.get("forged");
-    assert_eq!(forged["is_error"], true, "{forged}");
-    assert!(
-        forged["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("not one this daemon gave"),
-        "{forged}"
-    );
+    refused_saying(printed.get("replayed"), "already answered");
+    refused_saying(printed.get("forged"), "not one this daemon gave");
     // Sent once, for the approved call only.
     assert_eq!(site.received("reload in 5"), 1);
 
     let printed = sessionless_agent(&python, &site, "other", "reload in 7")
         .finished()
         .await;
-    let other = printed.get("other");
-    assert_eq!(other["is_error"], true, "{other}");
-    assert!(
-        other["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("not one this daemon gave"),
-        "{other}"
-    );
+    refused_saying(printed.get("other"), "not one this daemon gave");
     assert_eq!(site.received("reload in 7 9"), 0);
     assert_eq!(site.received("reload in 7"), 0);
 }

@@ -14,7 +14,9 @@ use serialgate_testkit::python::python_with;
 use serialgate_testkit::rig::{count, enable};
 
 use super::approvals::pending;
-use super::approvals_mcp_user::{agent_on, asked_once, audited_in, sessionless_agent_on};
+use super::approvals_mcp_user::{
+    agent_on, asked_once, audited_in, refused_saying, sessionless_agent_on,
+};
 use super::fleet::{DC1_ONLY, Fleet, OPS, Setup, base, clock, err, ok, ws};
 
 /// How long the ports page may take to show what a site announced (a
@@ -428,21 +430,26 @@ fn audited(fleet: &Fleet, site: &str, kind: &str, line: &str) -> Value {
     )
 }
 
+/// Python with the official MCP SDK, and a fleet whose `asks` token is
+/// under a policy at the serving gateway whose approvers name the
+/// client's user; `None` (the test skipped) without either.
+async fn asking_fleet() -> Option<(std::path::PathBuf, Fleet)> {
+    let python = python_with(&["mcp"])?;
+    let fleet = Fleet::start_with(Setup {
+        tokens: vec![("asks", ASKS, "policy = \"asks-user\"\n")],
+        serving_toml: "[policies.asks-user]\napprovers = [\"people\", \"client_user\"]\n",
+        ..Setup::default()
+    })
+    .await?;
+    Some((python, fleet))
+}
+
 /// The agent is the official Python SDK over HTTP at the serving gateway,
 /// its token under a policy whose approvers name the client's user; the
 /// line waits at the site, which asks that user through the fleet.
 #[tokio::test]
 async fn the_agent_s_own_user_decides_a_remote_line_and_hears_its_wait_through_the_fleet() {
-    let Some(python) = python_with(&["mcp"]) else {
-        return;
-    };
-    let Some(fleet) = Fleet::start_with(Setup {
-        tokens: vec![("asks", ASKS, "policy = \"asks-user\"\n")],
-        serving_toml: "[policies.asks-user]\napprovers = [\"people\", \"client_user\"]\n",
-        ..Setup::default()
-    })
-    .await
-    else {
+    let Some((python, fleet)) = asking_fleet().await else {
         return;
     };
     // The user approves: asked once, in the approve-or-deny form, the
@@ -520,16 +527,7 @@ async fn the_agent_s_own_user_decides_a_remote_line_and_hears_its_wait_through_t
 /// forged state, or one moved to another line, sends nothing.
 #[tokio::test]
 async fn a_sessionless_agent_s_user_decides_a_remote_line_in_the_call_s_result() {
-    let Some(python) = python_with(&["mcp"]) else {
-        return;
-    };
-    let Some(fleet) = Fleet::start_with(Setup {
-        tokens: vec![("asks", ASKS, "policy = \"asks-user\"\n")],
-        serving_toml: "[policies.asks-user]\napprovers = [\"people\", \"client_user\"]\n",
-        ..Setup::default()
-    })
-    .await
-    else {
+    let Some((python, fleet)) = asking_fleet().await else {
         return;
     };
     let printed = sessionless_agent_on(
@@ -577,17 +575,8 @@ async fn a_sessionless_agent_s_user_decides_a_remote_line_in_the_call_s_result()
     .await;
     assert_eq!(printed.get("result_type"), "InputRequiredResult");
     assert_eq!(printed.get("is_error"), false, "{:?}", printed.get("text"));
-    for (kind, says) in [
-        ("replayed", "already answered"),
-        ("forged", "not one this daemon gave"),
-    ] {
-        let refused = printed.get(kind);
-        assert_eq!(refused["is_error"], true, "{kind}: {refused}");
-        assert!(
-            refused["text"].as_str().is_some_and(|t| t.contains(says)),
-            "{kind}: {refused}"
-        );
-    }
+    refused_saying(printed.get("replayed"), "already answered");
+    refused_saying(printed.get("forged"), "not one this daemon gave");
     assert_eq!(received(&fleet, 1, "reload in 6"), 1);
     // Nor does it hold for another line.
     let printed = sessionless_agent_on(
@@ -600,14 +589,7 @@ async fn a_sessionless_agent_s_user_decides_a_remote_line_in_the_call_s_result()
     )
     .finished()
     .await;
-    let other = printed.get("other");
-    assert_eq!(other["is_error"], true, "{other}");
-    assert!(
-        other["text"]
-            .as_str()
-            .is_some_and(|t| t.contains("not one this daemon gave")),
-        "{other}"
-    );
+    refused_saying(printed.get("other"), "not one this daemon gave");
     assert_eq!(received(&fleet, 0, "reload in 7"), 0);
     assert_eq!(received(&fleet, 0, "reload in 7 9"), 0);
 }
