@@ -19,9 +19,14 @@
 //! - `bulk`: `terminal length 0`, then `show tech-support` (50 000 lines,
 //!   4 000 023 bytes), beside a plain reader of the same pty;
 //! - `idle`: CPU used over 10 s with the port open and the device silent,
-//!   and peak RSS (VmHWM);
+//!   and peak RSS (VmHWM), which is then reset (`/proc/PID/clear_refs`) so
+//!   that the peak read after the calls is theirs, not the start's; with
+//!   the anonymous memory's peak during `bulk` (sampled) and what stays
+//!   resident after the calls, it shows what a large result costs and
+//!   whether it is given back;
 //! - `scale`: serialgate alone with 1, 16, 64 and 256 ports: idle CPU, RSS,
-//!   and `rtt1` on one port while every other port streams at 115200 baud.
+//!   and `rtt1` on one port while every other port streams at 115200 baud
+//!   (the peak reset after the idle window here too).
 //!
 //! It prints a table and the targets, met or missed, and writes
 //! `bench-out/peers.json`. Install the peers first (`peers/install-peers.sh`,
@@ -58,7 +63,7 @@ use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile};
 
 use client::McpProc;
-use procfs::{CpuSample, vm_kib};
+use procfs::{CpuSample, reset_peak, vm_kib};
 use servers::{Binaries, Kind, PlainReader, Session, output_lines};
 
 /// How long a server is left alone before an idle window opens: past
@@ -75,6 +80,9 @@ const PAGED_VS_SCM: f64 = 100.0;
 const BULK_VS_PTY: f64 = 1.5;
 const IDLE_CPU_PER_PORT: f64 = 0.0005;
 const RSS_BASE_MIB: f64 = 12.0;
+/// How far above idle + retained the anonymous memory may stay after the
+/// calls and still count as given back (the allocator's free lists).
+const GIVEN_BACK_SLACK_MIB: f64 = 1.0;
 const SCALE_RTT1_MS: f64 = 2.0;
 /// "A small fraction of a millisecond": read here as under 0.25 ms.
 const OWN_LATENCY_MS: f64 = 0.25;
@@ -224,7 +232,46 @@ struct Figures {
     /// memory at the end of the idle window, KiB.
     idle_anon_file_kib: Option<(u64, u64)>,
     idle_retained: Option<u64>,
+    /// The peak since the idle window's end, where it is reset (since the
+    /// start without the idle phase), KiB.
     load_hwm_kib: Option<u64>,
+    /// Resident anonymous and file-backed memory after the workload, KiB,
+    /// and the bytes the port retained then.
+    after_anon_file_kib: Option<(u64, u64)>,
+    after_retained: Option<u64>,
+    /// The largest result of the workload (bulk's output), bytes.
+    largest_result: u64,
+    /// The anonymous memory's peak during the bulk calls, sampled, KiB.
+    anon_peak_kib: Option<u64>,
+}
+
+/// Samples a process's resident anonymous memory every millisecond until
+/// stopped; its peak.
+struct AnonPeak {
+    stop: Arc<AtomicBool>,
+    sampler: tokio::task::JoinHandle<Option<u64>>,
+}
+
+impl AnonPeak {
+    fn start(pid: u32) -> AnonPeak {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let sampler = tokio::spawn(async move {
+            let mut peak = None;
+            let mut every = tokio::time::interval(Duration::from_millis(1));
+            while !stopped.load(Ordering::Relaxed) {
+                every.tick().await;
+                peak = peak.max(vm_kib(pid, "RssAnon").ok());
+            }
+            peak
+        });
+        AnonPeak { stop, sampler }
+    }
+
+    async fn stop(self) -> Option<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.sampler.await.ok().flatten()
+    }
 }
 
 fn stats(xs: &[f64]) -> Option<Stats> {
@@ -306,6 +353,10 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
         }
         for (s, f) in sessions.iter().zip(&mut figures) {
             f.load_hwm_kib = vm_kib(s.proc.pid(), "VmHWM").ok();
+            f.after_anon_file_kib = anon_file_kib(s.proc.pid()).ok();
+            if s.kind == Kind::Serialgate {
+                f.after_retained = Some(retained(&s.proc).await?);
+            }
         }
         for s in sessions {
             s.close().await;
@@ -369,6 +420,10 @@ async fn idle(plan: &Plan, sessions: &[Session], figures: &mut [Figures]) -> any
         if s.kind == Kind::Serialgate {
             figures[i].idle_retained = Some(retained(&s.proc).await?);
         }
+        // The workload's peak is measured from here: the start's own
+        // (the binary's pages touched before they are given back) is not
+        // the workload's.
+        reset_peak(s.proc.pid())?;
         println!(
             "  {:<20} {:.6} s CPU per 10 s (stat: {:.2} s), VmHWM {:.1} MiB",
             s.kind.name(),
@@ -530,7 +585,13 @@ async fn bulk(
             }
             let s = &sessions[i];
             let started = Instant::now();
+            // The anonymous memory's peak over the call, sampled every
+            // millisecond (the kernel keeps a peak of the whole RSS only,
+            // which holds the code pages the call touches too).
+            let sampling = AnonPeak::start(s.proc.pid());
             let b = s.bulk().await?;
+            let anon_peak = sampling.stop().await;
+            figures[i].anon_peak_kib = figures[i].anon_peak_kib.max(anon_peak);
             let secs = started.elapsed().as_secs_f64();
             let lines = output_lines(&b.text, b.clean, "show tech-support")
                 .with_context(|| format!("{}: show tech-support", s.kind.name()))?;
@@ -547,6 +608,7 @@ async fn bulk(
             );
             figures[i].bulk.push(secs);
             figures[i].bulk_server_ms.extend(b.server_ms);
+            figures[i].largest_result = figures[i].largest_result.max(b.text.len() as u64);
         }
     }
     for s in sessions.iter() {
@@ -666,6 +728,9 @@ async fn scale(plan: &Plan, bins: &Binaries, logs: &Path) -> anyhow::Result<Vec<
         let idle_hwm_kib = vm_kib(pid, "VmHWM")?;
         let idle_rss_kib = vm_kib(pid, "VmRSS")?;
         let idle_anon_file_kib = anon_file_kib(pid)?;
+        // The peak while streaming is measured from here, not from the
+        // start (whose pages touched are given back 5 s after it).
+        reset_peak(pid)?;
 
         // Streaming: every port but p000 prints a syslog line as fast as a
         // full 115200-baud line would, starts spread over one period.
@@ -836,9 +901,29 @@ fn report(kinds: &[Kind], figures: &[Figures], pty: &[f64], scale: &[ScaleRow]) 
             format!("{:.1} MiB [{:.1} + {:.1}]", mib(k), mib(anon), mib(file))
         })
     });
-    row("peak RSS (VmHWM), after all of the above", &|f| {
-        f.load_hwm_kib
-            .map_or("–".into(), |k| format!("{:.1} MiB", mib(k)))
+    row(
+        "peak RSS (VmHWM) during the calls, from the idle window's end",
+        &|f| {
+            f.load_hwm_kib
+                .map_or("–".into(), |k| format!("{:.1} MiB", mib(k)))
+        },
+    );
+    row(
+        "anonymous memory's peak during `bulk` (sampled every ms)",
+        &|f| {
+            f.anon_peak_kib
+                .map_or("–".into(), |k| format!("{:.1} MiB", mib(k)))
+        },
+    );
+    row("RSS after the calls [anon + file]", &|f| {
+        f.after_anon_file_kib.map_or("–".into(), |(anon, file)| {
+            format!(
+                "{:.1} MiB [{:.1} + {:.1}]",
+                mib(anon + file),
+                mib(anon),
+                mib(file)
+            )
+        })
     });
 
     if !scale.is_empty() {
@@ -846,7 +931,7 @@ fn report(kinds: &[Kind], figures: &[Figures], pty: &[f64], scale: &[ScaleRow]) 
         println!("## serialgate alone, 1 to 256 ports");
         println!();
         println!(
-            "| ports | idle CPU s per 10 s (per port) | VmHWM idle [anon + file] | others streaming | `rtt1` quiet port median (p95) | gateway CPU while streaming | retained | VmHWM after |"
+            "| ports | idle CPU s per 10 s (per port) | VmHWM idle [anon + file] | others streaming | `rtt1` quiet port median (p95) | gateway CPU while streaming | retained | VmHWM while streaming |"
         );
         println!("|---|---|---|---|---|---|---|---|");
         for r in scale {
@@ -983,6 +1068,38 @@ fn report(kinds: &[Kind], figures: &[Figures], pty: &[f64], scale: &[ScaleRow]) 
                 Some(mib(resident) < limit),
             ));
         }
+        if let (Some((idle_anon, idle_file)), Some(peak), Some((anon, file)), Some(retained)) = (
+            f.idle_anon_file_kib,
+            f.anon_peak_kib,
+            f.after_anon_file_kib,
+            f.after_retained,
+        ) {
+            let retained_mib = retained as f64 / 1048576.0;
+            let result_mib = f.largest_result as f64 / 1048576.0;
+            let peak_limit = mib(idle_anon) + retained_mib + 2.0 * result_mib;
+            targets.push(Target::new(
+                "anonymous peak during bulk ≤ idle + retained + 2 × the largest result",
+                format!(
+                    "{:.1} MiB (idle {:.1}, retained {retained_mib:.1}, result {result_mib:.1})",
+                    mib(peak),
+                    mib(idle_anon)
+                ),
+                format!("≤ {peak_limit:.1} MiB"),
+                Some(mib(peak) <= peak_limit),
+            ));
+            let after_limit = mib(idle_anon) + retained_mib + GIVEN_BACK_SLACK_MIB;
+            targets.push(Target::new(
+                "anonymous memory after the calls: given back (idle + retained)",
+                format!(
+                    "{:.1} MiB (code pages the calls touched: file-backed {:.1} MiB, {:.1} idle)",
+                    mib(anon),
+                    mib(file),
+                    mib(idle_file)
+                ),
+                format!("≤ {after_limit:.1} MiB"),
+                Some(mib(anon) <= after_limit),
+            ));
+        }
     }
     for r in scale {
         let per_port = r.idle_cpu.0 / r.ports as f64;
@@ -1000,7 +1117,7 @@ fn report(kinds: &[Kind], figures: &[Figures], pty: &[f64], scale: &[ScaleRow]) 
         ));
         let limit = RSS_BASE_MIB + r.retained as f64 / 1048576.0;
         targets.push(Target::new(
-            format!("RSS, {} ports after streaming", r.ports),
+            format!("RSS peak, {} ports, while streaming", r.ports),
             format!(
                 "{:.1} MiB (retained {:.1} MiB)",
                 mib(r.load_hwm_kib),
@@ -1069,7 +1186,12 @@ fn to_json(
                     "idle_rss_anon_kib": f.idle_anon_file_kib.map(|m| m.0),
                     "idle_rss_file_kib": f.idle_anon_file_kib.map(|m| m.1),
                     "idle_retained_bytes": f.idle_retained,
-                    "vm_hwm_after_workload_kib": f.load_hwm_kib,
+                    "vm_hwm_during_workload_kib": f.load_hwm_kib,
+                    "bulk_anon_peak_kib": f.anon_peak_kib,
+                    "after_rss_anon_kib": f.after_anon_file_kib.map(|m| m.0),
+                    "after_rss_file_kib": f.after_anon_file_kib.map(|m| m.1),
+                    "retained_after_workload_bytes": f.after_retained,
+                    "largest_result_bytes": f.largest_result,
                 }),
             )
         })

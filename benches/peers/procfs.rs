@@ -80,6 +80,15 @@ pub fn vm_kib(pid: u32, key: &str) -> anyhow::Result<u64> {
         .ok_or_else(|| anyhow::anyhow!("no {key} in /proc/{pid}/status"))
 }
 
+/// Resets the peak resident set (`VmHWM`) of `pid` to what is resident
+/// now (`/proc/PID/clear_refs`, Linux 4.0 and later): the peak read after
+/// it is that of what ran since, not of the process's start.
+pub fn reset_peak(pid: u32) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
+        .with_context(|| format!("resetting the peak RSS of {pid}"))
+}
+
 /// Raises this process's soft open-file limit to the hard limit; returns
 /// (soft before, soft now).
 pub fn raise_nofile() -> (u64, u64) {
