@@ -627,14 +627,7 @@ async fn sign_in(fleet: &Fleet, secret: &str) -> String {
         .send()
         .await
         .expect("POST /web/signin");
-    assert_eq!(signed_in.status(), reqwest::StatusCode::SEE_OTHER);
-    signed_in.headers()["set-cookie"]
-        .to_str()
-        .expect("ASCII")
-        .split(';')
-        .next()
-        .expect("name=value")
-        .to_owned()
+    super::hostile_web::login_cookie(&signed_in)
 }
 
 /// The serving gateway's web view download of `port`'s transcript for

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use reqwest::header::{CONTENT_TYPE, COOKIE, ORIGIN, SET_COOKIE};
+use reqwest::header::{CONTENT_TYPE, COOKIE, ORIGIN};
 use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile, SimHandle};
 use serialgate_testkit::client::GateClient;
@@ -134,9 +134,7 @@ impl Site {
             .send()
             .await
             .expect("POST /web/signin");
-        assert_eq!(response.status(), StatusCode::SEE_OTHER);
-        let set = response.headers()[SET_COOKIE].to_str().expect("ASCII");
-        set.split(';').next().expect("name=value").to_owned()
+        super::hostile_web::login_cookie(&response)
     }
 
     /// A WebSocket at `path` opened by the web view's pages with `cookie`.

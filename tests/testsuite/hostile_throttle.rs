@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use reqwest::header::{CONTENT_TYPE, COOKIE, ORIGIN, RETRY_AFTER, SET_COOKIE};
+use reqwest::header::{CONTENT_TYPE, COOKIE, ORIGIN, RETRY_AFTER};
 use serialgate_testkit::console::ConsoleConn;
 use serialgate_testkit::web::{AUDIT, LAB, NOC, WebSite};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -101,15 +101,7 @@ async fn sign_in(site: &WebSite, secret: &str) -> reqwest::Response {
 
 /// Signs in with `secret`; the `name=value` of the login cookie.
 async fn cookie(site: &WebSite, secret: &str) -> String {
-    let response = sign_in(site, secret).await;
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    response.headers()[SET_COOKIE]
-        .to_str()
-        .expect("ASCII")
-        .split(';')
-        .next()
-        .expect("name=value")
-        .to_owned()
+    super::hostile_web::login_cookie(&sign_in(site, secret).await)
 }
 
 async fn whoami(site: &WebSite, cookie: &str) -> StatusCode {

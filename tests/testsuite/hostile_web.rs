@@ -45,7 +45,20 @@ async fn cookie(site: &WebSite, secret: &str) -> String {
     for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(set.contains(attribute), "{set}");
     }
-    set.split(';').next().expect("name=value").to_owned()
+    login_cookie(&response)
+}
+
+/// The `name=value` of the session cookie a successful sign-in (`303 See
+/// Other`) sets: what a browser sends back.
+pub(crate) fn login_cookie(response: &reqwest::Response) -> String {
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    response.headers()[SET_COOKIE]
+        .to_str()
+        .expect("ASCII")
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_owned()
 }
 
 async fn get(site: &WebSite, path: &str, cookie: Option<&str>) -> reqwest::Response {
