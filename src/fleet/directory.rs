@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use super::each_message::each_message;
 use super::subjects;
 use super::wire::{AnnouncedPort, read_announcement};
 use crate::error::{ErrorCode, GateError};
@@ -144,46 +144,44 @@ impl Directory {
         own_site: String,
         stop: CancellationToken,
     ) -> Result<(), async_nats::SubscribeError> {
-        let mut heard = client.subscribe(subjects::ALL_ANNOUNCEMENTS).await?;
-        tokio::spawn(async move {
-            loop {
-                let message = tokio::select! {
-                    () = stop.cancelled() => break,
-                    m = heard.next() => match m {
-                        Some(m) => m,
-                        None => break,
-                    },
-                };
-                let Some(site) = subjects::announcing_site(message.subject.as_str())
-                    .filter(|s| crate::config::fleet::check_site(s).is_ok())
-                else {
-                    tracing::warn!(
-                        "fleet: dropped an announcement on {}: no site name",
-                        crate::error::shown(message.subject.as_str())
-                    );
-                    continue;
-                };
-                if site == own_site {
-                    continue;
-                }
-                match read_announcement(&message.payload) {
-                    Ok(read) => {
-                        if read.dropped > 0 {
-                            tracing::warn!(
-                                "fleet: site {site} announced {} port(s) this gateway does not show (bad names, or more than it keeps)",
-                                read.dropped
-                            );
-                        }
-                        if !self.heard(site, read.ports) {
-                            tracing::warn!(
-                                "fleet: dropped the announcement of site {site}: this gateway keeps {MAX_SITES} sites"
-                            );
-                        }
-                    }
-                    Err(e) => tracing::warn!("fleet: dropped an announcement of site {site}: {e}"),
-                }
-            }
+        let heard = client.subscribe(subjects::ALL_ANNOUNCEMENTS).await?;
+        each_message(heard, stop, move |message| {
+            self.hear(&own_site, &message);
+            std::future::ready(())
         });
         Ok(())
+    }
+
+    /// Keeps what one announcement on `message` says, unless it is
+    /// `own_site`'s; what is dropped is logged.
+    fn hear(&self, own_site: &str, message: &async_nats::Message) {
+        let Some(site) = subjects::announcing_site(message.subject.as_str())
+            .filter(|s| crate::config::fleet::check_site(s).is_ok())
+        else {
+            tracing::warn!(
+                "fleet: dropped an announcement on {}: no site name",
+                crate::error::shown(message.subject.as_str())
+            );
+            return;
+        };
+        if site == own_site {
+            return;
+        }
+        match read_announcement(&message.payload) {
+            Ok(read) => {
+                if read.dropped > 0 {
+                    tracing::warn!(
+                        "fleet: site {site} announced {} port(s) this gateway does not show (bad names, or more than it keeps)",
+                        read.dropped
+                    );
+                }
+                if !self.heard(site, read.ports) {
+                    tracing::warn!(
+                        "fleet: dropped the announcement of site {site}: this gateway keeps {MAX_SITES} sites"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!("fleet: dropped an announcement of site {site}: {e}"),
+        }
     }
 }

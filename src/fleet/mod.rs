@@ -31,6 +31,7 @@ pub mod alert_inbox;
 pub mod announcer;
 pub mod client_relay;
 pub mod directory;
+pub mod each_message;
 pub mod forwarded_policy;
 pub mod heartbeat;
 pub mod in_flight;

@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
@@ -21,6 +20,7 @@ use crate::error::{ErrorCode, GateError};
 use crate::fleet::client_relay::{
     ClientEvent, ClientEvents, MAX_CLIENT_EVENT, MAX_CLIENT_TEXT, UserAnswer,
 };
+use crate::fleet::each_message::each_message;
 use crate::fleet::link::Fleet;
 use crate::fleet::subjects;
 use crate::fleet::wire::{VERSION, one_line};
@@ -73,7 +73,7 @@ impl SiteRelay {
                 format!("no random id for the fleet: {e}")
             ))?
         );
-        let mut events = fleet
+        let events = fleet
             .client()
             .subscribe(subjects::client_events(site, &id))
             .await
@@ -87,26 +87,19 @@ impl SiteRelay {
             _stop: stop.clone().drop_guard(),
         });
         let weak = Arc::downgrade(&relay);
-        let (fleet, site) = (fleet.clone(), site.to_owned());
-        tokio::spawn(async move {
-            loop {
-                let message = tokio::select! {
-                    () = stop.cancelled() => break,
-                    m = events.next() => match m {
-                        Some(m) => m,
-                        None => break,
-                    },
-                };
-                let Some(relay) = weak.upgrade() else {
-                    break;
-                };
-                if message.payload.len() > MAX_CLIENT_EVENT {
-                    continue;
+        let reaches = Arc::new((peer, fleet.clone(), site.to_owned(), of));
+        // The relay's drop cancels `stop`, which ends the loop.
+        each_message(events, stop, move |message| {
+            let relay = weak.upgrade();
+            let event = (message.payload.len() <= MAX_CLIENT_EVENT)
+                .then(|| serde_json::from_slice::<ClientEvent>(&message.payload).ok())
+                .flatten();
+            let reaches = reaches.clone();
+            async move {
+                if let (Some(relay), Some(event)) = (relay, event) {
+                    let (peer, fleet, site, of) = &*reaches;
+                    relay.take(event, peer, fleet, site, of).await;
                 }
-                let Ok(event) = serde_json::from_slice::<ClientEvent>(&message.payload) else {
-                    continue;
-                };
-                relay.take(event, &peer, &fleet, &site, &of).await;
             }
         });
         Ok(relay)

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::loopback::Loopback;
 use super::server::GateServer;
 use crate::access::Caller;
+use crate::fleet::each_message::each_message;
 use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::heartbeat;
 use crate::fleet::in_flight::{Full, InFlight, Limits};
@@ -640,30 +641,6 @@ pub async fn serve_calls(
         std::future::ready(())
     });
     Ok(())
-}
-
-/// Runs `each` on every message of `subscriber`, in order, in a task of
-/// its own, until `stop` or the subscription ends.
-fn each_message<F, Fut>(
-    mut subscriber: async_nats::Subscriber,
-    stop: CancellationToken,
-    mut each: F,
-) where
-    F: FnMut(async_nats::Message) -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send,
-{
-    tokio::spawn(async move {
-        loop {
-            let message = tokio::select! {
-                () = stop.cancelled() => break,
-                m = subscriber.next() => match m {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            each(message).await;
-        }
-    });
 }
 
 #[cfg(test)]
