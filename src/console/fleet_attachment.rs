@@ -271,22 +271,16 @@ impl Remote<'_> {
         body: &impl serde::Serialize,
     ) -> Result<ConsoleAnswer, GateError> {
         let site = &self.target.site;
-        let payload = serde_json::to_vec(body).map_err(|e| GateError::invalid(e.to_string()))?;
-        let request = async_nats::Request::new()
-            .payload(payload.into())
-            .timeout(Some(ASK_DEADLINE));
         let answer = self
             .consoles
             .fleet
-            .client()
-            .send_request(format!("{}.{what}", subjects::consoles(site)), request)
-            .await
-            .map_err(|e| {
-                GateError::new(
-                    ErrorCode::PortUnavailable,
-                    format!("site {site}'s gateway did not answer through the fleet: {e}"),
-                )
-            })?;
+            .ask_console(
+                format!("{}.{what}", subjects::consoles(site)),
+                body,
+                ASK_DEADLINE,
+                &format!("site {site}'s gateway did not answer through the fleet"),
+            )
+            .await?;
         serde_json::from_slice(&answer.payload[..answer.payload.len().min(4096)]).map_err(|e| {
             GateError::new(
                 ErrorCode::PortUnavailable,

@@ -397,20 +397,14 @@ async fn ask_range(
     site: &str,
     ask: &RangeAsk,
 ) -> Result<(RangeHead, Vec<u8>), GateError> {
-    let payload = serde_json::to_vec(ask).map_err(|e| GateError::invalid(e.to_string()))?;
-    let request = async_nats::Request::new()
-        .payload(payload.into())
-        .timeout(Some(READ_DEADLINE));
     let answer = fleet
-        .client()
-        .send_request(format!("{}.read", subjects::consoles(site)), request)
-        .await
-        .map_err(|e| {
-            GateError::new(
-                ErrorCode::PortUnavailable,
-                format!("site {site} did not give {}'s output: {e}", ask.port),
-            )
-        })?;
+        .ask_console(
+            format!("{}.read", subjects::consoles(site)),
+            ask,
+            READ_DEADLINE,
+            &format!("site {site} did not give {}'s output", ask.port),
+        )
+        .await?;
     let Some((head, bytes)) = decode_range(&answer.payload) else {
         return Err(GateError::new(
             ErrorCode::PortUnavailable,

@@ -34,20 +34,14 @@ pub async fn transcript_of(
         v: VERSION,
         port: target.port.clone(),
     };
-    let payload = serde_json::to_vec(&ask).map_err(|e| GateError::invalid(e.to_string()))?;
-    let request = async_nats::Request::new()
-        .payload(payload.into())
-        .timeout(Some(TRANSCRIPT_DEADLINE));
     let answer = fleet
-        .client()
-        .send_request(format!("{}.transcript", subjects::consoles(site)), request)
-        .await
-        .map_err(|e| {
-            GateError::new(
-                ErrorCode::PortUnavailable,
-                format!("site {site}'s gateway did not send the transcript: {e}"),
-            )
-        })?;
+        .ask_console(
+            format!("{}.transcript", subjects::consoles(site)),
+            &ask,
+            TRANSCRIPT_DEADLINE,
+            &format!("site {site}'s gateway did not send the transcript"),
+        )
+        .await?;
     let Some((&kind, text)) = answer.payload.split_first() else {
         return Err(GateError::new(
             ErrorCode::PortUnavailable,

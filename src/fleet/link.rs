@@ -162,6 +162,26 @@ impl Fleet {
         &self.client
     }
 
+    /// Asks a site's console subject `subject` with `body` as JSON and
+    /// waits at most `deadline` for its answer; a request that fails is
+    /// `port_unavailable`, its message `failing` and NATS's reason.
+    pub async fn ask_console<T: serde::Serialize>(
+        &self,
+        subject: String,
+        body: &T,
+        deadline: Duration,
+        failing: &str,
+    ) -> Result<async_nats::Message, GateError> {
+        let payload = serde_json::to_vec(body).map_err(|e| GateError::invalid(e.to_string()))?;
+        let request = async_nats::Request::new()
+            .payload(payload.into())
+            .timeout(Some(deadline));
+        self.client
+            .send_request(subject, request)
+            .await
+            .map_err(|e| GateError::new(ErrorCode::PortUnavailable, format!("{failing}: {e}")))
+    }
+
     /// Sends `call` to `site` and waits at most `deadline` for its answer.
     /// A site nobody answers for fails at once (NATS says there are no
     /// responders); one that does not answer in time is `timeout`; a call
