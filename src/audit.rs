@@ -347,7 +347,7 @@ impl Audit {
 /// One task that appends the records it is sent to `file`, rotating it.
 fn spawn_writer(file: LogFile, queue: usize) -> mpsc::Sender<AuditRecord> {
     let (tx, rx) = mpsc::channel::<AuditRecord>(queue);
-    tokio::spawn(write_records(file, rx));
+    crate::task::spawn(write_records(file, rx));
     tx
 }
 
@@ -502,7 +502,7 @@ mod tests {
         let floods: Vec<_> = (0..sessions)
             .map(|s| {
                 let audit = audit.clone();
-                tokio::spawn(async move {
+                crate::task::spawn(async move {
                     for i in 0..each {
                         let text = format!("s{s} w{i}");
                         let slot = audit.reserve().await.expect("a place within 60 s");
@@ -563,7 +563,7 @@ mod tests {
         assert_eq!(audit.dropped(), 1);
         assert!(refused.unwrap().to_string().contains("nothing was sent"));
         // A write waits; the writer takes one record; the write gets in.
-        let waiting = tokio::spawn({
+        let waiting = crate::task::spawn({
             let audit = audit.clone();
             async move {
                 let slot = audit.reserve().await?;

@@ -56,7 +56,8 @@
 //!   URLs, and which of them ad-hoc connects may reach (`remote::allow`,
 //!   by resolved address).
 //! - `error`: the stable error codes of tool results; `sync`: locks
-//!   that outlive a panic.
+//!   that outlive a panic; `task`: tasks spawned boxed, one copy of
+//!   tokio's task machinery per output type.
 //! - [`demo`]: `serialgate demo`, a scripted agent session with a simulated
 //!   switch (the `serialgate-sim` crate) through the real binary.
 //! - [`entry`]: the binary's asynchronous commands, boxed in this crate
@@ -92,6 +93,7 @@ pub(crate) mod power;
 pub(crate) mod remote;
 pub mod settings;
 pub(crate) mod sync;
+pub(crate) mod task;
 pub(crate) mod terminal;
 pub mod tls;
 pub(crate) mod transcript;

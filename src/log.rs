@@ -526,7 +526,7 @@ mod tests {
         let log = OutputLog::new(64);
         let mut rx = log.subscribe();
         let writer = log.clone();
-        let task = tokio::spawn(async move {
+        let task = crate::task::spawn(async move {
             rx.changed().await.unwrap();
             *rx.borrow()
         });

@@ -123,7 +123,7 @@ impl Transcript {
             binary: binary.clone(),
             binary_rx: binary_changed.subscribe(),
         };
-        tokio::spawn(run(writer, follow, from, sent_rx, progress_tx, stop));
+        crate::task::spawn(run(writer, follow, from, sent_rx, progress_tx, stop));
         Ok(Transcript {
             dir,
             name,

@@ -71,7 +71,7 @@ pub(crate) fn start(config: WebhookConfig, shutdown: CancellationToken) -> Alert
         config,
         tls: tls.map(|t| t.map_err(|e| format!("TLS: {e}"))),
     };
-    tokio::spawn(deliver_all(client, rx, shutdown));
+    crate::task::spawn(deliver_all(client, rx, shutdown));
     Arc::new(move |alert: &Alert| {
         if tx.try_send(alert.clone()).is_err() {
             crate::metrics::webhook("dropped");

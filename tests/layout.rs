@@ -742,6 +742,48 @@ fn every_path_the_architecture_document_names_exists() {
     }
 }
 
+#[test]
+fn the_daemon_spawns_its_tasks_boxed() {
+    // Tokio compiles its task machinery once per type of future spawned;
+    // `src/task.rs` boxes each, so that there is one per output type.
+    let daemon = workspace_crates()
+        .into_iter()
+        .find(|c| c.dir == "src")
+        .expect("the daemon's sources");
+    let mut unboxed: Vec<String> = Vec::new();
+    for (file, text) in &daemon.files {
+        if file == "task.rs" {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if [
+                "tokio::spawn",
+                "tokio::task::spawn",
+                "tokio::task::spawn_blocking",
+            ]
+            .iter()
+            .any(|call| code.contains(call))
+            {
+                unboxed.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        daemon
+            .files
+            .get("task.rs")
+            .is_some_and(|t| t.contains("tokio::spawn(")),
+        "src/task.rs spawns through tokio"
+    );
+    unboxed.sort();
+    assert!(
+        unboxed.is_empty(),
+        "spawn through crate::task instead:\n{}",
+        unboxed.join("\n")
+    );
+}
+
 // ---------------------------------------------------------------- the test's own tests
 
 /// The graphs of a crate made of `files` (path under `src/` → text).

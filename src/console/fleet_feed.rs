@@ -91,7 +91,7 @@ impl RemoteConsoles {
             _stop: stop.clone().drop_guard(),
         });
         feeds.insert(key, Arc::downgrade(&feed));
-        tokio::spawn(run(Arc::downgrade(&feed), stop));
+        crate::task::spawn(run(Arc::downgrade(&feed), stop));
         feed
     }
 

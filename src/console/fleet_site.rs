@@ -62,7 +62,7 @@ pub async fn serve_consoles(
     let client = fleet.client().clone();
     let mut asked = client.subscribe(format!("{root}.>")).await?;
     let sessions = Sessions::default();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let mut reap = tokio::time::interval(KEEP_EVERY);
         loop {
             let message = tokio::select! {
@@ -96,7 +96,7 @@ pub async fn serve_consoles(
             if what == "transcript" {
                 // A file read: answered from a task of its own.
                 let (gateway, client) = (gateway.clone(), client.clone());
-                tokio::spawn(async move {
+                crate::task::spawn(async move {
                     let answer = transcript(&gateway, &message.payload).await;
                     if let Err(e) = client.publish(reply, answer.into()).await {
                         tracing::debug!("fleet: a transcript was not sent: {e}");
@@ -202,7 +202,7 @@ impl Sessions {
         let (out_tx, mut out_rx) = mpsc::channel::<Frame>(OUTGOING_FRAMES);
         let client = fleet.client().clone();
         let out_subject = subjects::console_out(&fleet.site, &open.id);
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             // The events only: the output travels by ranges.
             while let Some(frame) = out_rx.recv().await {
                 if let Frame::Json(text) = frame
@@ -227,7 +227,7 @@ impl Sessions {
             .unwrap_or_default();
         let _ = in_tx.try_send(Frame::Json(hello));
         let (gateway, stop, this, id) = (gateway.clone(), stop.clone(), self.clone(), open.id);
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             serve_for_fleet(gateway, person, port, in_rx, out_tx, stop).await;
             crate::sync::lock(&this.sessions).remove(&id);
         });
@@ -297,7 +297,7 @@ impl Sessions {
             let log = found.port.log().clone();
             let client = fleet.client().clone();
             let subject = subjects::console_heads(&fleet.site, port);
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 let mut heads = log.subscribe();
                 let id = format!("{:016x}", log.id());
                 loop {

@@ -107,7 +107,7 @@ impl ConsoleSocket {
                         "console socket: {MAX_CONSOLE_CONNECTIONS} connections are open; refused {refused} so far"
                     );
                 }
-                tokio::spawn(refuse(stream));
+                crate::task::spawn(refuse(stream));
                 continue;
             };
             let person = match peer_person(&stream, &gateway) {
@@ -119,7 +119,7 @@ impl ConsoleSocket {
             };
             tracing::info!("console socket: {} connected", person.name);
             let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 serve_stream(stream, gateway, person, shutdown).await;
                 drop(slot);
             });
@@ -215,8 +215,8 @@ async fn serve_stream(
     // its own time (it releases the hold and says who left); the session
     // ending drops `out_tx`, and the writer sends what is queued (the bye)
     // and closes.
-    let reader = tokio::spawn(read);
-    let writer = tokio::spawn(write);
+    let reader = crate::task::spawn(read);
+    let writer = crate::task::spawn(write);
     serve(gateway, person, None, in_rx, out_tx, shutdown).await;
     reader.abort();
     super::attachment::finish_writer(writer).await;

@@ -22,6 +22,6 @@ pub(crate) fn start(gateway: &Gateway, shutdown: &CancellationToken) -> anyhow::
         "people attach with `serialgate console PORT --socket {}`",
         path.display()
     );
-    tokio::spawn(socket.serve(gateway.clone(), shutdown.clone()));
+    crate::task::spawn(socket.serve(gateway.clone(), shutdown.clone()));
     Ok(())
 }

@@ -91,7 +91,7 @@ pub(crate) async fn start_listener(
             }),
         )
         .merge(health());
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(cancel.cancelled_owned())
             .await;

@@ -47,7 +47,7 @@ pub fn start_watchdog() {
     };
     STARTED.call_once(|| {
         tracing::info!("systemd watchdog: pinging every {:?}", interval / 2);
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let mut tick = tokio::time::interval(interval / 2);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {

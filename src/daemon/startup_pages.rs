@@ -24,7 +24,7 @@ const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
 /// Gives back the binary's startup pages [`SETTLE`] after it is called,
 /// in a task of its own.
 pub fn release_startup_code_soon() {
-    tokio::spawn(async {
+    crate::task::spawn(async {
         tokio::time::sleep(SETTLE).await;
         release_startup_code();
     });

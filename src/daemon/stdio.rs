@@ -68,7 +68,7 @@ pub async fn serve_stdio(config: Config, config_path: Option<PathBuf>) -> anyhow
     let cancel = running.cancellation_token();
     // The session runs in its own task: ending it (below) lets rmcp send
     // the responses of calls that are finishing before it closes stdout.
-    let mut session = tokio::spawn(running.waiting());
+    let mut session = crate::task::spawn(running.waiting());
     let ended = until_terminated(&mut session, &mut signals, &reloader, &gateway).await;
     match ended {
         Some(quit) => {

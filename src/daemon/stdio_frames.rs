@@ -44,7 +44,7 @@ where
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_frames(rx, write));
+        crate::task::spawn(write_frames(rx, write));
         FramedStdio {
             inner: AsyncRwTransport::new_server(read, QueueWriter(tx.clone())),
             frames: Some(tx),
@@ -187,7 +187,7 @@ mod tests {
         let (server_read, server_write) = tokio::io::split(server);
         let mut transport = FramedStdio::new(server_read, server_write);
         let (mut client_read, _client_write) = tokio::io::split(client);
-        let reader = tokio::spawn(async move {
+        let reader = crate::task::spawn(async move {
             let mut all = Vec::new();
             client_read.read_to_end(&mut all).await.map(|_| all)
         });

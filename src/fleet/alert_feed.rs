@@ -88,7 +88,7 @@ pub fn start(
     stop: CancellationToken,
 ) {
     let Queue(mut queue) = queue;
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let js = jetstream::with_domain(client, &site);
         let subject = subjects::alerts(&site);
         // Made at once, so that a serving gateway finds it before the

@@ -147,7 +147,7 @@ impl AlertInbox {
         stop: CancellationToken,
     ) {
         let inbox = self.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let mut reading = HashSet::new();
             let mut every = tokio::time::interval(ANNOUNCE_EVERY);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -169,7 +169,7 @@ impl AlertInbox {
                         durable: own_site.clone(),
                         inbox: inbox.clone(),
                     };
-                    tokio::spawn(reader.run(stop.clone()));
+                    crate::task::spawn(reader.run(stop.clone()));
                 }
             }
         });

@@ -55,7 +55,7 @@ pub fn payload(mut announcement: Announcement) -> serde_json::Result<Vec<u8>> {
 
 /// Announces `gateway`'s ports as `site` until `stop`.
 pub fn start(client: async_nats::Client, site: String, gateway: Gateway, stop: CancellationToken) {
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let subject = subjects::announcements(&site);
         let mut changed = gateway.watch_ports();
         let mut every = tokio::time::interval(ANNOUNCE_EVERY);

@@ -15,7 +15,7 @@ pub fn each_message<F, Fut>(
     F: FnMut(async_nats::Message) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send,
 {
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         loop {
             let message = tokio::select! {
                 () = stop.cancelled() => break,

@@ -77,7 +77,7 @@ pub fn start(
         gateway,
     })
     .unwrap_or_default();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let mut every = tokio::time::interval(EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

@@ -91,7 +91,7 @@ pub async fn obtain(
                 let note = ProgressNotificationParam::new(token, started.elapsed().as_secs_f64())
                     .with_message(format!("{waiting}; {left} s left"));
                 // Never wait for the client: the notification goes on its own.
-                tokio::spawn(async move {
+                crate::task::spawn(async move {
                     let _ = peer.notify_progress(note).await;
                 });
             }

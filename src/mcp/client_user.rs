@@ -201,7 +201,7 @@ impl Drop for Withdraw {
         };
         let peer = self.peer.clone();
         // Never wait for the client: the notification goes on its own.
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let _ = peer
                 .notify_cancelled(CancelledNotificationParam::new(
                     Some(id),

@@ -48,7 +48,7 @@ pub(super) fn wait_hooks(
         let report: crate::port::wait::ProgressFn = Arc::new(move |bytes: u64, pages: u64| {
             let (peer, token) = (peer.clone(), token.clone());
             // Never wait for the client: the notification goes on its own.
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 let note = ProgressNotificationParam::new(token, bytes as f64)
                     .with_message(format!("{bytes} bytes received, {pages} pages answered"));
                 let _ = peer.notify_progress(note).await;

@@ -380,7 +380,7 @@ fn farewell(fleet: &Fleet, site: &str, number: u64) -> tokio_util::sync::DropGua
         session: number,
     };
     let told = ended.clone();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         told.cancelled().await;
         let payload = serde_json::to_vec(&message).unwrap_or_default();
         if let Err(e) = client.publish(subject, payload.into()).await {

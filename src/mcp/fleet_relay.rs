@@ -194,7 +194,7 @@ impl SiteRelay {
         drop(questions);
         let (peer, fleet, site, of) = (peer.clone(), fleet.clone(), site.to_owned(), of.clone());
         let relay = Arc::downgrade(self);
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let approve = match form {
                 Some(form) => tokio::select! {
                     // Dropping the question withdraws it from the client.

@@ -590,7 +590,7 @@ pub async fn serve_calls(
     });
     let mut alive = client.subscribe(subjects::alive(&fleet.site)).await?;
     let (stop_alive, alive_sessions) = (stop.clone(), sessions.clone());
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let mut sweep = tokio::time::interval(heartbeat::EVERY);
         loop {
             tokio::select! {
@@ -605,7 +605,7 @@ pub async fn serve_calls(
     });
     let ended = sessions.clone();
     each_message(ends, stop.clone(), move |message| {
-        tokio::spawn(session_ended(ended.clone(), message.payload.to_vec()));
+        crate::task::spawn(session_ended(ended.clone(), message.payload.to_vec()));
         std::future::ready(())
     });
     let in_flight = InFlight::default();
@@ -615,7 +615,7 @@ pub async fn serve_calls(
             let fleet = fleet.clone();
             let running = running.clone();
             let in_flight = in_flight.clone();
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 let answer = answer(
                     &gateway,
                     &fleet,

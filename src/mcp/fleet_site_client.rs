@@ -27,7 +27,7 @@ pub fn relay(fleet: &Fleet, events: &ClientEvents) -> Option<ServerSends> {
     let (to, mut sent) = mpsc::channel::<Value>(WAITING);
     let client = fleet.client().clone();
     let subject = subjects::client_events(&fleet.site, &events.id);
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         // Ends with the session: its server's messages end with it.
         while let Some(message) = sent.recv().await {
             let Some(event) = client_event(&message) else {

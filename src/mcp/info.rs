@@ -366,7 +366,7 @@ impl GateServer {
         let caller = super::server::tool_caller(self, &context.extensions)?;
         let NoArgs {} = parse("list_ports", raw)?;
         let devices = if rules::may_see_devices(&caller) {
-            tokio::task::spawn_blocking(devices::list)
+            crate::task::spawn_blocking(devices::list)
                 .await
                 .unwrap_or_default()
         } else {
@@ -495,7 +495,7 @@ impl GateServer {
             .wait_written(port.log().head(), 0, std::time::Duration::from_millis(500))
             .await;
         let reading = transcript.clone();
-        let text = tokio::task::spawn_blocking(move || reading.tail(last_bytes))
+        let text = crate::task::spawn_blocking(move || reading.tail(last_bytes))
             .await
             .map_err(|e| GateError::invalid(format!("reading the transcript failed: {e}")))?
             .map_err(|e| {

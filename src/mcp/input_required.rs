@@ -229,7 +229,7 @@ fn ask(
         // The request's own wait: it ends at a decision, the deadline or
         // the withdrawal, and the end is kept a while for the second
         // round, then forgotten.
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let end = ticket
                 .wait(&keeper, Duration::from_secs(3600), |_| {})
                 .await;

@@ -83,7 +83,7 @@ impl Loopback {
         let (their_read, their_write) = tokio::io::split(theirs);
         let (peer_tx, peer_rx) = oneshot::channel();
         let handler = server.clone();
-        let served = tokio::spawn(async move {
+        let served = crate::task::spawn(async move {
             match server.serve((their_read, their_write)).await {
                 Ok(running) => {
                     let _ = peer_tx.send(running.peer().clone());
@@ -97,7 +97,7 @@ impl Loopback {
         let reader_pending = pending.clone();
         let questions = sends.as_ref().is_some_and(|s| s.questions);
         let sends_to = sends.map(|s| s.to);
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let mut lines = BufReader::new(our_read).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 let Ok(message) = serde_json::from_str::<Value>(&line) else {
@@ -250,7 +250,7 @@ impl Loopback {
                 .meta
                 .set_progress_token(ProgressToken(NumberOrString::Number(token)));
         }
-        let mut running = tokio::spawn(handle(direct, context));
+        let mut running = crate::task::spawn(handle(direct, context));
         let answered = tokio::select! {
             answered = tokio::time::timeout(deadline, &mut running) => answered,
             () = cancel.cancelled() => tokio::time::timeout(CANCEL_DEADLINE, &mut running).await,

@@ -69,7 +69,7 @@ pub async fn parse_output(
     let user = Arc::clone(&server.templates);
     let command = command.to_owned();
     let text = clean.to_owned();
-    let work = tokio::task::spawn_blocking(move || match parse::find(&user, &platform, &command) {
+    let work = crate::task::spawn_blocking(move || match parse::find(&user, &platform, &command) {
         Ok(found) => parse::parse_output(&found, &text),
         Err(why) => Outcome::none(None, why),
     });

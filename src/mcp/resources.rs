@@ -150,7 +150,7 @@ pub fn subscribe_alerts(
         ));
     }
     let uri = uri.to_owned();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         loop {
             tokio::select! {
                 () = stop.cancelled() => break,
@@ -182,7 +182,7 @@ pub fn listen_alerts(
         return;
     };
     let uri = uri.to_owned();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         loop {
             tokio::select! {
                 () = stop.cancelled() => break,

@@ -86,11 +86,11 @@ impl Drop for Release {
         }
         let gateway = self.gateway.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
+            runtime.spawn(crate::task::boxed(async move {
                 for name in names {
                     gateway.detach(&name).await;
                 }
-            });
+            }));
         }
     }
 }

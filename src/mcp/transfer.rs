@@ -165,17 +165,17 @@ impl GateServer {
                 if s.total_blocks > 0 {
                     note = note.with_total(s.total_blocks as f64);
                 }
-                tokio::spawn(async move {
+                crate::task::spawn(async move {
                     let _ = peer.notify_progress(note).await;
                 });
             }));
         }
         let port = conn.port().clone();
         let actor = self.session.actor();
-        let task = tokio::spawn(async move { port.run_transfer(&actor, job).await });
+        let task = crate::task::spawn(async move { port.run_transfer(&actor, job).await });
         let (request, gone) = (context.ct.clone(), self.client_gone.clone());
         let stop = cancel.clone();
-        let watcher = tokio::spawn(async move {
+        let watcher = crate::task::spawn(async move {
             tokio::select! {
                 () = request.cancelled() => stop.cancel(),
                 () = gone.cancelled() => stop.cancel(),

@@ -204,7 +204,7 @@ impl Port {
             return Err(self.detecting_error());
         }
         let port = self.clone();
-        let task = tokio::spawn(async move {
+        let task = crate::task::spawn(async move {
             let _flag = Detecting(port.control());
             let mut ranking = Vec::with_capacity(candidates.len());
             let tried = port

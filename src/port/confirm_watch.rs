@@ -102,7 +102,7 @@ impl ConfirmWatch {
         ));
         let armed = Arc::clone(&self.armed);
         let until = Instant::now() + wait + CONFIRM_GRACE;
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             watch_rollback(&armed, &watched, rolled_back, from, until, stop, id).await
         });
         info

@@ -130,7 +130,7 @@ impl Port {
     /// awaited (with a deadline); the outcome is an event in `status`.
     pub(super) fn start_line_setup(&self) {
         let port = self.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let Ok(mut slot) = port.lock_control().await else {
                 return;
             };
@@ -247,7 +247,7 @@ impl Port {
             return self.send_remote_break().await;
         }
         let port = self.clone();
-        let task = tokio::spawn(async move {
+        let task = crate::task::spawn(async move {
             let mut slot = port.lock_control().await?;
             let Some(ctl) = slot.as_mut() else {
                 return Err(port.not_open_error());
@@ -405,7 +405,7 @@ impl Port {
             return Err(self.remote_refusal("pulse_line (DTR/RTS)"));
         }
         let port = self.clone();
-        let task = tokio::spawn(async move {
+        let task = crate::task::spawn(async move {
             let mut slot = port.lock_control().await?;
             let Some(ctl) = slot.as_mut() else {
                 return Err(port.not_open_error());

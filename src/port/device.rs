@@ -451,7 +451,7 @@ mod tests {
         let url = format!("rfc2217://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let (mut stream, _) = listener.accept().await.unwrap();
             let mut telnet = Telnet::new();
             telnet.offer(OPT_COM_PORT, &mut Vec::new()); // to collect SBs
@@ -498,7 +498,7 @@ mod tests {
     async fn open(url: &str) -> Box<dyn LineControl> {
         let line = LineSettings::default();
         let (mut reader, _writer, control) = super::open(url, &line).await.unwrap();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             while let Ok(n) = reader.read_data(&mut |_: &[u8]| {}).await {
                 if n == 0 {
                     return;

@@ -37,7 +37,7 @@ impl Port {
     /// device's terminal queries to the responder (responder.rs).
     pub fn start(spec: PortSpec, services: PortServices, shutdown: &CancellationToken) -> Port {
         let port = Port::new(spec, services, shutdown);
-        tokio::spawn(run(port.clone()));
+        crate::task::spawn(run(port.clone()));
         port
     }
 }

@@ -102,7 +102,7 @@ impl Responder {
             }
             let answerer = self.answerer.get_or_insert_with(|| {
                 let (tx, rx) = mpsc::channel(MAX_ANSWERS as usize);
-                tokio::spawn(answer_queries(port.clone(), rx));
+                crate::task::spawn(answer_queries(port.clone(), rx));
                 tx
             });
             // Full: the answerer is stuck writing earlier answers. Closed:

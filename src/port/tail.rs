@@ -53,7 +53,7 @@ impl Port {
             .wait_written(self.log().head(), 0, CATCH_UP)
             .await;
         let reading = transcript.clone();
-        match tokio::task::spawn_blocking(move || reading.tail(max)).await {
+        match crate::task::spawn_blocking(move || reading.tail(max)).await {
             Ok(Ok(text)) => Ok(Tail {
                 text,
                 transcript: true,

@@ -702,9 +702,9 @@ async fn attach(options: &Options, port: &str, target: &Target) -> anyhow::Resul
     };
 
     let (to_gateway, gateway_rx) = mpsc::channel::<Frame>(8);
-    let writer = tokio::spawn(write_frames(sink, gateway_rx));
+    let writer = crate::task::spawn(write_frames(sink, gateway_rx));
     let (to_screen, screen_rx) = mpsc::channel::<Vec<u8>>(8);
-    let screen = tokio::spawn(write_screen(screen_rx));
+    let screen = crate::task::spawn(write_screen(screen_rx));
     let end = session_loop(
         &mut session,
         &mut stream,

@@ -549,7 +549,7 @@ mod tests {
     async fn frames_round_trip_over_the_websocket_with_the_token() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
+        let server = crate::task::spawn(async move {
             let (tcp, _) = listener.accept().await.unwrap();
             let mut seen = None;
             let mut ws =
@@ -599,7 +599,7 @@ mod tests {
     async fn a_refused_upgrade_says_what_to_check() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let (mut tcp, _) = listener.accept().await.unwrap();
             let mut buf = [0u8; 4096];
             let _ = tcp.read(&mut buf).await;

@@ -102,7 +102,7 @@ async fn pump(socket: WebSocket, state: ConsoleState, person: Person, only_port:
     let (mut sink, mut stream) = socket.split();
     let (in_tx, in_rx) = mpsc::channel(OUTGOING_FRAMES);
     let (out_tx, mut out_rx) = mpsc::channel::<Frame>(OUTGOING_FRAMES);
-    let reader = tokio::spawn(async move {
+    let reader = crate::task::spawn(async move {
         while let Some(Ok(message)) = stream.next().await {
             let frame = match message {
                 Message::Text(text) => Frame::Json(text.as_str().to_owned()),
@@ -116,7 +116,7 @@ async fn pump(socket: WebSocket, state: ConsoleState, person: Person, only_port:
             }
         }
     });
-    let writer = tokio::spawn(async move {
+    let writer = crate::task::spawn(async move {
         while let Some(frame) = out_rx.recv().await {
             let message = match frame {
                 Frame::Json(text) => Message::Text(text.into()),

@@ -188,7 +188,7 @@ impl InFlight {
         let (reader, mut writer) = tokio::io::duplex(RELAY_BUFFER);
         let closed = CancellationToken::new();
         let connection_closed = closed.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let _guard = guard;
             loop {
                 let frame = tokio::select! {

@@ -309,7 +309,7 @@ pub async fn serve(
             book: book.clone(),
         };
         let tls = tls.as_ref().map(ServerTls::acceptor);
-        tasks.spawn(connection(
+        tasks.spawn(crate::task::boxed(connection(
             stream,
             peer,
             app.clone(),
@@ -317,7 +317,7 @@ pub async fn serve(
             limits,
             held,
             stop.clone(),
-        ));
+        )));
     }
     drop(listener);
     tasks.close();

@@ -267,7 +267,7 @@ pub async fn serve_http(
         limits.max_per_token,
         limits.header_timeout
     );
-    let mut server = tokio::spawn(listener::serve(
+    let mut server = crate::task::spawn(listener::serve(
         listener,
         app,
         tls,

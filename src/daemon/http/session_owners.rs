@@ -160,7 +160,7 @@ pub(super) fn forbidden() -> Response {
 fn end_session(sessions: &Arc<LocalSessionManager>, id: String) {
     use rmcp::transport::streamable_http_server::session::SessionManager;
     let sessions = sessions.clone();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let id: Arc<str> = id.into();
         if let Err(e) = sessions.close_session(&id).await {
             tracing::debug!("ending MCP session {id}: {e}");

@@ -266,7 +266,7 @@ impl russh::server::Handler for Connection {
             breaks: breaks_rx,
         };
         reply.accept().await;
-        tokio::spawn(terminal::run(
+        crate::task::spawn(terminal::run(
             self.gateway.clone(),
             signed_in.caller.clone(),
             signed_in.key.clone(),

@@ -78,7 +78,7 @@ pub(crate) async fn start(gateway: &Gateway, shutdown: &CancellationToken) -> an
         limits::MAX_UNAUTHENTICATED,
         limits::AUTH_DEADLINE
     );
-    tokio::spawn(accept(listener, ssh, gateway.clone(), shutdown.clone()));
+    crate::task::spawn(accept(listener, ssh, gateway.clone(), shutdown.clone()));
     Ok(())
 }
 
@@ -127,7 +127,7 @@ async fn accept(
         );
         let ssh = ssh.clone();
         let shutdown = shutdown.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             serve(ssh, stream, handler, evicted, signed_in, shutdown).await;
             drop(slot);
         });

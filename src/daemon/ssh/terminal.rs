@@ -225,7 +225,7 @@ impl Door {
         let (in_tx, in_rx) = mpsc::channel(OUTGOING_FRAMES);
         let (out_tx, mut out_rx) = mpsc::channel::<Frame>(OUTGOING_FRAMES);
         let person = self.person()?;
-        tokio::spawn(attachment::serve(
+        crate::task::spawn(attachment::serve(
             self.gateway.clone(),
             person,
             None,

@@ -185,7 +185,10 @@ async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
         let wakes = Arc::new(Wakes::default());
         let mut watchers = JoinSet::new();
         for shown in &visible {
-            watchers.spawn(watch_port(shown.gp.port.clone(), wakes.clone()));
+            watchers.spawn(crate::task::boxed(watch_port(
+                shown.gp.port.clone(),
+                wakes.clone(),
+            )));
         }
         let mut pending: Option<Instant> = None;
         let mut last_sent = Instant::now();
