@@ -41,14 +41,11 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// What to do about a TOML error the parser's message leaves open: a
-/// repeated key or table, a file that is not TOML text at all, or a
-/// syntax error (a file cut short, a typo). Empty for errors about values,
+/// repeated key or table, or a syntax error (a file cut short, a typo). Empty for errors about values,
 /// whose messages already name the key and what it expects.
 pub(super) fn syntax_hint(text: &str, message: &str) -> &'static str {
     if message.contains("duplicate key") {
         "; each key and each [table] may appear once: remove the repeated one or merge the two"
-    } else if text.contains('\0') {
-        "; the file holds NUL bytes, so it is not a TOML config: is this the right file?"
     } else if toml::from_str::<toml::Table>(text).is_err() {
         "; this is not valid TOML (a file cut short, or a typo): fix it, config/example.toml shows the syntax"
     } else {
@@ -99,6 +96,12 @@ impl Source<'_> {
         };
         match e.span() {
             Some(span) => {
+                let message = match self.text.get(span.clone()) {
+                    Some(key) if message == "duplicate key" => {
+                        duplicate_key(self.text, span.start, key)
+                    }
+                    _ => message,
+                };
                 let message = match key_path(self.text, span.start) {
                     Some(path) => format!("{path}: {message}"),
                     None => message,
@@ -160,10 +163,48 @@ fn key_path(text: &str, offset: usize) -> Option<String> {
             }
         }
     }
+    // A key none of whose values holds the offset (an unknown key, a
+    // missing field) is in the table around it: an inline table's span
+    // holds its keys; a `[header]` table's span may end with its header,
+    // so then the table whose header is the last one above the offset.
+    let under_header = |span: Range<usize>| {
+        span.start <= offset
+            && text
+                .get(span.end.min(offset)..offset)
+                .is_some_and(|between| {
+                    !between
+                        .lines()
+                        .skip(1)
+                        .any(|l| l.trim_start().starts_with('['))
+                })
+    };
     tables
-        .into_iter()
+        .iter()
         .find(|(_, t)| inside(t.span()))
-        .map(|(path, _)| path)
+        .or_else(|| tables.iter().find(|(_, t)| under_header(t.span())))
+        .map(|(path, _)| path.clone())
+}
+
+/// The parser's "duplicate key" with the key it found again at `offset`
+/// and, for a table header, the table it repeats a key of.
+fn duplicate_key(text: &str, offset: usize, key: &str) -> String {
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let before = text[line_start..offset].trim_start();
+    match before.strip_prefix('[') {
+        Some(table) => {
+            let table = table
+                .trim_start_matches('[')
+                .trim()
+                .trim_end_matches('.')
+                .trim();
+            if table.is_empty() {
+                format!("duplicate key `{key}`")
+            } else {
+                format!("duplicate key `{key}` in table `{table}`")
+            }
+        }
+        None => format!("duplicate key `{key}`"),
+    }
 }
 
 /// Fallback of [`key_path`] when the tables cannot be read with spans (a
@@ -174,7 +215,7 @@ fn line_key_path(text: &str, offset: usize) -> Option<String> {
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let line = &text[line_start..];
     let line = &line[..line.find('\n').unwrap_or(line.len())];
-    let eq = line.find('=').filter(|&eq| line_start + eq < offset)?;
+    let eq = line.find('=')?;
     let key = line[..eq].trim();
     if key.is_empty() || key.starts_with('[') || key.starts_with('#') {
         return None;
@@ -233,7 +274,11 @@ mod tests {
     #[test]
     fn syntax_error() {
         assert_error("[server]\nlisten = \n", "2:10", &[]);
-        assert_error("[ports\n", "1:7", &["table header"]);
+        assert_error(
+            "[ports\n",
+            "1:7",
+            &["unclosed table, expected `]`", "not valid TOML"],
+        );
     }
 
     #[test]

@@ -61,15 +61,13 @@ pub(super) fn hint(text: &str, message: &str) -> Option<String> {
         .and_then(|k| table.get_key_value(k))
         .into_iter()
         .chain(&table);
-    for (key, value) in keys {
-        if is_field_of::<RawServer>(key, value, toml::Table::new()) {
+    for (key, _) in keys {
+        if is_field_of::<RawServer>(key) {
             return Some(format!(
                 "`{key}` is a server setting: move it under `[server]`"
             ));
         }
-        let mut port = toml::Table::new();
-        port.insert("device".into(), toml::Value::String("/dev/null".into()));
-        if key == "device" || is_field_of::<RawPort>(key, value, port) {
+        if is_field_of::<RawPort>(key) {
             return Some(format!(
                 "`{key}` is a port's setting: put it under a table naming the port, \
                  e.g. `[ports.rtr1]` then `device = \"/dev/ttyUSB0\"`"
@@ -79,14 +77,43 @@ pub(super) fn hint(text: &str, message: &str) -> Option<String> {
     None
 }
 
-/// Whether `key` is a field of `T` (with `base`'s keys beside it): what
-/// serde calls an unknown field is not; a key of the wrong type still is.
-fn is_field_of<T: DeserializeOwned>(key: &str, value: &toml::Value, base: toml::Table) -> bool {
-    let mut table = base;
-    table.insert(key.to_owned(), value.clone());
-    match toml::Value::Table(table).try_into::<T>() {
-        Ok(_) => true,
-        Err(e) => !e.message().contains(&format!("unknown field `{key}`")),
+/// Whether `key` is a field of `T`'s table, as its derived `Deserialize`
+/// names them (a key of the wrong type still is).
+fn is_field_of<T: DeserializeOwned>(key: &str) -> bool {
+    let fields = std::cell::Cell::new(&[][..]);
+    let _ = T::deserialize(FieldNames(&fields));
+    fields.get().contains(&key)
+}
+
+/// A deserializer that only hears the field names a struct asks for.
+struct FieldNames<'a>(&'a std::cell::Cell<&'static [&'static str]>);
+
+impl<'de> serde::Deserializer<'de> for FieldNames<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0.set(fields);
+        Err(serde::de::Error::custom(
+            "only the field names were asked for",
+        ))
+    }
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(
+        self,
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("not a struct"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
     }
 }
 

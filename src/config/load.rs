@@ -116,6 +116,13 @@ impl Config {
             file: file_name,
             text,
         };
+        // TOML refuses a NUL byte; say where the first is and what it means.
+        if let Some(at) = text.find('\0') {
+            return Err(src.error(
+                at..at + 1,
+                "a NUL byte; the file holds NUL bytes, so it is not a TOML config: is this the right file?",
+            ));
+        }
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             let mut error = src.toml_error(&e);
             match super::first_mistakes::hint(text, &error.message) {

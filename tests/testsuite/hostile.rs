@@ -618,7 +618,8 @@ fn check_config_refuses_broken_files_with_a_place_and_a_remedy() {
         (
             "a duplicate port",
             format!("[ports.a]\n{device}\n[ports.a]\ndevice = \"/dev/ttyUSB1\"\n").into_bytes(),
-            "4:1",
+            // At the repeated name in the header.
+            "4:8",
             vec!["duplicate key `a` in table `ports`", "once"],
         ),
         (
