@@ -41,8 +41,9 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// What to do about a TOML error the parser's message leaves open: a
-/// repeated key or table, or a syntax error (a file cut short, a typo). Empty for errors about values,
-/// whose messages already name the key and what it expects.
+/// repeated key or table, or a syntax error (a file cut short, a typo).
+/// Empty for errors about values, whose messages already name the key and
+/// what it expects.
 pub(super) fn syntax_hint(text: &str, message: &str) -> &'static str {
     if message.contains("duplicate key") {
         "; each key and each [table] may appear once: remove the repeated one or merge the two"
