@@ -104,7 +104,7 @@ impl Source<'_> {
                     _ => message,
                 };
                 let message = match key_path(self.text, span.start) {
-                    Some(path) => format!("{path}: {message}"),
+                    Some(path) => format!("{}: {message}", cut(&path)),
                     None => message,
                 };
                 self.error(span, message)
@@ -186,18 +186,29 @@ fn key_path(text: &str, offset: usize) -> Option<String> {
         .map(|(path, _)| path.clone())
 }
 
+/// `name` (a key, a table, a key path from the file) cut to
+/// [`crate::error::SHOWN_MAX`] characters, so that an error about a huge
+/// key does not repeat it whole.
+fn cut(name: &str) -> String {
+    match name.char_indices().nth(crate::error::SHOWN_MAX) {
+        None => name.to_owned(),
+        Some((at, _)) => format!("{}…", &name[..at]),
+    }
+}
+
 /// The parser's "duplicate key" with the key it found again at `offset`
-/// and, for a table header, the table it repeats a key of.
+/// and, for a table header, the table it repeats a key of (each [`cut`]).
 fn duplicate_key(text: &str, offset: usize, key: &str) -> String {
+    let key = cut(key);
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let before = text[line_start..offset].trim_start();
     match before.strip_prefix('[') {
         Some(table) => {
-            let table = table
+            let table = cut(table
                 .trim_start_matches('[')
                 .trim()
                 .trim_end_matches('.')
-                .trim();
+                .trim());
             if table.is_empty() {
                 format!("duplicate key `{key}`")
             } else {
@@ -271,6 +282,30 @@ pub(super) fn regex_error(e: &regex::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
+
+    #[test]
+    fn a_repeated_key_or_table_is_named_and_cut() {
+        assert_error(
+            "[ports.a]\nbaud = 1\nbaud = 2\n",
+            "3:1",
+            &["duplicate key `baud`"],
+        );
+        assert_error(
+            "[ports.a]\n[ports.a]\n",
+            "2:8",
+            &["duplicate key `a` in table `ports`"],
+        );
+        let long = "k".repeat(5000);
+        let text = format!("{long} = 1\n{long} = 2\n");
+        let Err(error) = crate::config::Config::parse(&text, "cfg.toml") else {
+            panic!("a repeated key was accepted");
+        };
+        assert!(
+            error.message.contains(&format!("`{}…`", "k".repeat(80))),
+            "{error}"
+        );
+        assert!(error.message.len() < 1000, "{error}");
+    }
 
     #[test]
     fn syntax_error() {
