@@ -5,8 +5,6 @@
 //! ([`PromptScanner::window_start`]), so waiting on a 10 MB output costs time
 //! linear in its size.
 
-use std::collections::HashMap;
-
 use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
@@ -87,22 +85,11 @@ impl Prompt {
     /// an agent passes are compiled with [`Prompt::regex`], so that a
     /// client cannot fill this with patterns of its own.
     pub fn config_regex(source: &str) -> Result<Prompt, regex::Error> {
-        /// Patterns kept; past this many (many reloads of changing
+        /// Patterns kept 256 at most; past that (many reloads of changing
         /// prompts) the kept ones are let go and compiled again on use.
-        const MOST_KEPT: usize = 256;
-        static COMPILED: std::sync::OnceLock<std::sync::Mutex<HashMap<String, Prompt>>> =
-            std::sync::OnceLock::new();
-        let compiled = COMPILED.get_or_init(Default::default);
-        if let Some(prompt) = crate::sync::lock(compiled).get(source) {
-            return Ok(prompt.clone());
-        }
-        let prompt = Prompt::regex(source)?;
-        let mut kept = crate::sync::lock(compiled);
-        if kept.len() >= MOST_KEPT {
-            kept.clear();
-        }
-        kept.insert(source.to_owned(), prompt.clone());
-        Ok(prompt)
+        static COMPILED: crate::sync::SharedByKey<String, Prompt> =
+            crate::sync::SharedByKey::new(256);
+        COMPILED.get_or_make(source.to_owned(), |source| Prompt::regex(source))
     }
 
     /// The pattern as the user wrote it.
