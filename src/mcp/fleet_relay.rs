@@ -91,9 +91,11 @@ impl SiteRelay {
         // The relay's drop cancels `stop`, which ends the loop.
         each_message(events, stop, move |message| {
             let relay = weak.upgrade();
-            let event = (message.payload.len() <= MAX_CLIENT_EVENT)
-                .then(|| serde_json::from_slice::<ClientEvent>(&message.payload).ok())
-                .flatten();
+            let event = if message.payload.len() <= MAX_CLIENT_EVENT {
+                serde_json::from_slice::<ClientEvent>(&message.payload).ok()
+            } else {
+                None
+            };
             let reaches = reaches.clone();
             async move {
                 if let (Some(relay), Some(event)) = (relay, event) {
