@@ -1,8 +1,12 @@
-// The ports page: one row per port the token sees, replaced whenever the
+// The ports page: one row per port the token sees, redrawn whenever the
 // daemon pushes a snapshot over /web/ports/live, with a badge on each port
 // where lines wait for a person's approval, and those requests listed
 // above the table with the port's last lines; Approve and Deny send a
 // decision on the same feed, naming the request and the exact line shown.
+// What a person may be clicking survives a redraw: a port's link is the
+// same element from one snapshot to the next, and a request's card is
+// kept while what it shows is unchanged, so that a click is never lost
+// to a snapshot arriving between pressing and releasing the button.
 "use strict";
 
 (() => {
@@ -29,6 +33,9 @@
     return isNaN(at) ? rfc3339 : at.toLocaleTimeString();
   };
 
+  let links = new Map(); // port name → its link, kept across redraws
+  let cards = new Map(); // request id → { shown, card }, kept while unchanged
+
   const row = (port) => {
     const tr = el("tr");
     tr.dataset.port = port.name;
@@ -36,7 +43,7 @@
     if (["lost", "down", "closed"].includes(port.state)) tr.className = "trouble";
 
     const name = el("td");
-    const link = el("a", port.name);
+    const link = links.get(port.name) || el("a", port.name);
     link.href = `/web/console/${encodeURIComponent(port.name)}`;
     name.append(link);
     if (port.approvals_waiting > 0) {
@@ -75,15 +82,26 @@
   let last = null; // the last snapshot
   const render = (snapshot) => {
     last = snapshot;
-    body.replaceChildren(...snapshot.ports.map(row));
-    const cards = [];
+    const rows = snapshot.ports.map(row);
+    links = new Map(rows.map((tr) => [tr.dataset.port, tr.querySelector("a")]));
+    body.replaceChildren(...rows);
+    const shownCards = new Map();
     for (const port of snapshot.ports) {
       for (const request of port.approvals) {
-        cards.push(serialgate.approvalCard(request, port.screen, decide, snapshot.access === "read"));
+        const readOnly = snapshot.access === "read";
+        // The seconds left tick down on the card itself: not a change.
+        const shown = JSON.stringify([{ ...request, expires_in_s: 0 }, port.screen, readOnly]);
+        const kept = cards.get(request.id);
+        const card = kept && kept.shown === shown
+          ? kept.card
+          : serialgate.approvalCard(request, port.screen, decide, readOnly);
+        shownCards.set(request.id, { shown, card });
       }
     }
-    document.getElementById("approval-list").replaceChildren(...cards);
-    document.getElementById("approvals").hidden = cards.length === 0;
+    cards = shownCards;
+    const list = [...shownCards.values()].map((c) => c.card);
+    document.getElementById("approval-list").replaceChildren(...list);
+    document.getElementById("approvals").hidden = list.length === 0;
     document.getElementById("empty").hidden = snapshot.ports.length > 0;
     document.getElementById("who").textContent = `${snapshot.token} (${snapshot.access})`;
     document.getElementById("bytes-note").textContent =
@@ -105,7 +123,9 @@
           return false;
         case "error":
           note(`${message.code}: ${message.message}`, "error");
-          // The buttons pressed come back: nothing was decided.
+          // The buttons pressed come back: nothing was decided (the
+          // cards are drawn anew, enabled).
+          cards = new Map();
           if (last) render(last);
           return false;
         default: return false;

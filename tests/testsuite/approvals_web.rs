@@ -117,7 +117,13 @@ async fn a_person_in_the_web_view_denies_one_request_and_approves_another() {
         assert_eq!(received(&site, "reload"), 0, "sent before a decision");
 
         // Deny: the call ends denied, naming the person; nothing was sent.
-        browser.find(".approval .deny").await.click().await.expect("click Deny");
+        // The button, found before another port's output redraws the
+        // page, still takes the click.
+        let deny = browser.find(".approval .deny").await;
+        let drawn = browser.snapshots_drawn().await;
+        site.sw2.inject(b"\r\nsw2 speaks meanwhile\r\n").await;
+        browser.until_redrawn_after(drawn).await;
+        deny.click().await.expect("click Deny");
         let e = asked.await.expect("the call's task").expect_err("denied");
         assert!(
             e.starts_with("denied: ") && e.contains("was denied by noc") && e.contains("nothing was sent"),

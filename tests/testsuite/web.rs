@@ -98,11 +98,21 @@ async fn a_wrong_token_sees_only_the_sign_in_form_and_a_right_one_sees_the_ports
             browser.screenshot(&path).await;
         }
         // Replugged: open again, one reconnect more.
-        let _replugged = sim::spawn(Profile::CiscoIos, Some(site.sw1_link()))
+        let replugged = sim::spawn(Profile::CiscoIos, Some(site.sw1_link()))
             .await
             .expect("replug");
         let back = browser.until(&row("sw1"), "open |").await;
         assert!(back.contains('1'), "a reconnect is counted: {back}");
+
+        // A port's link, found before output redraws its row, still
+        // opens its console: a snapshot between pointing and clicking
+        // loses no click.
+        let link = browser.find("tr[data-port='sw1'] a").await;
+        let drawn = browser.snapshots_drawn().await;
+        replugged.inject(b"\r\nSW1 speaks while a person points\r\n").await;
+        browser.until_redrawn_after(drawn).await;
+        link.click().await.expect("follow the link found before the redraw");
+        browser.until_text("#port", "sw1").await;
     })
     .await;
 }

@@ -272,6 +272,22 @@ impl Browser {
         self.until(&script, needle).await
     }
 
+    /// How many snapshots the ports page has drawn so far.
+    pub async fn snapshots_drawn(&self) -> u64 {
+        let drawn = self
+            .eval("return document.body.dataset.snapshots || '0';")
+            .await;
+        drawn.as_str().and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
+
+    /// Waits until the ports page has drawn a snapshot after the first
+    /// `drawn` (every row and request card redrawn from it).
+    pub async fn until_redrawn_after(&self, drawn: u64) {
+        let script =
+            format!("return String(Number(document.body.dataset.snapshots || 0) > {drawn});");
+        self.until(&script, "true").await;
+    }
+
     /// Types `text` into the console page's terminal (`\r` is Enter), as
     /// key presses on the focused terminal (xterm's input field is hidden,
     /// so it cannot take keys as an element).
