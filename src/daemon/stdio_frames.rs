@@ -1,13 +1,17 @@
 //! MCP messages written to stdout each from a buffer of its own, freed as
-//! soon as it is written.
+//! soon as it is written, and a large one written as it is serialised.
 //!
 //! rmcp's line transport encodes every message into one `BytesMut` that it
 //! keeps for the session: after a 20 MB result that buffer stays resident
 //! until the client goes away. Here each outgoing message is serialised
 //! into its own `Vec` when it is sent (in send order) and handed to one
-//! writer task, which writes it whole and drops it. Reading stays rmcp's
-//! (its line limit, its answers to malformed input, which reach stdout
-//! through the same writer task).
+//! writer task, which writes it whole and drops it. A message whose JSON
+//! outgrows [`WHOLE_UP_TO`] is not held twice (the result, and its JSON
+//! whole): the writer task serialises it on a blocking thread a
+//! [`CHUNK`] at a time, each chunk written before the next is made, so
+//! that a 20 MB result costs its own 20 MB and a few chunks, not 40.
+//! Reading stays rmcp's (its line limit, its answers to malformed input,
+//! which reach stdout through the same writer task).
 
 use std::future::Future;
 use std::io;
@@ -21,11 +25,28 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-/// One message's bytes for the writer task; `done` hears how writing it
-/// went (none for rmcp's own small answers).
+/// Most bytes of a message's JSON serialised whole, in the caller's task;
+/// a larger message is serialised as it is written.
+const WHOLE_UP_TO: usize = 1 << 20;
+/// The bytes of a large message's JSON written at a time.
+const CHUNK: usize = 64 * 1024;
+/// A large message's chunks made ahead of the write (beyond the one
+/// being filled).
+const CHUNKS_AHEAD: usize = 2;
+
+/// One message for the writer task; `done` hears how writing it went
+/// (none for rmcp's own small answers).
 struct Frame {
-    bytes: Vec<u8>,
+    what: Outgoing,
     done: Option<oneshot::Sender<io::Result<()>>>,
+}
+
+/// What a frame writes.
+enum Outgoing {
+    /// A message's JSON and its line break, whole.
+    Bytes(Vec<u8>),
+    /// A large message, serialised as it is written.
+    Large(Box<TxJsonRpcMessage<RoleServer>>),
 }
 
 /// The stdio transport: rmcp's reader, and frames written by one task.
@@ -55,12 +76,15 @@ where
 /// Writes each frame whole, in the order sent, and frees it; ends when
 /// every sender is gone or a write fails (the client closed its end).
 async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<Frame>, mut out: W) {
-    while let Some(Frame { bytes, done }) = rx.recv().await {
-        let written = match out.write_all(&bytes).await {
+    while let Some(Frame { what, done }) = rx.recv().await {
+        let written = match what {
+            Outgoing::Bytes(bytes) => out.write_all(&bytes).await,
+            Outgoing::Large(message) => write_large(*message, &mut out).await,
+        };
+        let written = match written {
             Ok(()) => out.flush().await,
             Err(e) => Err(e),
         };
-        drop(bytes);
         let failed = written.is_err();
         if let Some(done) = done {
             let _ = done.send(written);
@@ -68,6 +92,84 @@ async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<Fra
         if failed {
             return;
         }
+    }
+}
+
+/// Writes `message`'s JSON and its line break to `out` as a blocking
+/// thread serialises it, [`CHUNK`] by chunk: at most [`CHUNKS_AHEAD`]
+/// chunks wait for the write, so the JSON is never whole in memory.
+async fn write_large<W: AsyncWrite + Unpin>(
+    message: TxJsonRpcMessage<RoleServer>,
+    out: &mut W,
+) -> io::Result<()> {
+    let (chunks, mut to_write) = mpsc::channel::<Vec<u8>>(CHUNKS_AHEAD);
+    let serialiser = crate::task::spawn_blocking(move || {
+        let mut writer = ChunkWriter {
+            chunk: Vec::with_capacity(CHUNK),
+            chunks,
+        };
+        serde_json::to_writer(&mut writer, &message).map_err(io::Error::other)?;
+        drop(message);
+        writer.chunk.push(b'\n');
+        writer.send_chunk()
+    });
+    while let Some(chunk) = to_write.recv().await {
+        // A failed write drops `to_write`, which ends the serialiser.
+        out.write_all(&chunk).await?;
+    }
+    serialiser
+        .await
+        .unwrap_or_else(|e| Err(io::Error::other(e)))
+}
+
+/// A large message's JSON as the blocking serialiser writes it: handed
+/// on a full chunk at a time, waiting while the writer is behind.
+struct ChunkWriter {
+    chunk: Vec<u8>,
+    chunks: mpsc::Sender<Vec<u8>>,
+}
+
+impl ChunkWriter {
+    fn send_chunk(&mut self) -> io::Result<()> {
+        let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
+        self.chunks.blocking_send(full).map_err(|_| closed())
+    }
+}
+
+impl io::Write for ChunkWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.chunk.extend_from_slice(bytes);
+        if self.chunk.len() >= CHUNK {
+            self.send_chunk()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A message's JSON up to [`WHOLE_UP_TO`] bytes; past that, it refuses
+/// more and says so, and the message is serialised as it is written.
+#[derive(Default)]
+struct UpTo {
+    bytes: Vec<u8>,
+    over: bool,
+}
+
+impl io::Write for UpTo {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.bytes.len() + bytes.len() > WHOLE_UP_TO {
+            self.over = true;
+            return Err(io::Error::other("a large message"));
+        }
+        self.bytes.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -85,22 +187,36 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
-        // Serialised here, so that frames leave in the order they are sent.
-        let queued = match (&self.frames, serde_json::to_vec(&item)) {
-            (Some(frames), Ok(mut bytes)) => {
+        // Serialised here (a large one queued as it is), so that frames
+        // leave in the order they are sent.
+        let mut whole = UpTo::default();
+        let serialised = serde_json::to_writer(&mut whole, &item);
+        let what = match serialised {
+            Ok(()) => {
                 drop(item);
+                let mut bytes = whole.bytes;
                 bytes.push(b'\n');
+                Ok(Outgoing::Bytes(bytes))
+            }
+            Err(_) if whole.over => {
+                drop(whole);
+                Ok(Outgoing::Large(Box::new(item)))
+            }
+            Err(e) => Err(io::Error::other(e)),
+        };
+        let queued = match (&self.frames, what) {
+            (Some(frames), Ok(what)) => {
                 let (done, written) = oneshot::channel();
                 frames
                     .send(Frame {
-                        bytes,
+                        what,
                         done: Some(done),
                     })
                     .map(|()| written)
                     .map_err(|_| closed())
             }
             (None, _) => Err(closed()),
-            (_, Err(e)) => Err(io::Error::other(e)),
+            (_, Err(e)) => Err(e),
         };
         async move { queued?.await.unwrap_or_else(|_| Err(closed())) }
     }
@@ -126,7 +242,7 @@ impl AsyncWrite for QueueWriter {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let frame = Frame {
-            bytes: buf.to_vec(),
+            what: Outgoing::Bytes(buf.to_vec()),
             done: None,
         };
         Poll::Ready(self.0.send(frame).map(|()| buf.len()).map_err(|_| closed()))
@@ -191,11 +307,13 @@ mod tests {
             let mut all = Vec::new();
             client_read.read_to_end(&mut all).await.map(|_| all)
         });
-        let big = "x".repeat(100_000);
+        // The second is over WHOLE_UP_TO: serialised as it is written,
+        // between the two others.
+        let size = |i: i64| if i == 1 { 3 * WHOLE_UP_TO } else { 100_000 };
         let mut sends = Vec::new();
         for i in 0..3 {
             let message = TxJsonRpcMessage::<RoleServer>::error(
-                ErrorData::invalid_request(format!("{i}{big}"), None),
+                ErrorData::invalid_request(format!("{i}{}", "x".repeat(size(i))), None),
                 Some(RequestId::Number(i)),
             );
             sends.push(transport.send(message));
@@ -215,7 +333,8 @@ mod tests {
         for (i, line) in lines[..3].iter().enumerate() {
             let v: serde_json::Value = serde_json::from_slice(line).expect("one message a line");
             assert_eq!(v["id"], i as u64);
-            assert_eq!(v["error"]["message"], format!("{i}{big}"));
+            let sent = format!("{i}{}", "x".repeat(size(i as i64)));
+            assert_eq!(v["error"]["message"], sent);
         }
     }
 }
