@@ -34,7 +34,7 @@
   };
 
   let links = new Map(); // port name → its link, kept across redraws
-  let cards = new Map(); // request id → { shown, card }, kept while unchanged
+  let cards = new Map(); // "port#id" → { shown, card }, kept while unchanged
 
   const row = (port) => {
     const tr = el("tr");
@@ -91,11 +91,13 @@
         const readOnly = snapshot.access === "read";
         // The seconds left tick down on the card itself: not a change.
         const shown = JSON.stringify([{ ...request, expires_in_s: 0 }, port.screen, readOnly]);
-        const kept = cards.get(request.id);
+        // Numbered per gateway: another site's request may share a number.
+        const key = `${request.port}#${request.id}`;
+        const kept = cards.get(key);
         const card = kept && kept.shown === shown
           ? kept.card
           : serialgate.approvalCard(request, port.screen, decide, readOnly);
-        shownCards.set(request.id, { shown, card });
+        shownCards.set(key, { shown, card });
       }
     }
     cards = shownCards;

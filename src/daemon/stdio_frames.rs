@@ -108,6 +108,8 @@ async fn write_large<W: AsyncWrite + Unpin>(
             chunk: Vec::with_capacity(CHUNK),
             chunks,
         };
+        // A message failing past its first MiB leaves a broken line on
+        // stdout: the error ends the writer, and with it the session.
         serde_json::to_writer(&mut writer, &message).map_err(io::Error::other)?;
         drop(message);
         writer.chunk.push(b'\n');
