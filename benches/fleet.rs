@@ -202,7 +202,7 @@ async fn run(
         ok(&agent, "connect", json!({"port": port})).await;
         rig::enable(&agent).await;
     }
-    let (remote, local) = round_trips(&agent, &fleet, rtt_samples).await;
+    let (remote, local, remote_cpu, local_cpu) = round_trips(&agent, &fleet, rtt_samples).await;
     ok(&agent, "disconnect", json!({"connection": "dc1/core-sw1"})).await;
     let (direct, floor) = site_and_floor(&fleet, rtt_samples).await;
     let small = list_ports(&agent, 2, list_samples).await;
@@ -251,6 +251,11 @@ async fn run(
     ] {
         println!("{name:>22} {:>9.3} {:>9.3} {:>9.3}", s.p50, s.p99, s.max);
     }
+    let (remote_serving_us, remote_site_us) = remote_cpu.per_call_us();
+    let (local_serving_us, _) = local_cpu.per_call_us();
+    println!(
+        "CPU a call (us): through the fleet {remote_serving_us:.0} at the serving gateway + {remote_site_us:.0} at dc1's; local {local_serving_us:.0}"
+    );
     println!("where the fleet's time goes, {rtt_samples} each, alternating (ms)");
     for (name, s) in [("to dc1's gateway", &direct), ("NATS alone", &floor)] {
         println!("{name:>22} {:>9.3} {:>9.3} {:>9.3}", s.p50, s.p99, s.max);
@@ -309,6 +314,8 @@ async fn run(
             "remote_p50_ms": remote.p50, "remote_p99_ms": remote.p99, "remote_max_ms": remote.max,
             "local_p50_ms": local.p50, "local_p99_ms": local.p99, "local_max_ms": local.max,
             "site_direct_p50_ms": direct.p50, "site_direct_p99_ms": direct.p99,
+            "remote_cpu_serving_us": remote_serving_us, "remote_cpu_site_us": remote_site_us,
+            "local_cpu_serving_us": local_serving_us,
             "nats_floor_p50_ms": floor.p50, "nats_floor_p99_ms": floor.p99,
             "list_samples": list_samples,
             "list_2_p50_ms": small.p50, "list_2_p99_ms": small.p99, "list_2_max_ms": small.max,
@@ -440,12 +447,21 @@ async fn console_fanout(fleet: &Fleet, watchers: usize, burst: usize) -> Fanout 
 /// `show clock` on the remote port and on the local one, in turn, after a
 /// warm-up; ms each. Panics on an answer that is not the clock, or when a
 /// switch did not get exactly the commands sent to its port.
-async fn round_trips(agent: &GateClient, fleet: &Fleet, samples: usize) -> (Spread, Spread) {
+async fn round_trips(
+    agent: &GateClient,
+    fleet: &Fleet,
+    samples: usize,
+) -> (Spread, Spread, CallCpu, CallCpu) {
     let sent_before = [&fleet.remote_sim, &fleet.local_sim].map(clocks_received);
     let mut remote = Vec::with_capacity(samples);
     let mut local = Vec::with_capacity(samples);
+    let (mut remote_cpu, mut local_cpu) = (CallCpu::default(), CallCpu::default());
     for i in 0..WARMUP + samples {
-        for (port, times) in [("dc1/core-sw1", &mut remote), ("hub-sw1", &mut local)] {
+        for (port, times, cpu) in [
+            ("dc1/core-sw1", &mut remote, &mut remote_cpu),
+            ("hub-sw1", &mut local, &mut local_cpu),
+        ] {
+            let cpu_before = [fleet.serving_pid, fleet.site_pid].map(cpu_ns);
             let started = Instant::now();
             let answer = ok(
                 agent,
@@ -454,6 +470,7 @@ async fn round_trips(agent: &GateClient, fleet: &Fleet, samples: usize) -> (Spre
             )
             .await;
             let took = started.elapsed();
+            let cpu_after = [fleet.serving_pid, fleet.site_pid].map(cpu_ns);
             let output = answer["output"].as_str().unwrap_or_default();
             assert!(
                 output.contains(" UTC ") && answer["prompt_text"] == "SW1#",
@@ -461,6 +478,7 @@ async fn round_trips(agent: &GateClient, fleet: &Fleet, samples: usize) -> (Spre
             );
             if i >= WARMUP {
                 times.push(took.as_secs_f64() * 1e3);
+                cpu.add(cpu_before, cpu_after);
             }
         }
     }
@@ -472,7 +490,47 @@ async fn round_trips(agent: &GateClient, fleet: &Fleet, samples: usize) -> (Spre
             "{port}'s switch got another number of commands than were sent to it"
         );
     }
-    (spread(remote), spread(local))
+    (spread(remote), spread(local), remote_cpu, local_cpu)
+}
+
+/// The CPU the two gateways spent on a kind of call, summed over its
+/// samples.
+#[derive(Default)]
+struct CallCpu {
+    serving_ns: u64,
+    site_ns: u64,
+    calls: u64,
+}
+
+impl CallCpu {
+    fn add(&mut self, before: [u64; 2], after: [u64; 2]) {
+        self.serving_ns += after[0].saturating_sub(before[0]);
+        self.site_ns += after[1].saturating_sub(before[1]);
+        self.calls += 1;
+    }
+
+    /// Microseconds of CPU a call, at the serving gateway and at dc1's.
+    fn per_call_us(&self) -> (f64, f64) {
+        let calls = self.calls.max(1) as f64;
+        (
+            self.serving_ns as f64 / calls / 1e3,
+            self.site_ns as f64 / calls / 1e3,
+        )
+    }
+}
+
+/// The CPU time process `pid` has run so far, all its threads, in ns
+/// (each thread's `schedstat`; a thread that ended is not counted, and
+/// the daemons' runtime threads live as long as they do).
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    threads
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// Where the fleet's time goes, by taking parts away; ms each, the two
@@ -713,6 +771,7 @@ struct Fleet {
     _site: Daemon,
     _serving: Daemon,
     serving_pid: u32,
+    site_pid: u32,
     url: String,
     _notify: Vec<NotifySocket>,
 }
@@ -777,6 +836,7 @@ impl Fleet {
         )
         .expect("write dc1's config");
         let (site, _) = gateway(binary, dir.path(), "dc1", &site_config, &mut notify).await;
+        let site_pid = site.child.id().expect("dc1's gateway runs");
 
         let tokens = daemon::tokens_toml(
             dir.path(),
@@ -810,6 +870,7 @@ impl Fleet {
             _site: site,
             _serving: serving,
             serving_pid,
+            site_pid,
             url,
             _notify: notify,
         };
