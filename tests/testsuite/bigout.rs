@@ -2,11 +2,12 @@
 //! at `max_output` and links the whole, the resource gives every clean
 //! line once and in order, and `read_output` pages give every raw line
 //! once and in order. A large result's text block says where the output
-//! is instead of copying it.
+//! is instead of copying it, and its JSON is not held whole beside it.
 
 use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile, SimOptions};
 use serialgate_testkit::client::GateClient;
+use serialgate_testkit::load::{pid_with_cmdline, proc_status_kib};
 use serialgate_testkit::rig::{binary, enable, num, text};
 
 /// 262 144 lines of 80 bytes: 20 MiB.
@@ -105,9 +106,34 @@ async fn a_20_mib_tech_support_reads_whole_through_the_resource_and_pages() {
         "the result links its resource"
     );
 
-    // The resource: every clean line once, in order.
-    let whole = client.read_resource(&uri).await.expect("resource read");
+    // The resource: every clean line once, in order. Meanwhile the
+    // daemon's anonymous memory grows by about the text once, not by
+    // the text and its whole JSON message.
+    let daemon = pid_with_cmdline(&config).expect("the daemon's process");
+    let before = proc_status_kib(daemon, "RssAnon").expect("RssAnon");
+    let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let reading = reading.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while reading.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(proc_status_kib(daemon, "RssAnon").unwrap_or(0));
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            peak
+        })
+    };
+    let whole = client.read_resource(&uri).await;
+    reading.store(false, std::sync::atomic::Ordering::Relaxed);
+    let peak = sampler.join().expect("the sampler");
+    let whole = whole.expect("resource read");
     assert_eq!(whole.len() as u64, total);
+    let grew = peak.saturating_sub(before) * 1024;
+    println!("while the resource was sent the daemon grew by {grew} bytes for {total} of text");
+    assert!(
+        grew < total * 3 / 2,
+        "the daemon grew by {grew} bytes while sending {total} bytes of text"
+    );
     check_lines(&whole, "\n", true);
     drop(whole);
 
