@@ -58,6 +58,23 @@ const serialgate = {
     connect();
   },
 
+  // The cards of `requests` ({ request, screen } each), each kept from
+  // `kept` (the Map this returns, which the page holds) while what it
+  // shows is unchanged, so that a redraw never swaps a button a person
+  // is clicking; `draw(request, screen)` makes a new one.
+  keptCards(kept, requests, readOnly, draw) {
+    const next = new Map();
+    for (const { request, screen } of requests) {
+      // Numbered per gateway: another site's request may share a number.
+      const key = `${request.port}#${request.id}`;
+      // The seconds left tick down on the card itself: not a change.
+      const shown = JSON.stringify([{ ...request, expires_in_s: 0 }, screen, readOnly]);
+      const old = kept.get(key);
+      next.set(key, { shown, card: old && old.shown === shown ? old.card : draw(request, screen) });
+    }
+    return next;
+  },
+
   // One request waiting for a person's approval, as a card: who asks,
   // the exact line, its mode, why, how long is left, `screen` (the port's
   // last lines, or nothing) and Approve and Deny buttons, which call

@@ -48,14 +48,18 @@
   // the header and a card each, whose buttons decide on this console's
   // own connection (the daemon checks who may decide).
   let readOnly = false;
+  let pendingShown = []; // the requests last shown
+  let cards = new Map(); // their cards, kept while unchanged (serialgate.keptCards)
   const decide = (request, approve) =>
     send({ type: "decide", id: request.id, line: request.line, approve });
   const showApprovals = (pending) => {
+    pendingShown = pending;
     const badge = document.getElementById("approvals-badge");
     badge.textContent = `${pending.length} waiting for approval`;
     badge.hidden = pending.length === 0;
-    document.getElementById("approval-list").replaceChildren(
-      ...pending.map((request) => serialgate.approvalCard(request, null, decide, readOnly)));
+    cards = serialgate.keptCards(cards, pending.map((request) => ({ request, screen: null })), readOnly,
+      (request) => serialgate.approvalCard(request, null, decide, readOnly));
+    document.getElementById("approval-list").replaceChildren(...[...cards.values()].map((c) => c.card));
     document.getElementById("approvals").hidden = pending.length === 0;
   };
   for (const id of ["acquire", "force", "release"]) {
@@ -119,7 +123,12 @@
       case "truncated": event(`output ${m.from}–${m.to} was dropped by retention`, "error"); break;
       case "approvals": showApprovals(m.pending); break;
       case "decided": event(`you ${m.approved ? "approved" : "denied"} request ${m.id}: ${m.line}`); break;
-      case "error": event(`${m.code}: ${m.message}`, "error"); break;
+      case "error":
+        event(`${m.code}: ${m.message}`, "error");
+        // A decision that failed: its buttons come back (drawn anew).
+        cards = new Map();
+        showApprovals(pendingShown);
+        break;
       case "bye": event(`the gateway ended this console: ${m.reason}`, "error"); break;
       default: break;
     }

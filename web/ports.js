@@ -34,7 +34,7 @@
   };
 
   let links = new Map(); // port name → its link, kept across redraws
-  let cards = new Map(); // "port#id" → { shown, card }, kept while unchanged
+  let cards = new Map(); // the request cards, kept while unchanged (serialgate.keptCards)
 
   const row = (port) => {
     const tr = el("tr");
@@ -85,23 +85,12 @@
     const rows = snapshot.ports.map(row);
     links = new Map(rows.map((tr) => [tr.dataset.port, tr.querySelector("a")]));
     body.replaceChildren(...rows);
-    const shownCards = new Map();
-    for (const port of snapshot.ports) {
-      for (const request of port.approvals) {
-        const readOnly = snapshot.access === "read";
-        // The seconds left tick down on the card itself: not a change.
-        const shown = JSON.stringify([{ ...request, expires_in_s: 0 }, port.screen, readOnly]);
-        // Numbered per gateway: another site's request may share a number.
-        const key = `${request.port}#${request.id}`;
-        const kept = cards.get(key);
-        const card = kept && kept.shown === shown
-          ? kept.card
-          : serialgate.approvalCard(request, port.screen, decide, readOnly);
-        shownCards.set(key, { shown, card });
-      }
-    }
-    cards = shownCards;
-    const list = [...shownCards.values()].map((c) => c.card);
+    const requests = snapshot.ports.flatMap(
+      (port) => port.approvals.map((request) => ({ request, screen: port.screen })));
+    const readOnly = snapshot.access === "read";
+    cards = serialgate.keptCards(cards, requests, readOnly,
+      (request, screen) => serialgate.approvalCard(request, screen, decide, readOnly));
+    const list = [...cards.values()].map((c) => c.card);
     document.getElementById("approval-list").replaceChildren(...list);
     document.getElementById("approvals").hidden = list.length === 0;
     document.getElementById("empty").hidden = snapshot.ports.length > 0;
