@@ -188,6 +188,13 @@ async fn a_token_without_the_approve_right_and_a_read_token_cannot_decide_in_the
         browser.until_text("#approvals-badge", "1 waiting").await;
         browser.find(".approval .approve").await.click().await.expect("click Approve");
         browser.until_text("#events", "may not decide requests for approval").await;
+        // Refused, the request's buttons come back: nothing was decided.
+        browser
+            .until(
+                "return [...document.querySelectorAll('.approval button')].map(b => b.disabled).join(',');",
+                "false,false",
+            )
+            .await;
 
         // A read token sees the request with its buttons disabled; pressed
         // all the same (the page's own check removed), the daemon refuses.
