@@ -51,6 +51,7 @@ mod procfs;
 mod servers;
 
 use serialgate_testkit::binary;
+use serialgate_testkit::load::AnonPeak;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -243,35 +244,6 @@ struct Figures {
     largest_result: u64,
     /// The anonymous memory's peak during the bulk calls, sampled, KiB.
     anon_peak_kib: Option<u64>,
-}
-
-/// Samples a process's resident anonymous memory every millisecond until
-/// stopped; its peak.
-struct AnonPeak {
-    stop: Arc<AtomicBool>,
-    sampler: tokio::task::JoinHandle<Option<u64>>,
-}
-
-impl AnonPeak {
-    fn start(pid: u32) -> AnonPeak {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let sampler = tokio::spawn(async move {
-            let mut peak = None;
-            let mut every = tokio::time::interval(Duration::from_millis(1));
-            while !stopped.load(Ordering::Relaxed) {
-                every.tick().await;
-                peak = peak.max(vm_kib(pid, "RssAnon").ok());
-            }
-            peak
-        });
-        AnonPeak { stop, sampler }
-    }
-
-    async fn stop(self) -> Option<u64> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.sampler.await.ok().flatten()
-    }
 }
 
 fn stats(xs: &[f64]) -> Option<Stats> {
@@ -590,7 +562,7 @@ async fn bulk(
             // which holds the code pages the call touches too).
             let sampling = AnonPeak::start(s.proc.pid());
             let b = s.bulk().await?;
-            let anon_peak = sampling.stop().await;
+            let anon_peak = sampling.stop();
             figures[i].anon_peak_kib = figures[i].anon_peak_kib.max(anon_peak);
             let secs = started.elapsed().as_secs_f64();
             let lines = output_lines(&b.text, b.clean, "show tech-support")

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use serialgate_sim::{self as sim, Profile, SimOptions};
 use serialgate_testkit::client::GateClient;
-use serialgate_testkit::load::{pid_with_cmdline, proc_status_kib};
+use serialgate_testkit::load::{AnonPeak, pid_with_cmdline, proc_status_kib};
 use serialgate_testkit::rig::{binary, enable, num, text};
 
 /// 262 144 lines of 80 bytes: 20 MiB.
@@ -111,21 +111,9 @@ async fn a_20_mib_tech_support_reads_whole_through_the_resource_and_pages() {
     // the text and its whole JSON message.
     let daemon = pid_with_cmdline(&config).expect("the daemon's process");
     let before = proc_status_kib(daemon, "RssAnon").expect("RssAnon");
-    let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let sampler = {
-        let reading = reading.clone();
-        std::thread::spawn(move || {
-            let mut peak = 0;
-            while reading.load(std::sync::atomic::Ordering::Relaxed) {
-                peak = peak.max(proc_status_kib(daemon, "RssAnon").unwrap_or(0));
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            peak
-        })
-    };
+    let sampling = AnonPeak::start(daemon);
     let whole = client.read_resource(&uri).await;
-    reading.store(false, std::sync::atomic::Ordering::Relaxed);
-    let peak = sampler.join().expect("the sampler");
+    let peak = sampling.stop().expect("RssAnon while sending");
     let whole = whole.expect("resource read");
     assert_eq!(whole.len() as u64, total);
     let grew = peak.saturating_sub(before) * 1024;

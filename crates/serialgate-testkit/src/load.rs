@@ -285,6 +285,40 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     })
 }
 
+/// The peak of a process's resident anonymous memory (`RssAnon`), sampled
+/// every millisecond by a thread of its own until stopped: the kernel
+/// keeps a peak of the whole resident set only, which holds the code
+/// pages a call touches too. A thread, not a task, so that it samples
+/// while the runtime is busy with the call it measures.
+pub struct AnonPeak {
+    sampling: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    sampler: std::thread::JoinHandle<Option<u64>>,
+}
+
+impl AnonPeak {
+    /// Starts sampling `pid`.
+    pub fn start(pid: u32) -> AnonPeak {
+        let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let on = sampling.clone();
+        let sampler = std::thread::spawn(move || {
+            let mut peak = None;
+            while on.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(proc_status_kib(pid, "RssAnon"));
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            peak
+        });
+        AnonPeak { sampling, sampler }
+    }
+
+    /// Stops sampling; the peak in KiB (`None` if it was never read).
+    pub fn stop(self) -> Option<u64> {
+        self.sampling
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        self.sampler.join().ok().flatten()
+    }
+}
+
 /// CPU seconds (utime + stime) and wall seconds since start of a process,
 /// from `/proc/PID/stat`.
 pub fn proc_cpu_wall_s(pid: u32) -> Option<(f64, f64)> {
