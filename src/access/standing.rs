@@ -137,11 +137,44 @@ impl Standing {
     /// console. Never ends for a fixed caller. Cancel-safe: a wake-up not
     /// yet handled stays pending.
     pub async fn changed(&mut self) -> Result<Recheck, String> {
+        self.woken().await;
+        self.resolve()
+    }
+
+    /// Resolves the caller again at once if a reload, a login's end or
+    /// its expiry has come that [`Standing::changed`] has not handled yet
+    /// (`Same` when none has), as `changed` would. A connection calls it
+    /// before acting on what its client sent, so that a frame read in the
+    /// same turn as a reload is judged by the rights now in force, never
+    /// by those the reload took away.
+    pub fn check_now(&mut self) -> Result<Recheck, String> {
+        let reloaded = self.config.has_changed().unwrap_or(false);
+        let due = match &mut self.source {
+            Source::Fixed => false,
+            Source::Token { .. } | Source::Person { .. } => reloaded,
+            Source::Login { ended, expires, .. } => {
+                let expired = expires.is_some_and(|at| Instant::now() >= at);
+                if expired {
+                    // Once, as `changed` does.
+                    *expires = None;
+                }
+                reloaded || expired || ended.has_changed().unwrap_or(false)
+            }
+        };
+        if due {
+            self.resolve()
+        } else {
+            Ok(Recheck::Same)
+        }
+    }
+
+    /// Returns once a reload, a login's end or its expiry has come.
+    async fn woken(&mut self) {
         match &mut self.source {
             Source::Fixed => std::future::pending::<()>().await,
             Source::Token { .. } | Source::Person { .. } => {
                 if self.config.changed().await.is_err() {
-                    return std::future::pending().await;
+                    std::future::pending::<()>().await;
                 }
             }
             Source::Login { ended, expires, .. } => {
@@ -154,12 +187,12 @@ impl Standing {
                 tokio::select! {
                     changed = self.config.changed() => {
                         if changed.is_err() {
-                            return std::future::pending().await;
+                            std::future::pending::<()>().await;
                         }
                     }
                     changed = ended.changed() => {
                         if changed.is_err() {
-                            return std::future::pending().await;
+                            std::future::pending::<()>().await;
                         }
                     }
                     () = expiry => {
@@ -170,6 +203,11 @@ impl Standing {
                 }
             }
         }
+    }
+
+    /// The caller found again from the config in force (or the login
+    /// store), compared with the one the connection had.
+    fn resolve(&mut self) -> Result<Recheck, String> {
         self.config.borrow_and_update();
         let name = self.caller.name.clone();
         let found = match &mut self.source {
@@ -287,6 +325,70 @@ mod tests {
             .expect_err("the login ended");
         assert!(why.contains("ended"), "{why}");
         assert!(start.elapsed() >= lifetime);
+    }
+
+    fn noc(access: TokenAccess) -> crate::config::TokenConfig {
+        crate::config::TokenConfig {
+            name: "noc".into(),
+            secret_file: "/s".into(),
+            secret: crate::config::TokenSecret::new(b"x"),
+            ports: vec!["*".into()],
+            access,
+            use_credentials: false,
+            power: false,
+            policy: None,
+            approve: false,
+        }
+    }
+
+    fn with_tokens(tokens: Vec<crate::config::TokenConfig>) -> Config {
+        let mut config = Config::default_with_builtins();
+        config.tokens = tokens;
+        config
+    }
+
+    /// What a client sends in the same turn as a reload meets the new
+    /// rights: `check_now` applies a reload `changed` has not handled yet,
+    /// once.
+    #[tokio::test(start_paused = true)]
+    async fn a_reload_not_yet_awaited_is_applied_before_a_clients_frame() {
+        let gateway = Gateway::start(
+            with_tokens(vec![noc(TokenAccess::Write)]),
+            CancellationToken::new(),
+        );
+        let caller = Caller::from_token(&gateway.config().tokens[0]);
+        let mut standing = Standing::token(caller, &gateway);
+        assert_eq!(standing.check_now(), Ok(Recheck::Same));
+        gateway
+            .reload(with_tokens(vec![noc(TokenAccess::Read)]))
+            .await;
+        assert_eq!(standing.check_now(), Ok(Recheck::Changed));
+        assert_eq!(standing.caller().access, TokenAccess::Read);
+        // Handled: neither way of asking sees that reload again.
+        assert_eq!(standing.check_now(), Ok(Recheck::Same));
+        let again = tokio::time::timeout(Duration::from_secs(3600), standing.changed()).await;
+        assert!(again.is_err(), "woke without cause: {again:?}");
+        gateway.reload(with_tokens(Vec::new())).await;
+        let why = standing.check_now().expect_err("the token was removed");
+        assert!(why.contains("removed"), "{why}");
+    }
+
+    /// A browser login that ended is seen by `check_now` before the wait
+    /// for it is polled.
+    #[tokio::test]
+    async fn a_login_that_ended_is_seen_before_its_wait_is_polled() {
+        let gateway = Gateway::start(Config::default_with_builtins(), CancellationToken::new());
+        let (tell, ended) = watch::channel(0);
+        let over = Arc::new(AtomicBool::new(false));
+        let store_says = over.clone();
+        let resolve: LoginResolver =
+            Box::new(move |_| (!store_says.load(Ordering::SeqCst)).then(Caller::operator));
+        let mut standing = Standing::login(Caller::operator(), &gateway, ended, resolve, None);
+        assert_eq!(standing.check_now(), Ok(Recheck::Same));
+        over.store(true, Ordering::SeqCst);
+        tell.send_modify(|n| *n += 1);
+        let why = standing.check_now().expect_err("the login ended");
+        assert!(why.contains("ended"), "{why}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -464,20 +464,34 @@ impl Attachment<'_> {
                 frame = incoming.recv() => {
                     match frame {
                         None => return Ok(()),
-                        Some(frame) => self.handle(frame).await?,
+                        Some(frame) => {
+                            // A reload that came in the same turn applies
+                            // first: typing never goes out under rights it
+                            // took away.
+                            self.recheck(standing.check_now(), standing)?;
+                            self.handle(frame).await?
+                        }
                     }
                 }
-                recheck = standing.changed() => {
-                    match recheck.map_err(Ended)? {
-                        Recheck::Same => {}
-                        Recheck::Changed => self.rights_changed(standing.caller().clone())?,
-                    }
-                }
+                recheck = standing.changed() => self.recheck(recheck, standing)?,
                 () = shutdown.cancelled() => {
                     self.send_output(log.head()).await?;
                     return Err(Ended("the gateway is shutting down".to_owned()));
                 }
             }
+        }
+    }
+
+    /// Acts on a re-check of the caller: `Err` ends the attachment with
+    /// its reason, new rights apply at once.
+    fn recheck(
+        &mut self,
+        recheck: Result<Recheck, String>,
+        standing: &Standing,
+    ) -> Result<(), Ended> {
+        match recheck.map_err(Ended)? {
+            Recheck::Same => Ok(()),
+            Recheck::Changed => self.rights_changed(standing.caller().clone()),
         }
     }
 
@@ -887,6 +901,109 @@ mod tests {
         let head = log.head();
         let text = |from: u64| String::from_utf8_lossy(&log.copy_range(from, head)).into_owned();
         assert_eq!(text(last_lines_start(&log, 1, head)), "SW1#\r\n");
+    }
+
+    /// A write token's console and a reload that lowers the token to
+    /// read, arriving together with a line it typed: whichever the
+    /// attachment reads first, the line is refused and never reaches the
+    /// device. Twenty rounds, each with the reload and the line pending
+    /// at once when the attachment next runs (one thread: it runs only
+    /// when the test awaits).
+    #[tokio::test(flavor = "current_thread")]
+    async fn typing_that_comes_with_a_demoting_reload_never_reaches_the_device() {
+        use std::io::Read;
+        let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+        let device = nix::unistd::ttyname(&pty.slave).expect("its name");
+        let mut master = std::fs::File::from(pty.master);
+        nix::fcntl::fcntl(
+            &master,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .expect("a non-blocking master");
+        let text = format!("[ports.sw1]\ndevice = {device:?}\npreset = \"cisco-ios\"\n");
+        let config = |access| {
+            let mut config = crate::config::Config::parse(&text, "t.toml").expect("the config");
+            config.tokens = vec![crate::config::TokenConfig {
+                name: "noc".into(),
+                secret_file: "/s".into(),
+                secret: crate::config::TokenSecret::new(b"x"),
+                ports: vec!["*".into()],
+                access,
+                use_credentials: false,
+                power: false,
+                policy: None,
+                approve: false,
+            }];
+            config
+        };
+        let shutdown = CancellationToken::new();
+        let gateway = Gateway::start(config(TokenAccess::Write), shutdown.clone());
+        let port = gateway.port("sw1").expect("sw1").port;
+        let mut state = port.watch_state();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            state.wait_for(|s| *s == PortState::Open),
+        )
+        .await
+        .expect("sw1 opens in time")
+        .expect("sw1's state");
+        async fn next(out: &mut mpsc::Receiver<Frame>) -> serde_json::Value {
+            loop {
+                let frame = tokio::time::timeout(Duration::from_secs(5), out.recv())
+                    .await
+                    .expect("a message from the attachment in time")
+                    .expect("the attachment still runs");
+                if let Frame::Json(text) = frame {
+                    break serde_json::from_str(&text).expect("JSON");
+                }
+            }
+        }
+        for round in 0..20 {
+            gateway.reload(config(TokenAccess::Write)).await;
+            let caller = Caller::from_token(&gateway.config().tokens[0]);
+            let person = super::super::connection::Person {
+                standing: Standing::token(caller, &gateway),
+                name: "noc".into(),
+            };
+            let (typing, incoming) = mpsc::channel(16);
+            let (outgoing, mut out) = mpsc::channel(1024);
+            let served = tokio::spawn(serve(
+                gateway.clone(),
+                person,
+                None,
+                incoming,
+                outgoing,
+                shutdown.clone(),
+            ));
+            typing
+                .send(Frame::Json(
+                    r#"{"type":"hello","port":"sw1","mode":"attach"}"#.into(),
+                ))
+                .await
+                .expect("the hello");
+            let attached = next(&mut out).await;
+            assert_eq!(attached["writing"], true, "round {round}: {attached}");
+            gateway.reload(config(TokenAccess::Read)).await;
+            typing
+                .try_send(Frame::Data(b"show clock\r".to_vec()))
+                .expect("the line");
+            let refused = loop {
+                let message = next(&mut out).await;
+                if message["type"] == "error" {
+                    break message;
+                }
+            };
+            assert_eq!(refused["code"], "forbidden", "round {round}: {refused}");
+            let mut reached = Vec::new();
+            let _ = master.read_to_end(&mut reached);
+            assert!(
+                !String::from_utf8_lossy(&reached).contains("show clock"),
+                "round {round}: the line reached the device"
+            );
+            drop(typing);
+            served.await.expect("the attachment ends");
+        }
+        shutdown.cancel();
     }
 
     #[test]

@@ -27,7 +27,7 @@ use super::protocol::{
 };
 use crate::access::Caller;
 use crate::access::rules::may_watch;
-use crate::access::standing::Recheck;
+use crate::access::standing::{Recheck, Standing};
 use crate::config::TokenAccess;
 use crate::error::{ErrorCode, GateError, shown};
 use crate::fleet::forwarded_policy::ForwardedPolicy;
@@ -318,7 +318,7 @@ impl Remote<'_> {
         session: &mut SiteSession,
         incoming: &mut mpsc::Receiver<Frame>,
         shutdown: &CancellationToken,
-        standing: &mut crate::access::standing::Standing,
+        standing: &mut Standing,
         gateway: &Gateway,
     ) -> Result<(), Ended> {
         let mut reach = self.feed.watch();
@@ -344,31 +344,44 @@ impl Remote<'_> {
                 }
                 frame = incoming.recv() => {
                     let Some(frame) = frame else { return Ok(()) };
+                    // A reload that came in the same turn applies first:
+                    // typing never goes out under rights it took away.
+                    self.recheck(standing.check_now(), standing, gateway)?;
                     self.typed_or_asked(session, frame).await?;
                 }
                 _ = keep.tick() => self.keep(session).await?,
-                recheck = standing.changed() => {
-                    match recheck.map_err(Ended)? {
-                        Recheck::Same => {}
-                        Recheck::Changed => {
-                            self.caller = standing.caller().clone();
-                            if let Err(e) = may_watch(&self.caller, gateway, &self.full) {
-                                return Err(Ended(format!("{}; this console is closed", e.message)));
-                            }
-                            if self.caller.access < TokenAccess::Write && self.hello.mode != Mode::Spy {
-                                return Err(Ended(format!(
-                                    "{} lost write access; this console is closed: attach again to watch {}",
-                                    self.caller.who(), self.full
-                                )));
-                            }
-                        }
-                    }
-                }
+                recheck = standing.changed() => self.recheck(recheck, standing, gateway)?,
                 () = shutdown.cancelled() => {
                     return Err(Ended("the gateway is shutting down".to_owned()));
                 }
             }
         }
+    }
+
+    /// Acts on a re-check of the caller: `Err` ends the console with its
+    /// reason, and so does a port it may no longer watch or, for a console
+    /// that wrote, the loss of write access.
+    fn recheck(
+        &mut self,
+        recheck: Result<Recheck, String>,
+        standing: &Standing,
+        gateway: &Gateway,
+    ) -> Result<(), Ended> {
+        if recheck.map_err(Ended)? == Recheck::Same {
+            return Ok(());
+        }
+        self.caller = standing.caller().clone();
+        if let Err(e) = may_watch(&self.caller, gateway, &self.full) {
+            return Err(Ended(format!("{}; this console is closed", e.message)));
+        }
+        if self.caller.access < TokenAccess::Write && self.hello.mode != Mode::Spy {
+            return Err(Ended(format!(
+                "{} lost write access; this console is closed: attach again to watch {}",
+                self.caller.who(),
+                self.full
+            )));
+        }
+        Ok(())
     }
 
     /// A frame of the person: to their session at the site, or refused

@@ -219,9 +219,23 @@ async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
                 message = stream.next() => match message {
                     Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
                     Some(Ok(Message::Text(text))) => {
+                        // A reload or sign-out that came in the same turn
+                        // applies first: a decision is judged by the
+                        // rights now in force.
+                        let rights = match standing.check_now() {
+                            Ok(rights) => rights,
+                            Err(reason) => {
+                                tracing::info!(token = %crate::error::label(&caller.name), "ports feed closed: {reason}");
+                                bye(&mut sink, &reason).await;
+                                return;
+                            }
+                        };
                         let answer = page_message(&state, standing.caller(), &actor, &visible, &text);
                         if !send_json(&mut sink, &answer).await {
                             return;
+                        }
+                        if rights == Recheck::Changed {
+                            break;
                         }
                         // The store's change wakes the next snapshot.
                         continue;
