@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::loopback::Loopback;
 use super::server::GateServer;
 use crate::access::Caller;
+use crate::config::TokenAccess;
 use crate::fleet::each_message::each_message;
 use crate::fleet::forwarded_policy::ForwardedPolicy;
 use crate::fleet::heartbeat;
@@ -51,12 +52,25 @@ const RUN_LIMITS: Limits = Limits {
 
 type Key = (String, u64, String);
 
-/// A forwarded session: its in-process MCP session, and the policy its
-/// serving gateway sent for the token, which the session's caller is
-/// under (another policy sent later starts another session).
+/// A forwarded session: its in-process MCP session, and the rights its
+/// serving gateway sent for the token (its access, whether it may use
+/// stored credentials, its policy), which the session's caller has; other
+/// rights sent later (a reload there lowered the token, say) start
+/// another session.
 struct SiteSession {
     loopback: Loopback,
+    access: TokenAccess,
+    use_credentials: bool,
     policy: Option<ForwardedPolicy>,
+}
+
+impl SiteSession {
+    /// Whether `call` comes with the rights this session's caller has.
+    fn has_rights_of(&self, call: &ForwardedCall) -> bool {
+        self.access == call.access
+            && self.use_credentials == call.use_credentials
+            && self.policy == call.policy
+    }
 }
 
 struct Kept<T> {
@@ -254,7 +268,7 @@ pub fn forwarded_deadline(
     } else {
         call_deadline(arguments)
     };
-    if crate::access::rules::classify(tool).0 >= crate::config::TokenAccess::Write {
+    if crate::access::rules::classify(tool).0 >= TokenAccess::Write {
         deadline + APPROVAL_ALLOWANCE
     } else {
         deadline
@@ -376,12 +390,13 @@ async fn answer(
     sessions.called_by(&call.gateway, Instant::now());
     let key = (call.gateway.clone(), call.session, call.token.clone());
     let kept = match sessions.get(&key) {
-        // The serving gateway's config changed the token's policy: the
-        // session's caller is under the old one, so it ends, and the
-        // serving gateway connects again in a new one.
-        Some(s) if s.policy != call.policy => {
+        // The serving gateway's config changed the token's rights: the
+        // session's caller has the old ones, so it ends (its connections
+        // and write holds with it), and the serving gateway connects
+        // again in a new one.
+        Some(s) if !s.has_rights_of(&call) => {
             tracing::info!(
-                "fleet: {}'s command policy through {} changed; its session here starts again",
+                "fleet: {}'s access or command policy through {} changed; its session here starts again",
                 crate::error::label(&call.token),
                 crate::error::label(&call.gateway)
             );
@@ -433,6 +448,8 @@ async fn answer(
                     key,
                     Arc::new(SiteSession {
                         loopback,
+                        access: call.access,
+                        use_credentials: call.use_credentials,
                         policy: call.policy.clone(),
                     }),
                 ),

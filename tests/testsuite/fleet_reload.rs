@@ -1,15 +1,15 @@
 //! A reload (SIGHUP) of gateways in a fleet (that of `fleet.rs`): what
 //! `[fleet]` asks that only a restart can do is said in the log, and the
 //! gateway goes on in the fleet as it started; a token's command policy
-//! changed at the serving gateway applies to the next call on a remote
-//! switch, in the same session.
+//! or access changed at the serving gateway applies to the next call on a
+//! remote switch, in the same session.
 
 use serde_json::json;
 use serialgate_testkit::console::ConsoleConn;
 use serialgate_testkit::rig::enable;
 
 use super::approvals::pending;
-use super::fleet::{Fleet, SITES, Setup, clock, err, ok};
+use super::fleet::{Fleet, OPS, ROOT, SITES, Setup, clock, err, ok};
 
 const AGENT: &str = "agent-secret-0123456789";
 
@@ -125,4 +125,44 @@ async fn a_token_s_policy_changed_by_a_reload_judges_its_next_remote_line_in_the
         serialgate_testkit::rig::count(&fleet.sims[0].received(), b"reload\r"),
         0
     );
+}
+
+/// A token a reload at the serving gateway lowers keeps nothing of its old
+/// rights at a site, not even in the MCP session it already had there: a
+/// former admin cannot take another token's write hold through it.
+#[tokio::test]
+async fn a_token_lowered_by_a_reload_has_no_old_rights_left_in_its_session_at_a_site() {
+    let Some(fleet) = Fleet::start_with(Setup::default()).await else {
+        return;
+    };
+    let ops = fleet.agent(OPS).await;
+    ok(&ops, "connect", json!({"port": "dc1/core-sw1"})).await;
+    enable(&ops).await;
+    clock(&ops, "dc1/core-sw1").await;
+    // root (admin) reads the switch: its session at dc1 starts.
+    let root = fleet.agent(ROOT).await;
+    let read = ok(&root, "connect", json!({"port": "dc1/core-sw1"})).await;
+    assert!(!read["writer"].is_null(), "ops holds the write: {read}");
+    let serving = &fleet.configs[SITES.len()];
+    let text = std::fs::read_to_string(serving).expect("the serving config");
+    let admin = "secret_file = \"root.token\"\nports = [\"*/*\"]\naccess = \"admin\"";
+    assert!(text.contains(admin), "{text}");
+    std::fs::write(
+        serving,
+        text.replace(admin, &admin.replace("\"admin\"", "\"write\"")),
+    )
+    .expect("rewrite the serving config");
+    fleet.reload(SITES.len()).await;
+    let refused = err(
+        &root,
+        "connect",
+        json!({"port": "dc1/core-sw1", "take_over": true}),
+    )
+    .await;
+    assert!(
+        refused.starts_with("forbidden: ") && refused.contains("admin access"),
+        "{refused}"
+    );
+    // ops still holds the switch and writes to it.
+    clock(&ops, "dc1/core-sw1").await;
 }
