@@ -68,6 +68,11 @@ pub struct Actor {
     /// or their token's name (over HTTP). `None` for an agent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,
+    /// `token` is a `[[tokens]]` entry of this gateway's config (an agent
+    /// over HTTP): a reload that removes it or takes its write access away
+    /// ends the session's write holds.
+    #[serde(skip)]
+    pub config_token: bool,
 }
 
 impl Actor {
@@ -388,6 +393,7 @@ mod tests {
             client: "claude-code".into(),
             token: "noc-agent".into(),
             person: None,
+            config_token: false,
         };
         let record =
             |kind, bytes, sensitive| AuditRecord::now("core-sw1", &actor, kind, bytes, sensitive);
@@ -450,12 +456,14 @@ mod tests {
             client: "claude-code".into(),
             token: "noc-writer".into(),
             person: None,
+            config_token: false,
         };
         let reader = Actor {
             session: 2,
             client: "console".into(),
             token: "noc-reader".into(),
             person: Some("noc-reader".into()),
+            config_token: false,
         };
         let write = |bytes| AuditRecord::now("sw1", &writer, "text", bytes, false);
         audit.record(write(b"reload\r")).await.unwrap();
@@ -488,6 +496,7 @@ mod tests {
             client: "flood".into(),
             token: "noc-agent".into(),
             person: None,
+            config_token: false,
         }
     }
 

@@ -301,11 +301,40 @@ impl Gateway {
             }
             *crate::sync::write(&self.shared.config) = Arc::new(config);
         }
+        self.end_holds_without_write_access();
         self.ports_changed();
         self.shared
             .config_changed
             .send_modify(|generation| *generation += 1);
         (added, removed, changed)
+    }
+
+    /// Ends each write hold an agent has through a token that the config
+    /// in force removes or no longer lets write: the agent's next write
+    /// would be refused, and until then the hold would keep every other
+    /// writer off the port. (A console lets go of its own hold when its
+    /// token is lowered, `access/standing.rs`.)
+    fn end_holds_without_write_access(&self) {
+        let config = self.config();
+        for entry in self.lock().values() {
+            let port = &entry.gateway_port.port;
+            let Some(holder) = port.holder().filter(|h| h.config_token) else {
+                continue;
+            };
+            let still_writes = config
+                .tokens
+                .iter()
+                .any(|t| t.name == holder.token && t.access >= crate::config::TokenAccess::Write);
+            if !still_writes {
+                tracing::info!(
+                    port = %port.name(),
+                    "token {} no longer may write: the write hold of its session {} ends",
+                    crate::error::label(&holder.token),
+                    holder.session
+                );
+                port.release_writer(holder.session);
+            }
+        }
     }
 
     /// Changes whenever a reload puts a new config in force.

@@ -33,6 +33,9 @@ pub struct Caller {
     /// A person of `[[people]]` (the SSH door), not a token: messages
     /// name them so.
     person: bool,
+    /// A `[[tokens]]` entry of this gateway's config, by its name: what a
+    /// reload may remove or lower.
+    config_token: bool,
     /// May decide lines waiting for a person's approval at a console or
     /// in the web view (a person's or a token's `approve`; admin tokens
     /// and the local operator always may).
@@ -68,6 +71,7 @@ impl Caller {
             policy: None,
             forwarded_policy: None,
             person: false,
+            config_token: false,
             may_approve: true,
             port_default_at_console: name != "local",
         }
@@ -99,6 +103,7 @@ impl Caller {
             policy: token.policy.clone(),
             forwarded_policy: None,
             person: false,
+            config_token: true,
             may_approve: token.approve || token.access == TokenAccess::Admin,
             port_default_at_console: true,
         }
@@ -125,6 +130,7 @@ impl Caller {
             policy: person.policy.clone(),
             forwarded_policy: None,
             person: true,
+            config_token: false,
             may_approve: person.approve,
             port_default_at_console: false,
         }
@@ -157,6 +163,7 @@ impl Caller {
             policy: None,
             forwarded_policy: None,
             person: false,
+            config_token: false,
             may_approve: false,
             port_default_at_console: true,
         }
@@ -212,6 +219,14 @@ impl Caller {
         } else {
             format!("token {:?}", self.name)
         }
+    }
+
+    /// Whether the caller is a `[[tokens]]` entry of this gateway's
+    /// config (not the local operator, a person or a token of another
+    /// gateway): a reload that removes it or takes its write access away
+    /// ends its agents' write holds ([`crate::gateway::Gateway::reload`]).
+    pub fn is_config_token(&self) -> bool {
+        self.config_token
     }
 
     /// The caller's port globs as written, for messages.

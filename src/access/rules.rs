@@ -519,6 +519,7 @@ mod tests {
             who: format!("session {session} (client c, token {token})"),
             since: "2026-01-01T00:00:00Z".into(),
             token: token.into(),
+            config_token: false,
         }
     }
 

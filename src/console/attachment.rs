@@ -328,6 +328,7 @@ async fn attach(
         client,
         token: caller.name.clone(),
         person: Some(label(&name)),
+        config_token: false,
     };
     let _presence = port.join(Participant::now(actor.session, actor.describe(), spy));
     port.record_session_event(&actor, if spy { "console spy" } else { "console attach" });

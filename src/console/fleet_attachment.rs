@@ -88,6 +88,7 @@ pub(super) fn fleet_ports(
                         "-".to_owned()
                     },
                     token: String::new(),
+                    config_token: false,
                 }),
             });
         }

@@ -123,7 +123,7 @@ impl ServerHandler for GateServer {
         }
         let info = context.peer.peer_info();
         let client = info.as_ref().map(|info| info.client_info.name.as_str());
-        target.session.identify(client, &caller.name);
+        target.session.identify(client, &caller);
         if let Some(remote) = super::fleet_forward::remote_target(&target.session, &request) {
             let tool = request.name.clone();
             let forwarded = super::fleet_forward::forward(

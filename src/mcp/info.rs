@@ -341,6 +341,7 @@ fn fleet_ports_shown_to(
                     who,
                     since: String::new(),
                     token: String::new(),
+                    config_token: false,
                 }),
                 people: Vec::new(),
                 name,

@@ -92,6 +92,7 @@ impl Default for Session {
             client: "unknown".to_owned(),
             token: "local".to_owned(),
             person: None,
+            config_token: false,
         };
         Session {
             inner: Arc::new(Mutex::new(Inner {
@@ -152,15 +153,16 @@ impl Session {
         self.lock().actor.clone()
     }
 
-    /// Names the session's client and token (from the MCP handshake and
+    /// Names the session's client and caller (from the MCP handshake and
     /// the HTTP bearer token; `local` over stdio). The client chose its
     /// name: it is kept as a short printable [`label`](crate::error::label).
-    pub fn identify(&self, client: Option<&str>, token: &str) {
+    pub fn identify(&self, client: Option<&str>, caller: &crate::access::Caller) {
         let mut inner = self.lock();
         if let Some(client) = client.filter(|c| !c.is_empty()) {
             inner.actor.client = crate::error::label(client);
         }
-        inner.actor.token = token.to_owned();
+        inner.actor.token = caller.name.clone();
+        inner.actor.config_token = caller.is_config_token();
     }
 
     /// Adds (or replaces) a connection and makes it current; the attach is

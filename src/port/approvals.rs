@@ -551,6 +551,7 @@ mod tests {
             client: "agent".into(),
             token: token.into(),
             person: None,
+            config_token: false,
         }
     }
 
@@ -560,6 +561,7 @@ mod tests {
             client: "console".into(),
             token: token.into(),
             person: Some("alice".into()),
+            config_token: false,
         }
     }
 

@@ -164,6 +164,7 @@ mod tests {
             client: "test".into(),
             token: "ops".into(),
             person: None,
+            config_token: false,
         }
     }
 

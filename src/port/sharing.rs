@@ -31,6 +31,11 @@ pub struct Holder {
     #[serde(skip)]
     #[schemars(skip)]
     pub token: String,
+    /// `token` is a `[[tokens]]` entry of this gateway's config, whose
+    /// removal or loss of write access by a reload ends the hold.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub config_token: bool,
 }
 
 impl Holder {
@@ -40,6 +45,7 @@ impl Holder {
             who: actor.describe(),
             since: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             token: actor.token.clone(),
+            config_token: actor.config_token,
         }
     }
 }

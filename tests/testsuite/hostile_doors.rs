@@ -4,8 +4,9 @@
 //! port records none) while an admin's goes through; an admin's ad-hoc
 //! port is neither attachable nor listed for a write token; a token
 //! removed by a reload, or a browser signed out, has its open consoles
-//! and feeds closed with a `bye`; and a token lowered to read has its
-//! typing refused from the reload on.
+//! and feeds closed with a `bye`; a token lowered to read has its
+//! typing refused from the reload on; and an agent's write hold ends when
+//! a reload removes its token or takes its write access.
 
 use std::time::Duration;
 
@@ -363,4 +364,39 @@ async fn signing_out_closes_the_browsers_console_and_ports_feed() {
     assert!(said_bye(&said, "sign in again"), "{said:?}");
     let said = feed.until_closed().await;
     assert!(said_bye(&said, "sign in again"), "{said:?}");
+}
+
+/// An agent's write hold ends with its token's write access: after a
+/// reload that lowers the token to read, or removes it, another writer
+/// takes the switch without forcing anyone off it.
+#[tokio::test]
+async fn a_reload_lets_go_of_the_write_hold_of_a_lowered_or_removed_tokens_agent() {
+    let site = Site::start().await;
+    let noc = site.agent(NOC).await;
+    ok(&noc, "connect", json!({"port": "sw1"})).await;
+    ok(&noc, "send_text", json!({"text": "\r"})).await;
+    let status = ok(&noc, "status", json!({})).await;
+    assert_eq!(status["you_hold_writer"], true, "{status}");
+    // noc lowered to read, audit raised to write.
+    site.reload(&[
+        ("noc", NOC, "read"),
+        ("audit", AUDIT, "write"),
+        ("boss", BOSS, "admin"),
+    ])
+    .await;
+    let audit = site.agent(AUDIT).await;
+    let connected = ok(&audit, "connect", json!({"port": "sw1"})).await;
+    assert!(connected["writer"].is_null(), "{connected}");
+    ok(&audit, "send_text", json!({"text": "\r"})).await;
+    // And audit's hold ends when a reload removes the token.
+    site.reload(&[("noc", NOC, "write"), ("boss", BOSS, "admin")])
+        .await;
+    let noc = site.agent(NOC).await;
+    let connected = ok(&noc, "connect", json!({"port": "sw1"})).await;
+    assert!(connected["writer"].is_null(), "{connected}");
+    ok(&noc, "send_text", json!({"text": "\r"})).await;
+}
+
+async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
+    agent.call(tool, args).await.expect("the MCP call").ok()
 }

@@ -298,6 +298,7 @@ mod tests {
             who: "session 3 (client claude-code, token lab)".to_owned(),
             since: "2025-01-01T10:00:00Z".to_owned(),
             token: String::new(),
+            config_token: false,
         };
         let table = ports_table(&[
             summary("sw1", Some(h), &["alice on console (unix)"]),

@@ -11,6 +11,7 @@ fn holder(session: u64, who: &str) -> Holder {
         who: who.to_owned(),
         since: "2025-01-01T10:00:00Z".to_owned(),
         token: String::new(),
+        config_token: false,
     }
 }
 

@@ -171,6 +171,7 @@ async fn feed(socket: WebSocket, state: WebState, mut standing: Standing) {
         client: WEB_VIEW_CLIENT.to_owned(),
         token: standing.caller().name.clone(),
         person: Some(label(&standing.caller().name)),
+        config_token: false,
     };
     loop {
         ports_rx.borrow_and_update();
