@@ -260,16 +260,16 @@ impl Gateway {
         }
         // Requests waiting for approval were judged by the old rules: a
         // port that closes takes its requests with it, and a change of
-        // policies withdraws them everywhere (their callers are told to
-        // call again, to be judged anew).
+        // policies or of a token's access withdraws them everywhere
+        // (their callers are told to call again, to be judged anew).
         let rejudge = !self.config().judges_as(&config);
         if rejudge {
             for entry in self.lock().values() {
                 let ended = entry.gateway_port.port.approvals().withdraw_all(
-                    "a reload changed the command policies; call again to be judged by the new ones",
+                    "a reload changed the command policies or a token's access; call again to be judged by the new ones",
                 );
                 if ended > 0 {
-                    tracing::info!(port = %entry.gateway_port.port.name(), "withdrew {ended} requests for approval: the policies changed");
+                    tracing::info!(port = %entry.gateway_port.port.name(), "withdrew {ended} requests for approval: the policies or a token's access changed");
                 }
             }
         }
@@ -301,7 +301,7 @@ impl Gateway {
             }
             *crate::sync::write(&self.shared.config) = Arc::new(config);
         }
-        self.end_holds_without_write_access();
+        self.end_what_lost_write_access();
         self.ports_changed();
         self.shared
             .config_changed
@@ -309,23 +309,23 @@ impl Gateway {
         (added, removed, changed)
     }
 
-    /// Ends each write hold an agent has through a token that the config
-    /// in force removes or no longer lets write: the agent's next write
+    /// Ends what an agent has through a token that the config in force
+    /// removes or no longer lets write: its write holds (its next write
     /// would be refused, and until then the hold would keep every other
-    /// writer off the port. (A console lets go of its own hold when its
-    /// token is lowered, `access/standing.rs`.)
-    fn end_holds_without_write_access(&self) {
+    /// writer off the port) and its lines waiting for approval (which a
+    /// person must not send for it now). A console lets go of its own
+    /// when its token is lowered (`access/standing.rs`).
+    fn end_what_lost_write_access(&self) {
         let config = self.config();
-        for entry in self.lock().values() {
-            let port = &entry.gateway_port.port;
-            let Some(holder) = port.holder().filter(|h| h.config_token) else {
-                continue;
-            };
-            let still_writes = config
+        let lost = |actor_token: &str| {
+            !config
                 .tokens
                 .iter()
-                .any(|t| t.name == holder.token && t.access >= crate::config::TokenAccess::Write);
-            if !still_writes {
+                .any(|t| t.name == actor_token && t.access >= crate::config::TokenAccess::Write)
+        };
+        for entry in self.lock().values() {
+            let port = &entry.gateway_port.port;
+            if let Some(holder) = port.holder().filter(|h| h.config_token && lost(&h.token)) {
                 tracing::info!(
                     port = %port.name(),
                     "token {} no longer may write: the write hold of its session {} ends",
@@ -333,6 +333,16 @@ impl Gateway {
                     holder.session
                 );
                 port.release_writer(holder.session);
+            }
+            let withdrawn = port.approvals().withdraw_asked_by(
+                |requester| requester.config_token && lost(&requester.token),
+                "a reload took the write access of the token that asked",
+            );
+            if withdrawn > 0 {
+                tracing::info!(
+                    port = %port.name(),
+                    "withdrew {withdrawn} requests for approval: their tokens no longer may write"
+                );
             }
         }
     }

@@ -374,7 +374,22 @@ impl Approvals {
     /// `why`: what they were judged by no longer holds, and a person must
     /// not approve them under rules that are gone. Audited as withdrawn.
     pub fn withdraw_all(&self, why: &str) -> usize {
-        let ended: Vec<Entry> = std::mem::take(&mut *self.lock()).into_values().collect();
+        self.withdraw_asked_by(|_| true, why)
+    }
+
+    /// Ends the requests waiting here undecided whose requester `asked`
+    /// says, as [`Approvals::withdraw_all`] does: a requester that may
+    /// no longer write must not have its line approved and sent.
+    pub fn withdraw_asked_by(&self, asked: impl Fn(&Actor) -> bool, why: &str) -> usize {
+        let ended: Vec<Entry> = {
+            let mut waiting = self.lock();
+            let ids: Vec<u64> = waiting
+                .iter()
+                .filter(|(_, entry)| asked(&entry.requester))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| waiting.remove(id)).collect()
+        };
         for entry in &ended {
             self.audit_event(
                 &entry.requester,

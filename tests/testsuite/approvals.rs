@@ -628,3 +628,48 @@ async fn a_reload_that_changes_the_policies_withdraws_what_waits() {
     assert_eq!(site.received("reload"), 0);
     site.audited("approval withdrawn", "reload").await;
 }
+
+/// A request waits only while its caller may still write: a reload that
+/// lowers the agent's token to read withdraws it, and a person's approval
+/// after that sends nothing.
+#[tokio::test]
+async fn a_reload_that_lowers_the_waiting_callers_token_withdraws_its_request() {
+    let site = Site::start_with("60s", "guarded", "").await;
+    let config = site.dir.path().join("serialgate.toml");
+    let written = std::fs::read_to_string(&config).expect("the config");
+    let noc_writes =
+        "secret_file = \"noc.token\"\napprove = true\nports = [\"*\"]\naccess = \"write\"";
+    assert!(written.contains(noc_writes), "{written}");
+    let (mut person, _) = ConsoleConn::attach(&site.socket, "sw1", "watch", json!({})).await;
+    let (e, late) = {
+        let lower = async {
+            let list = pending(&mut person, 1).await;
+            std::fs::write(
+                &config,
+                written.replace(noc_writes, &noc_writes.replace("\"write\"", "\"read\"")),
+            )
+            .expect("rewrite the config");
+            site.daemon.signal(libc::SIGHUP);
+            pending(&mut person, 0).await;
+            person
+                .send_json(&json!({"type": "decide", "id": list[0]["id"], "line": "reload", "approve": true}))
+                .await;
+            refusal(&mut person).await
+        };
+        tokio::join!(
+            site.agent
+                .call("send_command", json!({"command": "reload"})),
+            lower
+        )
+    };
+    let e = e.expect("MCP").err();
+    assert!(
+        e.starts_with("denied: ")
+            && e.contains("withdrawn undecided")
+            && e.contains("a reload took the write access of the token that asked")
+            && e.ends_with("nothing was sent"),
+        "{e}"
+    );
+    assert!(late.1.contains("no request"), "{late:?}");
+    assert_eq!(site.received("reload"), 0);
+}
