@@ -161,7 +161,8 @@ pub async fn forward(
             .zip(progress.clone())
             .map(|(relay, token)| relay.track(call.call, token));
         async move {
-            let answer = ask(fleet, site, &call, deadline, cancel, allowed).await;
+            let revoked = access_lost(gateway, caller, &call.tool);
+            let answer = ask(fleet, site, &call, deadline, cancel, revoked, allowed).await;
             drop(tracked);
             answer
         }
@@ -436,8 +437,26 @@ async fn ask(
     call: &ForwardedCall,
     deadline: std::time::Duration,
     cancel: &tokio_util::sync::CancellationToken,
+    revoked: impl std::future::Future<Output = ()>,
     allowed: bool,
 ) -> Result<CallToolResponse, GateError> {
+    // The site cancels the call there too: a line waiting for approval is
+    // withdrawn, never sent after the agent gave up or lost the right.
+    let cancel_at_site = || async {
+        let cancelled = CallCancelled {
+            v: VERSION,
+            gateway: fleet.gateway.clone(),
+            call: call.call,
+        };
+        let payload = serde_json::to_vec(&cancelled).unwrap_or_default();
+        if let Err(e) = fleet
+            .client()
+            .publish(subjects::call_cancels(site), payload.into())
+            .await
+        {
+            tracing::warn!("fleet: site {site} was not told of a cancelled call: {e}");
+        }
+    };
     let silent = async {
         let Some(directory) = &fleet.directory else {
             return std::future::pending().await;
@@ -452,22 +471,19 @@ async fn ask(
     let answer = tokio::select! {
         answer = fleet.forward(site, call, deadline) => answer?,
         () = cancel.cancelled() => {
-            // The site cancels it there too: a line waiting for approval
-            // is withdrawn, never sent after the agent gave up.
-            let cancelled = CallCancelled {
-                v: VERSION,
-                gateway: fleet.gateway.clone(),
-                call: call.call,
-            };
-            let payload = serde_json::to_vec(&cancelled).unwrap_or_default();
-            if let Err(e) = fleet
-                .client()
-                .publish(subjects::call_cancels(site), payload.into())
-                .await
-            {
-                tracing::warn!("fleet: site {site} was not told of a cancelled call: {e}");
-            }
+            cancel_at_site().await;
             return Err(super::dialogue::cancelled());
+        }
+        () = revoked => {
+            cancel_at_site().await;
+            return Err(GateError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "a reload of this gateway's config took from token {} the access {} needs while it ran at site {site}; it was cancelled there (a line waiting for approval is withdrawn, never sent)",
+                    shown(&call.token),
+                    call.tool
+                ),
+            ));
         }
         since = silent => {
             return Err(GateError::new(
@@ -493,6 +509,31 @@ async fn ask(
                 )
             }),
         CallAnswer::Refused(message) => Err(coded(&message)),
+    }
+}
+
+/// Returns once a reload of this gateway's config leaves `caller` without
+/// the access `tool` needs (its token removed or lowered); never for a
+/// caller that is no `[[tokens]]` entry here.
+async fn access_lost(gateway: &Gateway, caller: &Caller, tool: &str) {
+    if !caller.is_config_token() {
+        return std::future::pending().await;
+    }
+    let needs = rules::classify(tool).0;
+    let keeps = || {
+        gateway
+            .config()
+            .tokens
+            .iter()
+            .any(|t| t.name == caller.name && t.access >= needs)
+    };
+    let mut config = gateway.watch_config();
+    config.borrow_and_update();
+    // A reload between the call's authorisation and here counts too.
+    while keeps() {
+        if config.changed().await.is_err() {
+            return std::future::pending().await;
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! `[fleet]` asks that only a restart can do is said in the log, and the
 //! gateway goes on in the fleet as it started; a token's command policy
 //! or access changed at the serving gateway applies to the next call on a
-//! remote switch, in the same session.
+//! remote switch, in the same session, and to a call still waiting there.
 
 use serde_json::json;
 use serialgate_testkit::console::ConsoleConn;
@@ -165,4 +165,59 @@ async fn a_token_lowered_by_a_reload_has_no_old_rights_left_in_its_session_at_a_
     );
     // ops still holds the switch and writes to it.
     clock(&ops, "dc1/core-sw1").await;
+}
+
+/// A remote line waiting for a person's approval at the site ends when a
+/// reload at the serving gateway takes the write access of the token that
+/// asked: the agent is told, the request is withdrawn at the site, and
+/// nothing reaches the switch.
+#[tokio::test]
+async fn a_remote_line_waiting_for_approval_is_withdrawn_when_a_reload_lowers_its_token() {
+    let Some(fleet) = Fleet::start_with(Setup {
+        site_console: true,
+        tokens: vec![("agent", AGENT, "policy = \"guarded\"\n")],
+        ..Setup::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let agent = fleet.agent(AGENT).await;
+    ok(&agent, "connect", json!({"port": "dc1/core-sw1"})).await;
+    enable(&agent).await;
+    let socket = fleet.dir.path().join("console-dc1.sock");
+    let (mut person, _) = ConsoleConn::attach(&socket, "core-sw1", "watch", json!({})).await;
+    let serving = &fleet.configs[SITES.len()];
+    let text = std::fs::read_to_string(serving).expect("the serving config");
+    let writes = "secret_file = \"agent.token\"\npolicy = \"guarded\"\nports = [\"*/*\"]\naccess = \"write\"";
+    assert!(text.contains(writes), "{text}");
+    let lower = async {
+        let list = pending(&mut person, 1).await;
+        assert_eq!(list[0]["line"], "reload", "{list:?}");
+        std::fs::write(
+            serving,
+            text.replace(writes, &writes.replace("\"write\"", "\"read\"")),
+        )
+        .expect("rewrite the serving config");
+        fleet.reload(SITES.len()).await;
+        pending(&mut person, 0).await
+    };
+    let (refused, _) = tokio::join!(
+        err(
+            &agent,
+            "send_command",
+            json!({"connection": "dc1/core-sw1", "command": "reload"})
+        ),
+        lower
+    );
+    assert!(
+        refused
+            .starts_with("forbidden: a reload of this gateway's config took from token \"agent\"")
+            && refused.contains("withdrawn, never sent"),
+        "{refused}"
+    );
+    assert_eq!(
+        serialgate_testkit::rig::count(&fleet.sims[0].received(), b"reload\r"),
+        0
+    );
 }
