@@ -280,7 +280,7 @@ fn person_caller(
 }
 
 /// The digest of the secret the config in force gives token `name`.
-fn token_digest(gateway: &Gateway, name: &str) -> Option<[u8; 32]> {
+pub(crate) fn token_digest(gateway: &Gateway, name: &str) -> Option<[u8; 32]> {
     let config = gateway.config();
     config
         .tokens

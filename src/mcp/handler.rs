@@ -22,6 +22,7 @@ use super::scope::Mode;
 use super::server::GateServer;
 use super::session::MAX_SUBSCRIPTIONS;
 use super::tool_result::{count_call, counted, error_result};
+use crate::access::standing::{Recheck, Standing};
 use crate::access::{Caller, rules};
 use crate::error::GateError;
 use crate::gateway::Gateway;
@@ -340,8 +341,31 @@ impl ServerHandler for GateServer {
                 stop.clone(),
             );
         }
-        context.cancelled().await;
-        Ok(())
+        // The stream stays open only while its caller's token does: a
+        // reload that removes it, gives it a new secret or narrows what it
+        // reaches ends the stream (the client listens again, judged anew).
+        let mut standing = if caller.is_config_token() {
+            Standing::token(Caller::clone(&caller), &target.gateway)
+        } else {
+            Standing::fixed(Caller::clone(&caller), &target.gateway)
+        };
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                recheck = standing.changed() => match recheck {
+                    Ok(Recheck::Same) => {}
+                    Ok(Recheck::Changed) => {
+                        return Err(ErrorData::invalid_request(
+                            "forbidden: a reload changed what this token may reach; listen again",
+                            None,
+                        ));
+                    }
+                    Err(why) => {
+                        return Err(ErrorData::invalid_request(format!("forbidden: {why}"), None));
+                    }
+                },
+            }
+        }
     }
 
     #[allow(deprecated)] // legacy-only in rmcp: the sessions this server keeps use it

@@ -17,6 +17,7 @@ use serialgate_sim::{self as sim, Profile, SimHandle};
 use serialgate_testkit::client::GateClient;
 use serialgate_testkit::console::ConsoleConn;
 use serialgate_testkit::daemon::{self, Daemon, NotifySocket};
+use serialgate_testkit::updates::UpdatesClient;
 use tempfile::TempDir;
 
 const NOC: &str = "noc-secret-0123456789";
@@ -399,4 +400,138 @@ async fn a_reload_lets_go_of_the_write_hold_of_a_lowered_or_removed_tokens_agent
 
 async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
     agent.call(tool, args).await.expect("the MCP call").ok()
+}
+
+/// Opens an MCP session over HTTP with `secret`; its id.
+async fn mcp_session(site: &Site, secret: &str) -> String {
+    let init = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}
+    });
+    let response = Site::http()
+        .post(format!("{}/mcp", site.base))
+        .bearer_auth(secret)
+        .header(CONTENT_TYPE, "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(init.to_string())
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(response.status(), StatusCode::OK, "initialize");
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    let initialized = Site::http()
+        .post(format!("{}/mcp", site.base))
+        .bearer_auth(secret)
+        .header(CONTENT_TYPE, "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &id)
+        .body(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
+        .send()
+        .await
+        .expect("notifications/initialized");
+    assert!(
+        initialized.status().is_success(),
+        "{}",
+        initialized.status()
+    );
+    id
+}
+
+/// The session's stream of notifications (`GET`), open.
+async fn notifications(site: &Site, secret: &str, id: &str) -> reqwest::Response {
+    let stream = Site::http()
+        .get(format!("{}/mcp", site.base))
+        .bearer_auth(secret)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", id)
+        .send()
+        .await
+        .expect("GET the session's stream");
+    assert_eq!(stream.status(), StatusCode::OK, "the stream opens");
+    stream
+}
+
+/// Reads `stream` until it ends; false if it is still open after 10 s.
+async fn ends(mut stream: reqwest::Response) -> bool {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(_)) = stream.chunk().await {}
+    })
+    .await
+    .is_ok()
+}
+
+/// A reload that removes a token, or gives it a new secret, ends the MCP
+/// sessions opened with the old one, and with them their streams of
+/// notifications, which would otherwise go on telling a revoked (or
+/// leaked) secret's holder of the ports' alerts for an hour; a token the
+/// reload keeps as it was keeps its session.
+#[tokio::test]
+async fn a_reload_ends_the_mcp_sessions_of_a_removed_or_replaced_secret() {
+    let site = Site::start().await;
+    let audit = mcp_session(&site, AUDIT).await;
+    let noc = mcp_session(&site, NOC).await;
+    let boss = mcp_session(&site, BOSS).await;
+    let audit_stream = notifications(&site, AUDIT, &audit).await;
+    let noc_stream = notifications(&site, NOC, &noc).await;
+    const NEW: &str = "noc-rotated-secret-0123456789";
+    site.reload(&[("noc", NEW, "write"), ("boss", BOSS, "admin")])
+        .await;
+    assert!(
+        ends(audit_stream).await,
+        "the removed token's stream is still open"
+    );
+    assert!(
+        ends(noc_stream).await,
+        "the replaced secret's stream is still open"
+    );
+    // boss's session goes on.
+    let listed = Site::http()
+        .post(format!("{}/mcp", site.base))
+        .bearer_auth(BOSS)
+        .header(CONTENT_TYPE, "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &boss)
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_ports", "arguments": {}}}).to_string())
+        .send()
+        .await
+        .expect("a call in boss's session");
+    assert_eq!(listed.status(), StatusCode::OK);
+    let body = listed.text().await.expect("the answer");
+    assert!(body.contains("sw1"), "{body}");
+}
+
+/// A sessionless client's stream of alerts (`subscriptions/listen`) ends
+/// when a reload removes its token, saying why; one whose token the
+/// reload keeps goes on.
+#[tokio::test]
+async fn a_reload_ends_a_removed_tokens_stream_of_alerts() {
+    let site = Site::start().await;
+    let url = format!("{}/mcp", site.base);
+    let uris = ["serialgate://ports/sw1/alerts".to_owned()];
+    let audit = UpdatesClient::sessionless(&url, AUDIT)
+        .await
+        .expect("audit's sessionless client");
+    let mut removed = audit.listen(&uris).await.expect("audit listens");
+    let boss = UpdatesClient::sessionless(&url, BOSS)
+        .await
+        .expect("boss's sessionless client");
+    let mut kept = boss.listen(&uris).await.expect("boss listens");
+    site.reload(&[("noc", NOC, "write"), ("boss", BOSS, "admin")])
+        .await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), removed.next())
+        .await
+        .expect("the removed token's stream ends in time");
+    let why = format!("{ended:?}");
+    assert!(
+        why.contains("token \\\"audit\\\" was removed from the config"),
+        "{why}"
+    );
+    let going_on = tokio::time::timeout(Duration::from_millis(500), kept.next()).await;
+    assert!(going_on.is_err(), "boss's stream ended: {going_on:?}");
 }

@@ -306,6 +306,14 @@ pub(super) async fn authenticate(
         return session_owners::forbidden();
     }
     let is_delete = request.method() == axum::http::Method::DELETE;
+    // The secret this request showed, as the config in force has it: a
+    // session it opens ends when a reload removes or replaces it.
+    let secret = match &gate.auth {
+        Auth::Tokens(gateway) if caller.is_config_token() => {
+            crate::access::standing::token_digest(gateway, &caller.name)
+        }
+        _ => None,
+    };
     let counted = if request.method() == axum::http::Method::GET {
         None
     } else {
@@ -354,6 +362,7 @@ pub(super) async fn authenticate(
         &gate.sessions,
         session.as_deref(),
         &name,
+        secret,
         is_delete,
         &mut response,
     );

@@ -135,9 +135,11 @@ fn app(
         StreamableHttpService::new(move || Ok(template.fresh()), sessions.clone(), http_config);
     // One failure count per source for every door that compares a secret.
     let throttle = throttle::Throttle::default();
+    let owners = SessionOwners::default();
+    owners.end_revoked_at_reloads(gateway, &sessions, cancel.clone());
     let gate = Gatekeeper {
         auth,
-        owners: SessionOwners::default(),
+        owners,
         in_flight,
         sessions,
         max_body,

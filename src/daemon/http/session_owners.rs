@@ -2,7 +2,8 @@
 //! all of them together, may keep open.
 //!
 //! An MCP session belongs to the token that opened it: a request with
-//! another token into it (a call, its SSE stream, a DELETE) gets `403`. One
+//! another token into it (a call, its SSE stream, a DELETE) gets `403`, and
+//! a reload that removes the token or gives it a new secret ends it. One
 //! token keeps at most [`SESSIONS_PER_TOKEN`] sessions and all tokens
 //! together at most [`MAX_SESSIONS`]; opening one more ends the least
 //! recently used. A DELETE that ends a session is confirmed with `200`.
@@ -42,11 +43,19 @@ pub const MAX_SESSIONS: usize = 512;
 /// sessions too).
 #[derive(Clone, Default)]
 pub(super) struct SessionOwners {
-    owners: Arc<Mutex<HashMap<String, (String, Instant)>>>,
+    owners: Arc<Mutex<HashMap<String, Owner>>>,
+}
+
+/// The token that opened a session, by name and by the digest of the
+/// secret it showed then (`None` without auth), and when it was last used.
+struct Owner {
+    token: String,
+    secret: Option<[u8; 32]>,
+    seen: Instant,
 }
 
 impl SessionOwners {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, (String, Instant)>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Owner>> {
         crate::sync::lock(&self.owners)
     }
 
@@ -54,8 +63,8 @@ impl SessionOwners {
     pub(super) fn allows(&self, id: &str, caller: &str) -> bool {
         let mut owners = self.lock();
         match owners.get_mut(id) {
-            Some((owner, seen)) if owner == caller => {
-                *seen = Instant::now();
+            Some(owner) if owner.token == caller => {
+                owner.seen = Instant::now();
                 true
             }
             Some(_) => false,
@@ -63,27 +72,47 @@ impl SessionOwners {
         }
     }
 
-    /// Records a session `caller` opened; returns the sessions to end so
-    /// that the caller keeps at most `per_token` and everyone at most
-    /// `total`, least recently used first.
-    fn opened(&self, id: &str, caller: &str, per_token: usize, total: usize) -> Vec<String> {
+    /// Records a session `caller` opened with the secret of digest
+    /// `secret`; returns the sessions to end so that the caller keeps at
+    /// most `per_token` and everyone at most `total`, least recently used
+    /// first.
+    fn opened(
+        &self,
+        id: &str,
+        caller: &str,
+        secret: Option<[u8; 32]>,
+        per_token: usize,
+        total: usize,
+    ) -> Vec<String> {
         let now = Instant::now();
         let mut owners = self.lock();
-        owners.retain(|_, (_, seen)| now.duration_since(*seen) <= SESSION_IDLE);
-        owners.insert(id.to_owned(), (caller.to_owned(), now));
+        owners.retain(|_, owner| now.duration_since(owner.seen) <= SESSION_IDLE);
+        owners.insert(
+            id.to_owned(),
+            Owner {
+                token: caller.to_owned(),
+                secret,
+                seen: now,
+            },
+        );
         let mut ended = Vec::new();
-        let end_oldest = |owners: &mut HashMap<String, (String, Instant)>, mine: bool| {
+        let end_oldest = |owners: &mut HashMap<String, Owner>, mine: bool| {
             let oldest = owners
                 .iter()
-                .filter(|(other, (owner, _))| other.as_str() != id && (!mine || owner == caller))
-                .min_by_key(|(_, (_, seen))| *seen)
+                .filter(|(other, owner)| other.as_str() != id && (!mine || owner.token == caller))
+                .min_by_key(|(_, owner)| owner.seen)
                 .map(|(other, _)| other.clone());
             if let Some(oldest) = &oldest {
                 owners.remove(oldest);
             }
             oldest
         };
-        while owners.values().filter(|(owner, _)| owner == caller).count() > per_token {
+        while owners
+            .values()
+            .filter(|owner| owner.token == caller)
+            .count()
+            > per_token
+        {
             match end_oldest(&mut owners, true) {
                 Some(oldest) => ended.push(oldest),
                 None => break,
@@ -96,6 +125,59 @@ impl SessionOwners {
             }
         }
         ended
+    }
+
+    /// Forgets and returns the sessions whose token `config` no longer has,
+    /// or has with another secret than the one that opened them: a reload
+    /// leaves nothing open to a revoked or leaked secret (a session's
+    /// stream of notifications included).
+    fn revoked(&self, config: &crate::config::Config) -> Vec<(String, String)> {
+        let mut owners = self.lock();
+        let gone: Vec<String> = owners
+            .iter()
+            .filter(|(_, owner)| {
+                owner.secret.is_some()
+                    && !config
+                        .tokens
+                        .iter()
+                        .any(|t| t.name == owner.token && Some(*t.secret.digest()) == owner.secret)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        gone.into_iter()
+            .filter_map(|id| owners.remove(&id).map(|owner| (id, owner.token)))
+            .collect()
+    }
+
+    /// Ends, at every reload of `gateway`'s config until `cancel`, the
+    /// sessions whose token it removed or gave a new secret.
+    pub(super) fn end_revoked_at_reloads(
+        &self,
+        gateway: &crate::gateway::Gateway,
+        sessions: &Arc<LocalSessionManager>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) {
+        let (owners, gateway, sessions) = (self.clone(), gateway.clone(), sessions.clone());
+        let mut reloads = gateway.watch_config();
+        crate::task::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = reloads.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
+                    () = cancel.cancelled() => return,
+                }
+                for (id, token) in owners.revoked(&gateway.config()) {
+                    tracing::info!(
+                        "token {} was removed or given a new secret: its MCP session {id} ends",
+                        crate::error::label(&token)
+                    );
+                    end_session(&sessions, id);
+                }
+            }
+        });
     }
 
     fn closed(&self, id: &str) {
@@ -111,13 +193,14 @@ impl SessionOwners {
         sessions: &Arc<LocalSessionManager>,
         session: Option<&str>,
         name: &str,
+        secret: Option<[u8; 32]>,
         is_delete: bool,
         response: &mut Response,
     ) {
         match (session, response.headers().get(SESSION_ID)) {
             (None, Some(id)) => {
                 if let Ok(id) = id.to_str() {
-                    let ended = self.opened(id, name, SESSIONS_PER_TOKEN, MAX_SESSIONS);
+                    let ended = self.opened(id, name, secret, SESSIONS_PER_TOKEN, MAX_SESSIONS);
                     for old in ended {
                         tracing::info!(
                             "token {name:?} opened MCP session {id}: ending its least recently used session {old} (at most {SESSIONS_PER_TOKEN} per token, {MAX_SESSIONS} in all)"
@@ -176,7 +259,7 @@ mod tests {
     fn sessions_belong_to_their_opener() {
         let owners = SessionOwners::default();
         assert!(owners.allows("s1", "a"), "unknown sessions: rmcp decides");
-        assert!(owners.opened("s1", "a", 2, 10).is_empty());
+        assert!(owners.opened("s1", "a", None, 2, 10).is_empty());
         assert!(owners.allows("s1", "a"));
         assert!(!owners.allows("s1", "b"));
         owners.closed("s1");
@@ -184,14 +267,60 @@ mod tests {
     }
 
     #[test]
+    fn a_removed_token_or_a_replaced_secret_loses_its_sessions() {
+        let token = |name: &str, secret: &[u8]| crate::config::TokenConfig {
+            name: name.into(),
+            secret_file: "/s".into(),
+            secret: crate::config::TokenSecret::new(secret),
+            ports: vec!["*".into()],
+            access: crate::config::TokenAccess::Read,
+            use_credentials: false,
+            power: false,
+            policy: None,
+            approve: false,
+        };
+        let with = |tokens| {
+            let mut config = crate::config::Config::default_with_builtins();
+            config.tokens = tokens;
+            config
+        };
+        let digest = |t: &crate::config::TokenConfig| Some(*t.secret.digest());
+        let owners = SessionOwners::default();
+        owners.opened("a1", "a", digest(&token("a", b"one")), 8, 8);
+        owners.opened("b1", "b", digest(&token("b", b"two")), 8, 8);
+        owners.opened("open", "anonymous", None, 8, 8);
+        let same = with(vec![token("a", b"one"), token("b", b"two")]);
+        assert!(owners.revoked(&same).is_empty());
+        // a's secret replaced, b removed; the session without a secret stays.
+        let mut ended = owners.revoked(&with(vec![token("a", b"new")]));
+        ended.sort();
+        assert_eq!(
+            ended,
+            [
+                ("a1".to_owned(), "a".to_owned()),
+                ("b1".to_owned(), "b".to_owned())
+            ]
+        );
+        assert!(owners.allows("open", "anonymous"));
+        assert!(
+            owners.revoked(&with(Vec::new())).is_empty(),
+            "forgotten once ended"
+        );
+    }
+
+    #[test]
     fn a_token_keeps_its_newest_sessions() {
         let owners = SessionOwners::default();
-        assert!(owners.opened("a1", "a", 2, 3).is_empty());
-        assert!(owners.opened("a2", "a", 2, 3).is_empty());
+        assert!(owners.opened("a1", "a", None, 2, 3).is_empty());
+        assert!(owners.opened("a2", "a", None, 2, 3).is_empty());
         assert!(owners.allows("a1", "a"), "a1 is now the most recently used");
-        assert_eq!(owners.opened("a3", "a", 2, 3), ["a2"]);
-        assert!(owners.opened("b1", "b", 2, 3).is_empty());
-        assert_eq!(owners.opened("b2", "b", 2, 3), ["a1"], "the oldest of all");
+        assert_eq!(owners.opened("a3", "a", None, 2, 3), ["a2"]);
+        assert!(owners.opened("b1", "b", None, 2, 3).is_empty());
+        assert_eq!(
+            owners.opened("b2", "b", None, 2, 3),
+            ["a1"],
+            "the oldest of all"
+        );
         assert!(owners.allows("a2", "b"), "forgotten: rmcp answers for it");
     }
 }
