@@ -328,17 +328,7 @@ mod tests {
     }
 
     fn noc(access: TokenAccess) -> crate::config::TokenConfig {
-        crate::config::TokenConfig {
-            name: "noc".into(),
-            secret_file: "/s".into(),
-            secret: crate::config::TokenSecret::new(b"x"),
-            ports: vec!["*".into()],
-            access,
-            use_credentials: false,
-            power: false,
-            policy: None,
-            approve: false,
-        }
+        crate::config::TokenConfig::for_tests("noc", access)
     }
 
     fn with_tokens(tokens: Vec<crate::config::TokenConfig>) -> Config {

@@ -74,6 +74,25 @@ pub struct TokenConfig {
     pub approve: bool,
 }
 
+#[cfg(test)]
+impl TokenConfig {
+    /// A token of the unit tests: `name` with `access` on every port, its
+    /// secret `name` itself, no other right.
+    pub(crate) fn for_tests(name: &str, access: TokenAccess) -> TokenConfig {
+        TokenConfig {
+            name: name.to_owned(),
+            secret_file: "/secret".into(),
+            secret: TokenSecret::new(name.as_bytes()),
+            ports: vec!["*".to_owned()],
+            access,
+            use_credentials: false,
+            power: false,
+            policy: None,
+            approve: false,
+        }
+    }
+}
+
 /// Checks the `[[tokens]]` entries and reads their secrets.
 pub(super) fn resolve_tokens(
     raw: Vec<RawToken>,

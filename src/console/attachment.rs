@@ -924,17 +924,7 @@ mod tests {
         let text = format!("[ports.sw1]\ndevice = {device:?}\npreset = \"cisco-ios\"\n");
         let config = |access| {
             let mut config = crate::config::Config::parse(&text, "t.toml").expect("the config");
-            config.tokens = vec![crate::config::TokenConfig {
-                name: "noc".into(),
-                secret_file: "/s".into(),
-                secret: crate::config::TokenSecret::new(b"x"),
-                ports: vec!["*".into()],
-                access,
-                use_credentials: false,
-                power: false,
-                policy: None,
-                approve: false,
-            }];
+            config.tokens = vec![crate::config::TokenConfig::for_tests("noc", access)];
             config
         };
         let shutdown = CancellationToken::new();

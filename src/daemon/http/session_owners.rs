@@ -269,15 +269,8 @@ mod tests {
     #[test]
     fn a_removed_token_or_a_replaced_secret_loses_its_sessions() {
         let token = |name: &str, secret: &[u8]| crate::config::TokenConfig {
-            name: name.into(),
-            secret_file: "/s".into(),
             secret: crate::config::TokenSecret::new(secret),
-            ports: vec!["*".into()],
-            access: crate::config::TokenAccess::Read,
-            use_credentials: false,
-            power: false,
-            policy: None,
-            approve: false,
+            ..crate::config::TokenConfig::for_tests(name, crate::config::TokenAccess::Read)
         };
         let with = |tokens| {
             let mut config = crate::config::Config::default_with_builtins();
