@@ -70,7 +70,7 @@ pub struct Actor {
     pub person: Option<String>,
     /// `token` is a `[[tokens]]` entry of this gateway's config (an agent
     /// over HTTP): a reload that removes it or takes its write access away
-    /// ends the session's write holds.
+    /// ends the session's write holds and lines waiting for approval.
     #[serde(skip)]
     pub config_token: bool,
 }

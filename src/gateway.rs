@@ -260,16 +260,16 @@ impl Gateway {
         }
         // Requests waiting for approval were judged by the old rules: a
         // port that closes takes its requests with it, and a change of
-        // policies or of a token's access withdraws them everywhere
-        // (their callers are told to call again, to be judged anew).
+        // policies withdraws them everywhere (their callers are told to
+        // call again, to be judged anew).
         let rejudge = !self.config().judges_as(&config);
         if rejudge {
             for entry in self.lock().values() {
                 let ended = entry.gateway_port.port.approvals().withdraw_all(
-                    "a reload changed the command policies or a token's access; call again to be judged by the new ones",
+                    "a reload changed the command policies; call again to be judged by the new ones",
                 );
                 if ended > 0 {
-                    tracing::info!(port = %entry.gateway_port.port.name(), "withdrew {ended} requests for approval: the policies or a token's access changed");
+                    tracing::info!(port = %entry.gateway_port.port.name(), "withdrew {ended} requests for approval: the policies changed");
                 }
             }
         }

@@ -224,7 +224,8 @@ impl Caller {
     /// Whether the caller is a `[[tokens]]` entry of this gateway's
     /// config (not the local operator, a person or a token of another
     /// gateway): a reload that removes it or takes its write access away
-    /// ends its agents' write holds ([`crate::gateway::Gateway::reload`]).
+    /// ends its agents' write holds and lines waiting for approval
+    /// ([`crate::gateway::Gateway::reload`]).
     pub fn is_config_token(&self) -> bool {
         self.config_token
     }
