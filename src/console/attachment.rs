@@ -958,7 +958,7 @@ mod tests {
             };
             let (typing, incoming) = mpsc::channel(16);
             let (outgoing, mut out) = mpsc::channel(1024);
-            let served = tokio::spawn(serve(
+            let served = crate::task::spawn(serve(
                 gateway.clone(),
                 person,
                 None,
