@@ -317,11 +317,10 @@ impl Gateway {
     /// when its token is lowered (`access/standing.rs`).
     fn end_what_lost_write_access(&self) {
         let config = self.config();
-        let lost = |actor_token: &str| {
-            !config
-                .tokens
-                .iter()
-                .any(|t| t.name == actor_token && t.access >= crate::config::TokenAccess::Write)
+        let lost = |token: &str| {
+            config
+                .token_named(token)
+                .is_none_or(|t| t.access < crate::config::TokenAccess::Write)
         };
         for entry in self.lock().values() {
             let port = &entry.gateway_port.port;

@@ -214,15 +214,9 @@ impl Standing {
             Source::Fixed => Some(self.caller.clone()),
             Source::Token { secret } => {
                 let config = self.gateway.config();
-                let token = config
-                    .tokens
-                    .iter()
-                    .find(|t| t.name == name)
-                    .ok_or_else(|| {
-                        format!(
-                            "token {name:?} was removed from the config; this connection is closed"
-                        )
-                    })?;
+                let token = config.token_named(&name).ok_or_else(|| {
+                    format!("token {name:?} was removed from the config; this connection is closed")
+                })?;
                 if Some(*token.secret.digest()) != *secret {
                     return Err(format!(
                         "token {name:?} was given a new secret; this connection is closed. Connect again with the new secret"
@@ -281,11 +275,9 @@ fn person_caller(
 
 /// The digest of the secret the config in force gives token `name`.
 pub(crate) fn token_digest(gateway: &Gateway, name: &str) -> Option<[u8; 32]> {
-    let config = gateway.config();
-    config
-        .tokens
-        .iter()
-        .find(|t| t.name == name)
+    gateway
+        .config()
+        .token_named(name)
         .map(|t| *t.secret.digest())
 }
 

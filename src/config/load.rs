@@ -155,6 +155,12 @@ impl Config {
         }
     }
 
+    /// The `[[tokens]]` entry named `name`, if any: what a connection or a
+    /// hold opened with that token is judged by after a reload.
+    pub fn token_named(&self, name: &str) -> Option<&TokenConfig> {
+        self.tokens.iter().find(|t| t.name == name)
+    }
+
     /// The configured port whose device path is `device`, if any.
     pub fn port_by_device(&self, device: &str) -> Option<&PortConfig> {
         self.ports

@@ -523,9 +523,8 @@ async fn access_lost(gateway: &Gateway, caller: &Caller, tool: &str) {
     let keeps = || {
         gateway
             .config()
-            .tokens
-            .iter()
-            .any(|t| t.name == caller.name && t.access >= needs)
+            .token_named(&caller.name)
+            .is_some_and(|t| t.access >= needs)
     };
     let mut config = gateway.watch_config();
     config.borrow_and_update();

@@ -307,9 +307,10 @@ pub(super) async fn authenticate(
     }
     let is_delete = request.method() == axum::http::Method::DELETE;
     // The secret this request showed, as the config in force has it: a
-    // session it opens ends when a reload removes or replaces it.
+    // session it opens (only a request naming none can) ends when a reload
+    // removes or replaces it.
     let secret = match &gate.auth {
-        Auth::Tokens(gateway) if caller.is_config_token() => {
+        Auth::Tokens(gateway) if session.is_none() && caller.is_config_token() => {
             crate::access::standing::token_digest(gateway, &caller.name)
         }
         _ => None,

@@ -137,10 +137,7 @@ impl SessionOwners {
             .iter()
             .filter(|(_, owner)| {
                 owner.secret.is_some()
-                    && !config
-                        .tokens
-                        .iter()
-                        .any(|t| t.name == owner.token && Some(*t.secret.digest()) == owner.secret)
+                    && config.token_named(&owner.token).map(|t| *t.secret.digest()) != owner.secret
             })
             .map(|(id, _)| id.clone())
             .collect();
