@@ -2,9 +2,10 @@
 //! feature an SSH server usually has and this door does not (port
 //! forwarding local, remote and dynamic, agent and X11 forwarding, sftp,
 //! commands, environment variables) is refused with nothing opened and
-//! logged; and a flood before authentication (idle connections, wrong
-//! keys in a person's name from their own address) does not keep the
-//! person with their real key out.
+//! logged; a flood before authentication (idle connections, wrong keys in
+//! a person's name from their own address) does not keep the person with
+//! their real key out; and one person's connections held open take at
+//! most a quarter of the door.
 
 use std::time::Duration;
 
@@ -277,4 +278,44 @@ async fn a_flood_before_authentication_does_not_keep_a_person_with_her_key_out()
     terminal.type_keys(b"\x1d.");
     assert_eq!(exit_code(&mut ssh).await, Some(0));
     drop(idle);
+}
+
+#[tokio::test]
+async fn one_person_holding_connections_open_takes_a_quarter_of_the_door_and_no_more() {
+    if !have_openssh() {
+        return;
+    }
+    let mut door = Door::start().await;
+    // The door's 256 connections at once; a quarter for any one person.
+    const SHARE: usize = 64;
+
+    // bob (read, sw1 only) signs in again and again and keeps every
+    // connection open with no session at all (ssh -N).
+    let _held: Vec<_> = (0..SHARE)
+        .map(|_| door.ssh(None, "bob", "bob", &["-N"]))
+        .collect();
+    for _ in 0..SHARE {
+        door.daemon.stderr.wait_for("ssh: person signed in").await;
+    }
+
+    // One more of bob's is told why and opens nothing.
+    let mut one_more = door.ssh(None, "bob", "bob", &["-T", "127.0.0.1", "sw1"]);
+    assert_eq!(exit_code(&mut one_more).await, Some(1));
+    let out = one_more.wait_with_output().await.expect("output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("you hold 64 connections to this door already, the most one person may"),
+        "{stderr}"
+    );
+    door.daemon
+        .stderr
+        .wait_for("ssh: person holds 64 connections already; this one is refused")
+        .await;
+
+    // alice, with her key, attaches at once.
+    let mut terminal = Terminal::open();
+    let mut ssh = door.ssh(Some(&terminal), "alice:sw1", "alice", &["-tt"]);
+    terminal.read_until("you hold the write").await;
+    terminal.type_keys(b"\x1d.");
+    assert_eq!(exit_code(&mut ssh).await, Some(0));
 }

@@ -17,7 +17,7 @@ use russh::{ChannelId, ChannelOpenFailure, MethodKind, MethodSet};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::limits::{Admission, Gate};
+use super::limits::{Admission, Gate, PersonSlot, over_cap_message};
 use super::target::{Login, parse_exec, parse_user};
 use super::terminal::{self, Requests, Start, WindowSize};
 use crate::access::Caller;
@@ -32,6 +32,9 @@ struct SignedIn {
     login: Login,
     caller: Caller,
     key: PublicKey,
+    /// Its place among the person's connections; `None` when they held
+    /// their share already, and this one may only be told so.
+    slot: Option<PersonSlot>,
 }
 
 /// One SSH connection.
@@ -146,6 +149,10 @@ impl Connection {
         start: Start,
         session: &mut Session,
     ) -> Result<(), russh::Error> {
+        let start = match &self.signed_in {
+            Some(signed_in) if signed_in.slot.is_none() => Start::Refused(over_cap_message()),
+            _ => start,
+        };
         match self.start.take() {
             Some(tx) if self.ours(channel) => {
                 let _ = tx.send(start);
@@ -225,13 +232,31 @@ impl russh::server::Handler for Connection {
             key = %key.public_key.fingerprint(russh::keys::HashAlg::Sha256),
             "ssh: person signed in"
         );
-        if let Some(admission) = self.admission.take() {
-            admission.authenticated();
+        let slot = self.gate.sign_in(&caller.name);
+        match (&slot, &self.admission) {
+            (Some(_), _) => {
+                if let Some(admission) = self.admission.take() {
+                    admission.authenticated();
+                }
+            }
+            // Still among the unauthenticated: closed at their deadline,
+            // or sooner to make room, and told why either way.
+            (None, Some(admission)) => {
+                tracing::warn!(
+                    peer = %self.peer,
+                    person = %caller.name,
+                    "ssh: person holds {} connections already; this one is refused",
+                    super::limits::MAX_PER_PERSON
+                );
+                admission.over_cap.cancel();
+            }
+            (None, None) => {}
         }
         self.signed_in = Some(SignedIn {
             login,
             caller,
             key: key.public_key.clone(),
+            slot,
         });
         Ok(Auth::Accept)
     }

@@ -2,7 +2,9 @@
 //! HTTP listener's: a cap on connections at once, a smaller one on those
 //! not yet authenticated (when it is full, the oldest of them is closed to
 //! make room, so a flood of idle connections never keeps an engineer
-//! out), a deadline to authenticate, and failed attempts counted by source
+//! out), a quarter of the door for any one person (so that one person's
+//! connections, `ssh -N` left open, never fill it for everyone else), a
+//! deadline to authenticate, and failed attempts counted by source
 //! address and by user name ([`crate::daemon::http::throttle`]'s rule: a
 //! few in a row, then one every few seconds).
 //!
@@ -24,6 +26,9 @@ use crate::daemon::http::throttle::{DECAY, Held, Throttle, WINDOW};
 pub const MAX_CONNECTIONS: usize = 256;
 /// Of those, connections that have not authenticated yet.
 pub const MAX_UNAUTHENTICATED: usize = 64;
+/// Of those, connections one person may hold signed in: a quarter, as
+/// the HTTP listener allows one token.
+pub const MAX_PER_PERSON: usize = MAX_CONNECTIONS / 4;
 /// How long a connection may take to authenticate.
 pub const AUTH_DEADLINE: Duration = Duration::from_secs(20);
 /// User names whose failures are tracked at once.
@@ -33,6 +38,8 @@ const MAX_USERS: usize = 4096;
 #[derive(Clone, Default)]
 pub struct Gate {
     inner: Arc<Mutex<Pending>>,
+    /// Connections signed in, by person (names of `[[people]]` entries).
+    people: Arc<Mutex<HashMap<String, usize>>>,
     by_address: Throttle,
     by_user: UserThrottle,
 }
@@ -53,6 +60,10 @@ pub struct Admission {
     pub evicted: CancellationToken,
     /// Cancelled when the connection authenticates.
     pub signed_in: CancellationToken,
+    /// Cancelled when its person's key was right but they hold
+    /// [`MAX_PER_PERSON`] connections already: it stays among the
+    /// unauthenticated, to be told so and closed.
+    pub over_cap: CancellationToken,
 }
 
 impl Admission {
@@ -61,6 +72,31 @@ impl Admission {
         self.gate.leave(self.id);
         self.signed_in.cancel();
     }
+}
+
+/// A connection counted among its person's signed-in ones until it ends.
+pub struct PersonSlot {
+    gate: Gate,
+    person: String,
+}
+
+impl Drop for PersonSlot {
+    fn drop(&mut self) {
+        let mut people = crate::sync::lock(&self.gate.people);
+        if let Some(held) = people.get_mut(&self.person) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                people.remove(&self.person);
+            }
+        }
+    }
+}
+
+/// What a person holding [`MAX_PER_PERSON`] connections is told.
+pub fn over_cap_message() -> String {
+    format!(
+        "you hold {MAX_PER_PERSON} connections to this door already, the most one person may; close one and try again"
+    )
 }
 
 impl Drop for Admission {
@@ -88,7 +124,23 @@ impl Gate {
             gate: self.clone(),
             evicted,
             signed_in: CancellationToken::new(),
+            over_cap: CancellationToken::new(),
         }
+    }
+
+    /// Counts a connection `person` signed in on, until the slot drops;
+    /// `None` when they hold [`MAX_PER_PERSON`] already.
+    pub fn sign_in(&self, person: &str) -> Option<PersonSlot> {
+        let mut people = crate::sync::lock(&self.people);
+        let held = people.entry(person.to_owned()).or_insert(0);
+        if *held >= MAX_PER_PERSON {
+            return None;
+        }
+        *held += 1;
+        Some(PersonSlot {
+            gate: self.clone(),
+            person: person.to_owned(),
+        })
     }
 
     fn leave(&self, id: u64) {
@@ -168,6 +220,23 @@ mod tests {
         newest.authenticated();
         let _another = gate.admit();
         assert!(!rest[0].evicted.is_cancelled());
+    }
+
+    #[test]
+    fn a_person_holds_a_quarter_of_the_door_and_gets_a_place_back_as_one_ends() {
+        let gate = Gate::default();
+        let mut bobs: Vec<PersonSlot> = (0..MAX_PER_PERSON)
+            .map(|_| gate.sign_in("bob").expect("within bob's share"))
+            .collect();
+        assert!(gate.sign_in("bob").is_none(), "one more than bob's share");
+        assert!(
+            gate.sign_in("alice").is_some(),
+            "alice is not counted as bob"
+        );
+        bobs.pop();
+        assert!(gate.sign_in("bob").is_some(), "an ended connection's place");
+        drop(bobs);
+        assert!(crate::sync::lock(&gate.people).get("bob").is_none());
     }
 
     #[test]

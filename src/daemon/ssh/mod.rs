@@ -118,6 +118,7 @@ async fn accept(
         let admission = gate.admit();
         let evicted = admission.evicted.clone();
         let signed_in = admission.signed_in.clone();
+        let over_cap = admission.over_cap.clone();
         let handler = handler::Connection::new(
             gateway.clone(),
             gate.clone(),
@@ -128,7 +129,7 @@ async fn accept(
         let ssh = ssh.clone();
         let shutdown = shutdown.clone();
         crate::task::spawn(async move {
-            serve(ssh, stream, handler, evicted, signed_in, shutdown).await;
+            serve(ssh, stream, handler, evicted, signed_in, over_cap, shutdown).await;
             drop(slot);
         });
     }
@@ -136,15 +137,25 @@ async fn accept(
 
 /// Runs one connection: closed when it does not authenticate within
 /// [`limits::AUTH_DEADLINE`] or a newer one takes its place among the
-/// unauthenticated.
+/// unauthenticated (as is one whose person holds their share of the
+/// door already, `over_cap`).
 async fn serve(
     ssh: Arc<SshConfig>,
     stream: tokio::net::TcpStream,
     handler: handler::Connection,
     evicted: CancellationToken,
     signed_in: CancellationToken,
+    over_cap: CancellationToken,
     shutdown: CancellationToken,
 ) {
+    // A person over their share is told so, however it ends.
+    let unless_over_cap = |why: String| {
+        if over_cap.is_cancelled() {
+            limits::over_cap_message()
+        } else {
+            why
+        }
+    };
     let deadline = tokio::time::Instant::now() + limits::AUTH_DEADLINE;
     // The session first: its first step sends the door's version, which a
     // connection evicted before it was ever polled (many arriving at
@@ -161,10 +172,10 @@ async fn serve(
     let why = tokio::select! {
         _ = &mut running => return,
         () = tokio::time::sleep_until(deadline), if !signed_in.is_cancelled() => {
-            format!("not authenticated within {} s", limits::AUTH_DEADLINE.as_secs())
+            unless_over_cap(format!("not authenticated within {} s", limits::AUTH_DEADLINE.as_secs()))
         }
         () = evicted.cancelled(), if !signed_in.is_cancelled() => {
-            "too many connections are waiting to authenticate".to_owned()
+            unless_over_cap("too many connections are waiting to authenticate".to_owned())
         }
         () = signed_in.cancelled() => {
             tokio::select! {
