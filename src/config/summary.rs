@@ -5,10 +5,11 @@
 
 use std::fmt;
 
-use super::access::{AuthMode, TokenAccess};
+use super::access::AuthMode;
 use super::load::Config;
 use super::tls::ListenerTls;
 use super::tokens::TokenConfig;
+use crate::access::rules::access_name;
 use crate::settings::LineEnding;
 
 impl Config {
@@ -309,20 +310,11 @@ fn auth_name(auth: AuthMode) -> &'static str {
     }
 }
 
-/// A token's `access` as the config file writes it.
-fn access_name(access: TokenAccess) -> &'static str {
-    match access {
-        TokenAccess::Metrics => "metrics",
-        TokenAccess::Read => "read",
-        TokenAccess::Write => "write",
-        TokenAccess::Admin => "admin",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
     use super::*;
+    use crate::config::TokenAccess;
 
     #[test]
     fn the_summary_spells_values_as_the_config_file_does() {

@@ -3,7 +3,8 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::JsonObject;
-use rmcp::{Json, tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,7 @@ impl GateServer {
     pub async fn alerts(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<AlertsResult>, ToolError> {
         let a: AlertsArgs = parse("alerts", raw)?;
         let conn = self.session.get(a.connection.as_deref())?;
@@ -102,8 +104,10 @@ impl GateServer {
                 severity,
             };
             let (name, regex) = (shown(&watch.name), shown(&watch.regex));
+            // Its caller's access sets its share of the port's watches.
+            let access = super::server::tool_caller(self, &context.extensions)?.access;
             alerts
-                .add_session_watch(session, watch)
+                .add_session_watch(session, access, watch)
                 .map_err(|e| GateError::invalid(format!("watch {name} ({regex}): {e}")))?;
         }
         if let Some(name) = a.unwatch

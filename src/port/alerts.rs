@@ -26,6 +26,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::clean::clean_field;
+use crate::config::TokenAccess;
 use crate::config::watches::{MAX_WATCHES, Severity, Watch, check_watch_name, check_watch_regex};
 use crate::sync::lock;
 use crate::watchset::{WatchHit, WatchSet};
@@ -43,6 +44,19 @@ pub const SESSION_WATCH_RATE: u32 = 10;
 pub const MAX_SESSION_WATCHES: usize = 16;
 /// Session watches one port takes from all sessions together.
 pub const MAX_PORT_SESSION_WATCHES: usize = 64;
+
+/// Of a port's session watches, how many the callers of `access` and of
+/// any weaker access may hold together: half for read, three quarters
+/// for write, all for admin. So no caller can fill the port's watches
+/// against one whose access is higher (a read token opening session after
+/// session leaves an operator's and an admin's room).
+pub fn session_watch_share(access: TokenAccess) -> usize {
+    match access {
+        TokenAccess::Metrics | TokenAccess::Read => MAX_PORT_SESSION_WATCHES / 2,
+        TokenAccess::Write => MAX_PORT_SESSION_WATCHES * 3 / 4,
+        TokenAccess::Admin => MAX_PORT_SESSION_WATCHES,
+    }
+}
 
 /// The window [`SESSION_WATCH_RATE`] counts in.
 const RATE_WINDOW: Duration = Duration::from_secs(1);
@@ -141,6 +155,8 @@ struct State {
 #[derive(Clone)]
 struct SessionWatch {
     session: u64,
+    /// The access of the caller that added it, for [`session_watch_share`].
+    access: TokenAccess,
     watch: Watch,
     /// When the current rate window began; `None` before the first alert.
     window: Option<Instant>,
@@ -430,9 +446,14 @@ impl Alerts {
         all
     }
 
-    /// Adds (or replaces) a watch of `session`. The error says what is
-    /// wrong; nothing changes then.
-    pub(crate) fn add_session_watch(&self, session: u64, watch: Watch) -> Result<(), String> {
+    /// Adds (or replaces) a watch of `session`, whose caller has `access`.
+    /// The error says what is wrong; nothing changes then.
+    pub(crate) fn add_session_watch(
+        &self,
+        session: u64,
+        access: TokenAccess,
+        watch: Watch,
+    ) -> Result<(), String> {
         check_watch_name(&watch.name)?;
         check_watch_regex(&watch.regex)?;
         if self.config.iter().any(|w| w.name == watch.name) {
@@ -464,8 +485,16 @@ impl Alerts {
                         "the port has {MAX_PORT_SESSION_WATCHES} session watches already; try later"
                     ));
                 }
+                let share = session_watch_share(access);
+                if session_list.iter().filter(|w| w.access <= access).count() >= share {
+                    return Err(format!(
+                        "the port's session watches open to {} access ({share} of {MAX_PORT_SESSION_WATCHES}) are taken; try later, or ask for a watch in the port's config",
+                        crate::access::rules::access_name(access)
+                    ));
+                }
                 session_list.push(SessionWatch {
                     session,
+                    access,
                     watch,
                     window: None,
                     in_window: 0,
@@ -618,6 +647,42 @@ mod tests {
     }
 
     #[test]
+    fn no_access_can_fill_a_ports_session_watches_against_a_higher_one() {
+        let alerts = Alerts::new("sw1", Vec::new(), None);
+        let add = |session: u64, access: TokenAccess, name: &str| {
+            let watch = Watch {
+                name: name.into(),
+                regex: "y".into(),
+                severity: Severity::Info,
+            };
+            alerts.add_session_watch(session, access, watch)
+        };
+        // A read token's sessions, each up to its own bound, take half.
+        let half = MAX_PORT_SESSION_WATCHES / 2;
+        for i in 0..half {
+            let session = (i / MAX_SESSION_WATCHES) as u64 + 1;
+            add(session, TokenAccess::Read, &format!("r{i}")).unwrap();
+        }
+        let refused = add(100, TokenAccess::Read, "r-more").unwrap_err();
+        assert!(
+            refused.contains("open to read access (32 of 64)"),
+            "{refused}"
+        );
+        // Writers take up to three quarters in all, then admins the rest.
+        for i in 0..MAX_PORT_SESSION_WATCHES / 4 {
+            add(200, TokenAccess::Write, &format!("w{i}")).unwrap();
+        }
+        assert!(add(201, TokenAccess::Write, "w-more").is_err());
+        for i in 0..MAX_PORT_SESSION_WATCHES / 4 {
+            add(300 + i as u64, TokenAccess::Admin, &format!("a{i}")).unwrap();
+        }
+        assert!(add(400, TokenAccess::Admin, "a-more").is_err());
+        // A read token's watch gone makes room for a reader again.
+        assert!(alerts.remove_session_watch(1, "r0"));
+        add(100, TokenAccess::Read, "r-more").unwrap();
+    }
+
+    #[test]
     fn session_watches_are_checked_bounded_and_removed() {
         let alerts = Alerts::new("sw1", Vec::new(), None);
         let w = |name: &str, regex: &str| Watch {
@@ -627,18 +692,34 @@ mod tests {
         };
         let g0 = alerts.generation();
         alerts
-            .add_session_watch(1, w("bgp", "BGP-5-ADJCHANGE"))
+            .add_session_watch(1, TokenAccess::Admin, w("bgp", "BGP-5-ADJCHANGE"))
             .unwrap();
         assert!(alerts.generation() > g0);
-        assert!(alerts.add_session_watch(1, w("bad", "(")).is_err());
-        assert!(alerts.add_session_watch(1, w("empty", "x*")).is_err());
-        assert!(alerts.add_session_watch(1, w("bad name\n", "x")).is_err());
+        assert!(
+            alerts
+                .add_session_watch(1, TokenAccess::Admin, w("bad", "("))
+                .is_err()
+        );
+        assert!(
+            alerts
+                .add_session_watch(1, TokenAccess::Admin, w("empty", "x*"))
+                .is_err()
+        );
+        assert!(
+            alerts
+                .add_session_watch(1, TokenAccess::Admin, w("bad name\n", "x"))
+                .is_err()
+        );
         for i in 1..MAX_SESSION_WATCHES {
             alerts
-                .add_session_watch(1, w(&format!("w{i}"), "y"))
+                .add_session_watch(1, TokenAccess::Admin, w(&format!("w{i}"), "y"))
                 .unwrap();
         }
-        assert!(alerts.add_session_watch(1, w("one_more", "y")).is_err());
+        assert!(
+            alerts
+                .add_session_watch(1, TokenAccess::Admin, w("one_more", "y"))
+                .is_err()
+        );
         assert_eq!(alerts.watches_of(1).len(), MAX_SESSION_WATCHES);
         assert!(alerts.watches_of(2).is_empty());
         assert!(alerts.remove_session_watch(1, "bgp"));
@@ -666,6 +747,7 @@ mod tests {
         alerts
             .add_session_watch(
                 7,
+                TokenAccess::Read,
                 Watch {
                     name: "anything".into(),
                     regex: "\\S".into(),
@@ -713,7 +795,9 @@ mod tests {
             regex: regex.into(),
             severity: Severity::Info,
         };
-        alerts.add_session_watch(3, w("x")).unwrap();
+        alerts
+            .add_session_watch(3, TokenAccess::Admin, w("x"))
+            .unwrap();
         let (_, compiled) = alerts.current();
         for i in 0..=MAX_SESSION_ALERTS as u64 {
             // A new rate window each time, as if a second had passed.

@@ -5,7 +5,9 @@
 //! `serialgate_alerts_total{severity="critical"}` counts only the crash,
 //! the daemon logs no ERROR line for the session watch, the crash is still
 //! in the port's alerts for every session after the flood, and the session
-//! that added the watch sees its own alerts, bounded.
+//! that added the watch sees its own alerts, bounded. And a read token
+//! opening session after session cannot fill a port's session watches
+//! against an operator.
 
 use std::time::Duration;
 
@@ -246,5 +248,79 @@ async fn a_read_tokens_watch_reaches_neither_webhook_metrics_log_nor_the_ports_a
         resource["alerts"].as_array().map(Vec::len),
         Some(1),
         "{resource}"
+    );
+}
+
+#[tokio::test]
+async fn a_read_token_opening_sessions_cannot_take_every_watch_of_a_port_from_an_operator() {
+    const BOTH: &[daemon::TestToken<'static>] = &[
+        TOKENS[0],
+        (
+            "ops",
+            "ops-secret-0123456789abcdef01",
+            r#"["sw1"]"#,
+            "write",
+        ),
+    ];
+    let dir = TempDir::new().unwrap();
+    let pty = Pty::open().unwrap();
+    let mut text = daemon::tokens_toml(dir.path(), BOTH);
+    text.push_str(&format!(
+        "[ports.sw1]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n",
+        pty.slave_path().display()
+    ));
+    let config = dir.path().join("serialgate.toml");
+    std::fs::write(&config, text).unwrap();
+    let notify = NotifySocket::bind(dir.path());
+    let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
+    let url = daemon.http_url().await;
+    notify.expect("READY=1").await;
+
+    // The reader opens as many sessions as a port's session watches
+    // would take, each adding as many watches as one session may (16).
+    let mut taken = 0;
+    let mut refusal = None;
+    // Kept open: a session's watches end with it.
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let session = UpdatesClient::http(&url, BOTH[0].1).await.unwrap();
+        session.call("connect", json!({"port": "sw1"})).await.ok();
+        for n in 0..16 {
+            let added = session
+                .call("alerts", json!({"watch": format!("w{n}"), "regex": "y"}))
+                .await;
+            match added {
+                serialgate_testkit::client::Outcome::Ok(_) => taken += 1,
+                serialgate_testkit::client::Outcome::Err(e) => {
+                    refusal.get_or_insert(e);
+                }
+            }
+        }
+        sessions.push(session);
+    }
+    assert_eq!(taken, 32, "the read token's watches on sw1");
+    let refusal = refusal.expect("the reader was refused at some point");
+    assert!(
+        refusal.contains("open to read access (32 of 64) are taken"),
+        "{refusal}"
+    );
+
+    // The operator still adds one, and is told of it.
+    let operator = UpdatesClient::http(&url, BOTH[1].1).await.unwrap();
+    operator.call("connect", json!({"port": "sw1"})).await.ok();
+    let added = operator
+        .call(
+            "alerts",
+            json!({"watch": "bgp", "regex": "%BGP-5-ADJCHANGE", "severity": "error"}),
+        )
+        .await
+        .ok();
+    assert!(
+        added["watches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["name"] == "bgp"),
+        "{added}"
     );
 }
