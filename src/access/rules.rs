@@ -120,17 +120,6 @@ pub fn tool_visible(tool: &str, access: TokenAccess) -> bool {
     classify(tool).0 <= access
 }
 
-/// The name of an access level, as the config spells it (and the web
-/// view's pages show it).
-pub fn access_name(access: TokenAccess) -> &'static str {
-    match access {
-        TokenAccess::Metrics => "metrics",
-        TokenAccess::Read => "read",
-        TokenAccess::Write => "write",
-        TokenAccess::Admin => "admin",
-    }
-}
-
 /// The refusal of a port outside the caller's globs.
 fn port_refused(caller: &Caller, port: &str) -> GateError {
     GateError::new(
@@ -170,12 +159,12 @@ fn access_refused(caller: &Caller, what: &str, needs: TokenAccess) -> GateError 
         ErrorCode::Forbidden,
         format!(
             "{what} needs {} access, and {} has {} access: it may use {} on ports matching {}; ask the operator for a token with {} access",
-            access_name(needs),
+            needs.name(),
             caller.who(),
-            access_name(caller.access),
+            caller.access.name(),
             may.join(", "),
             caller.globs(),
-            access_name(needs),
+            needs.name(),
         ),
     )
 }

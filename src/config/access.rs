@@ -31,3 +31,16 @@ pub enum TokenAccess {
     /// Also take over writers and change line settings.
     Admin,
 }
+
+impl TokenAccess {
+    /// The level's name, as the config spells it (and the web view's
+    /// pages and refusals show it).
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenAccess::Metrics => "metrics",
+            TokenAccess::Read => "read",
+            TokenAccess::Write => "write",
+            TokenAccess::Admin => "admin",
+        }
+    }
+}

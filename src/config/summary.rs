@@ -9,7 +9,6 @@ use super::access::AuthMode;
 use super::load::Config;
 use super::tls::ListenerTls;
 use super::tokens::TokenConfig;
-use crate::access::rules::access_name;
 use crate::settings::LineEnding;
 
 impl Config {
@@ -195,7 +194,7 @@ impl fmt::Display for Summary<'_> {
                     f,
                     "  {}: {} access, ports {} (secret from {}){}{}, {}",
                     t.name,
-                    access_name(t.access),
+                    t.access.name(),
                     t.ports.join(", "),
                     t.secret_file.display(),
                     if t.use_credentials {
@@ -218,7 +217,7 @@ impl fmt::Display for Summary<'_> {
                     f,
                     "  {}: {} access, ports {}, {} key(s) from {}{}, {}",
                     p.name,
-                    access_name(p.access),
+                    p.access.name(),
                     p.ports.join(", "),
                     p.keys.len(),
                     p.authorized_keys.display(),
@@ -435,11 +434,7 @@ mod tests {
         }
         let (_dir, file) = secrets();
         for access in [TokenAccess::Read, TokenAccess::Write, TokenAccess::Admin] {
-            let text = format!(
-                "{}access = \"{}\"\n",
-                token_toml("a", "a"),
-                access_name(access)
-            );
+            let text = format!("{}access = \"{}\"\n", token_toml("a", "a"), access.name());
             let c = parse_in(&file, &text).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(c.tokens[0].access, access);
         }

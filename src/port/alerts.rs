@@ -489,7 +489,7 @@ impl Alerts {
                 if session_list.iter().filter(|w| w.access <= access).count() >= share {
                     return Err(format!(
                         "the port's session watches open to {} access ({share} of {MAX_PORT_SESSION_WATCHES}) are taken; try later, or ask for a watch in the port's config",
-                        crate::access::rules::access_name(access)
+                        access.name()
                     ));
                 }
                 session_list.push(SessionWatch {

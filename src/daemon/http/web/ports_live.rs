@@ -32,7 +32,7 @@ use tokio::time::Instant;
 
 use super::state::{WebState, login_standing};
 use crate::access::Caller;
-use crate::access::rules::{access_name, may_decide_approval, may_read_port};
+use crate::access::rules::{may_decide_approval, may_read_port};
 use crate::access::standing::{Recheck, Standing};
 use crate::audit::Actor;
 use crate::clean::{CleanOptions, clean_output};
@@ -415,7 +415,7 @@ fn snapshot(gateway: &Gateway, caller: &Caller, ports: &[Shown]) -> Snapshot {
     Snapshot {
         r#type: "ports",
         token: caller.name.clone(),
-        access: access_name(caller.access),
+        access: caller.access.name(),
         bytes_since: "the daemon started",
         ports: views,
     }

@@ -13,7 +13,7 @@ use axum::routing::get;
 
 use super::state::WebState;
 use super::{assets, origin, ports_live, signin, transcript};
-use crate::access::{Caller, rules};
+use crate::access::Caller;
 use crate::daemon::http::listener::Admission;
 
 /// The Content-Security-Policy of every web view response: nothing but the
@@ -171,7 +171,7 @@ async fn security_headers(State(state): State<WebState>, request: Request, next:
 async fn whoami(axum::Extension(caller): axum::Extension<Arc<Caller>>) -> Response {
     axum::Json(serde_json::json!({
         "token": caller.name,
-        "access": rules::access_name(caller.access),
+        "access": caller.access.name(),
     }))
     .into_response()
 }
