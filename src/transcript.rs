@@ -185,6 +185,14 @@ impl Transcript {
     pub fn tail(&self, max: u64) -> io::Result<String> {
         tail(self.dir.open_read(&self.name)?, max)
     }
+
+    /// The file opened for reading (never through a link) with its length
+    /// now: for a download of its end read a piece at a time.
+    pub fn open_read(&self) -> io::Result<(File, u64)> {
+        let file = self.dir.open_read(&self.name)?;
+        let len = file.metadata()?.len();
+        Ok((file, len))
+    }
 }
 
 /// The transcript file name of `port`. Port names are checked where they

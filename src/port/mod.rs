@@ -36,6 +36,7 @@ mod responder;
 mod sharing;
 mod state;
 pub mod tail;
+pub mod tail_stream;
 mod telnet_link;
 pub mod transfer;
 mod transfer_drive;

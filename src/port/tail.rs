@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use super::Port;
+use super::tail_stream::{Pieces, file_pieces, log_pieces};
 
 use crate::clean::{CleanOptions, clean_output};
 
@@ -58,6 +59,30 @@ impl Port {
                 text,
                 transcript: true,
             }),
+            Ok(Err(e)) => {
+                tracing::warn!(port = %self.name(), "reading the transcript failed: {e}");
+                Err("the transcript could not be read; the daemon's log says why".to_owned())
+            }
+            Err(_) => Err("reading the transcript failed".to_owned()),
+        }
+    }
+
+    /// The last `max` bytes of the port's transcript, or of the output it
+    /// retains without one, as text read a piece at a time, and whether it
+    /// is the transcript: what a download streams, holding no copy.
+    pub async fn tail_pieces(&self, max: u64) -> Result<(Pieces, bool), String> {
+        let Some(transcript) = self.transcript() else {
+            let log = self.log();
+            let to = log.head();
+            let from = to.saturating_sub(max).max(log.oldest());
+            return Ok((log_pieces(self.clone(), from, to), false));
+        };
+        transcript
+            .wait_written(self.log().head(), 0, CATCH_UP)
+            .await;
+        let opening = transcript.clone();
+        match crate::task::spawn_blocking(move || opening.open_read()).await {
+            Ok(Ok((file, len))) => Ok((file_pieces(file, len.saturating_sub(max), len), true)),
             Ok(Err(e)) => {
                 tracing::warn!(port = %self.name(), "reading the transcript failed: {e}");
                 Err("the transcript could not be read; the daemon's log says why".to_owned())

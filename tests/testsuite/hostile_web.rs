@@ -10,8 +10,9 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, ORIGIN, SET_COOKIE};
 use serde_json::json;
 use serialgate_testkit::console::ConsoleConn;
+use serialgate_testkit::load::{AnonPeak, proc_status_kib};
 use serialgate_testkit::wait;
-use serialgate_testkit::web::{LAB, NOC, WebSite};
+use serialgate_testkit::web::{AUDIT, LAB, NOC, WebSite};
 
 /// A client that shows redirects instead of following them.
 fn http() -> reqwest::Client {
@@ -354,6 +355,66 @@ async fn transcripts_download_within_the_tokens_ports() {
     assert_eq!(
         get(&site, &long, Some(&noc)).await.status(),
         StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn a_read_tokens_unread_transcript_downloads_hold_no_copy_of_the_transcript_each() {
+    let site = WebSite::start().await;
+    // 8 MiB of a chatty switch's log in sw1's transcript.
+    let line = b"%LINK-3-UPDOWN: Interface GigabitEthernet0/1, changed state to up\r\n";
+    let chunk: Vec<u8> = line
+        .iter()
+        .copied()
+        .cycle()
+        .take(line.len() * 16_000)
+        .collect();
+    while std::fs::metadata(site.dir.path().join("logs/transcripts/sw1.log")).map_or(0, |m| m.len())
+        < 8 << 20
+    {
+        site.sw1.inject(&chunk).await;
+    }
+    site.sw1.inject(b"end of the flood\r\n").await;
+    let file = site.dir.path().join("logs/transcripts/sw1.log");
+    wait::eventually(
+        "the transcript written",
+        Duration::from_secs(20),
+        async || {
+            let written = std::fs::read(&file).unwrap_or_default();
+            wait::when(written.ends_with(b"end of the flood\r\n"), |ended| *ended)
+        },
+    )
+    .await;
+
+    // The read token asks for it 48 times at once and reads none of it.
+    let audit = cookie(&site, AUDIT).await;
+    let pid = site.daemon.child.id().expect("the daemon runs");
+    let before = proc_status_kib(pid, "RssAnon").expect("RssAnon");
+    let peak = AnonPeak::start(pid);
+    let mut unread = Vec::new();
+    for _ in 0..48 {
+        let r = get(&site, "/web/console/sw1/transcript", Some(&audit)).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        unread.push(r);
+    }
+    let grown = peak.stop().expect("sampled").saturating_sub(before);
+    assert!(
+        grown < 96 << 10,
+        "48 unread downloads of an 8 MiB transcript grew the daemon by {grown} KiB"
+    );
+
+    // Read, one is the transcript's end, whole lines, as the file has it.
+    let text = unread.pop().expect("one").text().await.expect("the body");
+    let on_disk = String::from_utf8_lossy(&std::fs::read(&file).expect("the file")).into_owned();
+    assert!(
+        text.len() > 8 << 20 && on_disk.ends_with(&text),
+        "{} bytes",
+        text.len()
+    );
+    assert!(
+        text.ends_with("end of the flood\r\n"),
+        "{:?}",
+        &text[text.len() - 80..]
     );
 }
 

@@ -3,12 +3,15 @@
 //! that does not exist). With `[server] log_dir` it is the transcript file
 //! (timestamps, what was sent marked, secrets redacted; the last
 //! [`MAX_DOWNLOAD_BYTES`]); without, the output the daemon still retains,
-//! as text, and the file name says `output` instead of `transcript`. At a
+//! as text, and the file name says `output` instead of `transcript`. Either
+//! is read a piece at a time as the client takes it: a client that does
+//! not read holds a connection, never a copy of the transcript. At a
 //! serving gateway, another site's port (`site/port`) comes from its site,
 //! its last 960 KiB.
 
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -42,9 +45,9 @@ pub async fn download(
     let tail = match found {
         Some(gp) => gp
             .port
-            .tail(MAX_DOWNLOAD_BYTES)
+            .tail_pieces(MAX_DOWNLOAD_BYTES)
             .await
-            .map(|tail| (tail.text, tail.transcript))
+            .map(|(pieces, transcript)| (Body::from_stream(pieces), transcript))
             .map_err(|why| (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n"))),
         // Another site's port (`site/port`): its site sends the end.
         // One its site never announced is `404`, as a local one that does
@@ -62,6 +65,7 @@ pub async fn download(
             Some((target, consoles)) => {
                 crate::console::fleet_transcript::transcript_of(consoles, &target)
                     .await
+                    .map(|(text, transcript)| (Body::from(text), transcript))
                     .map_err(|e| (StatusCode::BAD_GATEWAY, format!("{e}\n")))
             }
             None => Err((
