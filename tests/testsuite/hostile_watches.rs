@@ -48,6 +48,45 @@ async fn scrape(metrics: &str) -> prometheus_parse::Scrape {
     prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).unwrap()
 }
 
+/// Writes the config of `tokens`, `server` (`[server]` keys, or nothing)
+/// and port sw1 on `pty` into `dir`; its path.
+fn write_config(
+    dir: &TempDir,
+    tokens: &[daemon::TestToken<'_>],
+    server: &str,
+    pty: &Pty,
+) -> std::path::PathBuf {
+    let mut text = daemon::tokens_toml(dir.path(), tokens);
+    text.push_str(server);
+    text.push_str(&format!(
+        "[ports.sw1]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n",
+        pty.slave_path().display()
+    ));
+    let config = dir.path().join("serialgate.toml");
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
+/// Adds `client`'s session watch `name` on its connection, and checks
+/// that the answer lists it.
+async fn add_watch(client: &UpdatesClient, name: &str, regex: &str, severity: &str) {
+    let added = client
+        .call(
+            "alerts",
+            json!({"watch": name, "regex": regex, "severity": severity}),
+        )
+        .await
+        .ok();
+    assert!(
+        added["watches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["name"] == name),
+        "{added}"
+    );
+}
+
 /// `list_ports`' entry of sw1.
 async fn sw1(client: &UpdatesClient) -> Value {
     let ports = client.call("list_ports", json!({})).await.ok();
@@ -108,15 +147,15 @@ async fn a_read_tokens_watch_reaches_neither_webhook_metrics_log_nor_the_ports_a
     let dir = TempDir::new().unwrap();
     let pty = Pty::open().unwrap();
     let (hook, mut posted) = receiver().await;
-    let mut text = daemon::tokens_toml(dir.path(), TOKENS);
-    text.push_str(&format!(
-        "[server]\nmetrics_listen = \"127.0.0.1:0\"\n\
-         alert_webhook = {{ url = \"{hook}\", retries = 0, queue = 64 }}\n\
-         [ports.sw1]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n",
-        pty.slave_path().display()
-    ));
-    let config = dir.path().join("serialgate.toml");
-    std::fs::write(&config, text).unwrap();
+    let config = write_config(
+        &dir,
+        TOKENS,
+        &format!(
+            "[server]\nmetrics_listen = \"127.0.0.1:0\"\n\
+             alert_webhook = {{ url = \"{hook}\", retries = 0, queue = 64 }}\n"
+        ),
+        &pty,
+    );
     let notify = NotifySocket::bind(dir.path());
     let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
     let line = daemon.stderr.wait_for("metrics at http://").await;
@@ -130,21 +169,7 @@ async fn a_read_tokens_watch_reaches_neither_webhook_metrics_log_nor_the_ports_a
     for client in [&attacker, &bystander] {
         client.call("connect", json!({"port": "sw1"})).await.ok();
     }
-    let added = attacker
-        .call(
-            "alerts",
-            json!({"watch": "anything", "regex": "\\S", "severity": "critical"}),
-        )
-        .await
-        .ok();
-    assert!(
-        added["watches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["name"] == "anything"),
-        "{added}"
-    );
+    add_watch(&attacker, "anything", "\\S", "critical").await;
 
     let head = num(&sw1(&attacker).await, "head");
     let mut written = flood(&pty, 0).await;
@@ -264,13 +289,7 @@ async fn a_read_token_opening_sessions_cannot_take_every_watch_of_a_port_from_an
     ];
     let dir = TempDir::new().unwrap();
     let pty = Pty::open().unwrap();
-    let mut text = daemon::tokens_toml(dir.path(), BOTH);
-    text.push_str(&format!(
-        "[ports.sw1]\ndevice = \"{}\"\npreset = \"cisco-ios\"\n",
-        pty.slave_path().display()
-    ));
-    let config = dir.path().join("serialgate.toml");
-    std::fs::write(&config, text).unwrap();
+    let config = write_config(&dir, BOTH, "", &pty);
     let notify = NotifySocket::bind(dir.path());
     let mut daemon = Daemon::spawn(Some(&config), &notify, &["--http", "127.0.0.1:0"]);
     let url = daemon.http_url().await;
@@ -308,19 +327,5 @@ async fn a_read_token_opening_sessions_cannot_take_every_watch_of_a_port_from_an
     // The operator still adds one, and is told of it.
     let operator = UpdatesClient::http(&url, BOTH[1].1).await.unwrap();
     operator.call("connect", json!({"port": "sw1"})).await.ok();
-    let added = operator
-        .call(
-            "alerts",
-            json!({"watch": "bgp", "regex": "%BGP-5-ADJCHANGE", "severity": "error"}),
-        )
-        .await
-        .ok();
-    assert!(
-        added["watches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["name"] == "bgp"),
-        "{added}"
-    );
+    add_watch(&operator, "bgp", "%BGP-5-ADJCHANGE", "error").await;
 }
