@@ -239,7 +239,7 @@ impl Standing {
         };
         if found.access < TokenAccess::Read {
             return Err(format!(
-                "token {name:?} now has metrics access, which opens no console; this connection is closed"
+                "token {name:?} now has metrics access, which reaches no port (no console, feed or stream of alerts); this connection is closed"
             ));
         }
         if found.same_rights(&self.caller) {
@@ -350,6 +350,14 @@ mod tests {
         assert_eq!(standing.check_now(), Ok(Recheck::Same));
         let again = tokio::time::timeout(Duration::from_secs(3600), standing.changed()).await;
         assert!(again.is_err(), "woke without cause: {again:?}");
+        // Lowered to metrics: whatever it holds open (a console, the
+        // ports feed, a stream of alerts) ends, and is told so.
+        gateway
+            .reload(with_tokens(vec![noc(TokenAccess::Metrics)]))
+            .await;
+        let why = standing.check_now().expect_err("metrics reaches no port");
+        assert!(why.contains("reaches no port"), "{why}");
+        let mut standing = Standing::token(Caller::from_token(&noc(TokenAccess::Read)), &gateway);
         gateway.reload(with_tokens(Vec::new())).await;
         let why = standing.check_now().expect_err("the token was removed");
         assert!(why.contains("removed"), "{why}");
