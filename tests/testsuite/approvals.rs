@@ -151,6 +151,35 @@ pub(crate) async fn pending(person: &mut ConsoleConn, n: usize) -> Vec<Value> {
 }
 
 /// Reads console frames until an error; its message.
+/// While the agent's `reload` waits for approval, writes `rewritten` as
+/// the config and reloads it, then has `person` approve the request they
+/// listed before: the agent's error, and the person's refusal.
+async fn reload_while_a_reload_waits(
+    site: &Site,
+    person: &mut ConsoleConn,
+    config: &std::path::Path,
+    rewritten: String,
+) -> (String, (String, String)) {
+    let change = async {
+        let list = pending(person, 1).await;
+        std::fs::write(config, rewritten).expect("rewrite the config");
+        site.daemon.signal(libc::SIGHUP);
+        pending(person, 0).await;
+        person
+            .send_json(
+                &json!({"type": "decide", "id": list[0]["id"], "line": "reload", "approve": true}),
+            )
+            .await;
+        refusal(person).await
+    };
+    let (e, late) = tokio::join!(
+        site.agent
+            .call("send_command", json!({"command": "reload"})),
+        change
+    );
+    (e.expect("MCP").err(), late)
+}
+
 async fn refusal(person: &mut ConsoleConn) -> (String, String) {
     let e = person.until_json("error").await;
     (
@@ -598,25 +627,13 @@ async fn a_reload_that_changes_the_policies_withdraws_what_waits() {
     assert_eq!(site.received("reload in 5"), 1);
 
     // Changed policies: withdrawn, and a decision after it finds nothing.
-    let (e, late) = {
-        let change = async {
-            let list = pending(&mut person, 1).await;
-            std::fs::write(&config, written.replace(spare, "[policies.spare]\n"))
-                .expect("rewrite the config");
-            site.daemon.signal(libc::SIGHUP);
-            pending(&mut person, 0).await;
-            person
-                .send_json(&json!({"type": "decide", "id": list[0]["id"], "line": "reload", "approve": true}))
-                .await;
-            refusal(&mut person).await
-        };
-        tokio::join!(
-            site.agent
-                .call("send_command", json!({"command": "reload"})),
-            change
-        )
-    };
-    let e = e.expect("MCP").err();
+    let (e, late) = reload_while_a_reload_waits(
+        &site,
+        &mut person,
+        &config,
+        written.replace(spare, "[policies.spare]\n"),
+    )
+    .await;
     assert!(
         e.starts_with("denied: ")
             && e.contains("withdrawn undecided")
@@ -641,28 +658,13 @@ async fn a_reload_that_lowers_the_waiting_callers_token_withdraws_its_request() 
         "secret_file = \"noc.token\"\napprove = true\nports = [\"*\"]\naccess = \"write\"";
     assert!(written.contains(noc_writes), "{written}");
     let (mut person, _) = ConsoleConn::attach(&site.socket, "sw1", "watch", json!({})).await;
-    let (e, late) = {
-        let lower = async {
-            let list = pending(&mut person, 1).await;
-            std::fs::write(
-                &config,
-                written.replace(noc_writes, &noc_writes.replace("\"write\"", "\"read\"")),
-            )
-            .expect("rewrite the config");
-            site.daemon.signal(libc::SIGHUP);
-            pending(&mut person, 0).await;
-            person
-                .send_json(&json!({"type": "decide", "id": list[0]["id"], "line": "reload", "approve": true}))
-                .await;
-            refusal(&mut person).await
-        };
-        tokio::join!(
-            site.agent
-                .call("send_command", json!({"command": "reload"})),
-            lower
-        )
-    };
-    let e = e.expect("MCP").err();
+    let (e, late) = reload_while_a_reload_waits(
+        &site,
+        &mut person,
+        &config,
+        written.replace(noc_writes, &noc_writes.replace("\"write\"", "\"read\"")),
+    )
+    .await;
     assert!(
         e.starts_with("denied: ")
             && e.contains("withdrawn undecided")

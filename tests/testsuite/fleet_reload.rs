@@ -5,6 +5,7 @@
 //! remote switch, in the same session, and to a call still waiting there.
 
 use serde_json::json;
+use serialgate_testkit::client::GateClient;
 use serialgate_testkit::console::ConsoleConn;
 use serialgate_testkit::rig::enable;
 
@@ -12,6 +13,22 @@ use super::approvals::pending;
 use super::fleet::{Fleet, OPS, ROOT, SITES, Setup, clock, err, ok};
 
 const AGENT: &str = "agent-secret-0123456789";
+
+/// A fleet whose site dc1 has a console socket, and the agent token with
+/// `policy` (its TOML line), connected to `dc1/core-sw1` and enabled;
+/// `None` where the fleet cannot run (a missing tool, outside CI).
+async fn agent_on_core_sw1(policy: &'static str) -> Option<(Fleet, GateClient)> {
+    let fleet = Fleet::start_with(Setup {
+        site_console: true,
+        tokens: vec![("agent", AGENT, policy)],
+        ..Setup::default()
+    })
+    .await?;
+    let agent = fleet.agent(AGENT).await;
+    ok(&agent, "connect", json!({"port": "dc1/core-sw1"})).await;
+    enable(&agent).await;
+    Some((fleet, agent))
+}
 
 #[tokio::test]
 async fn a_reload_of_fleet_says_what_needs_a_restart_and_the_site_goes_on_serving() {
@@ -61,18 +78,9 @@ async fn a_reload_of_fleet_says_what_needs_a_restart_and_the_site_goes_on_servin
 
 #[tokio::test]
 async fn a_token_s_policy_changed_by_a_reload_judges_its_next_remote_line_in_the_same_session() {
-    let Some(fleet) = Fleet::start_with(Setup {
-        site_console: true,
-        tokens: vec![("agent", AGENT, "policy = \"locked\"\n")],
-        ..Setup::default()
-    })
-    .await
-    else {
+    let Some((fleet, agent)) = agent_on_core_sw1("policy = \"locked\"\n").await else {
         return;
     };
-    let agent = fleet.agent(AGENT).await;
-    ok(&agent, "connect", json!({"port": "dc1/core-sw1"})).await;
-    enable(&agent).await;
     let denied = err(
         &agent,
         "send_command",
@@ -173,18 +181,9 @@ async fn a_token_lowered_by_a_reload_has_no_old_rights_left_in_its_session_at_a_
 /// nothing reaches the switch.
 #[tokio::test]
 async fn a_remote_line_waiting_for_approval_is_withdrawn_when_a_reload_lowers_its_token() {
-    let Some(fleet) = Fleet::start_with(Setup {
-        site_console: true,
-        tokens: vec![("agent", AGENT, "policy = \"guarded\"\n")],
-        ..Setup::default()
-    })
-    .await
-    else {
+    let Some((fleet, agent)) = agent_on_core_sw1("policy = \"guarded\"\n").await else {
         return;
     };
-    let agent = fleet.agent(AGENT).await;
-    ok(&agent, "connect", json!({"port": "dc1/core-sw1"})).await;
-    enable(&agent).await;
     let socket = fleet.dir.path().join("console-dc1.sock");
     let (mut person, _) = ConsoleConn::attach(&socket, "core-sw1", "watch", json!({})).await;
     let serving = &fleet.configs[SITES.len()];
