@@ -186,12 +186,13 @@ impl Transcript {
         tail(self.dir.open_read(&self.name)?, max)
     }
 
-    /// The file opened for reading (never through a link) with its length
-    /// now: for a download of its end read a piece at a time.
-    pub fn open_read(&self) -> io::Result<(File, u64)> {
-        let file = self.dir.open_read(&self.name)?;
-        let len = file.metadata()?.len();
-        Ok((file, len))
+    /// The file opened for reading (never through a link) at its last
+    /// `max` bytes, with where that is and its length now: for a download
+    /// of its end read a piece at a time.
+    pub fn open_tail(&self, max: u64) -> io::Result<(File, u64, u64)> {
+        let mut file = self.dir.open_read(&self.name)?;
+        let (start, len) = seek_to_tail(&mut file, max)?;
+        Ok((file, start, len))
     }
 }
 
@@ -214,13 +215,20 @@ fn file_name(port: &str) -> io::Result<String> {
     Ok(format!("{port}.log"))
 }
 
-/// The last `max` bytes of a file, starting after the first line break
-/// when the cut falls mid-line.
-fn tail(mut file: File, max: u64) -> io::Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
+/// Puts `file` at its last `max` bytes: where that is, and its length.
+fn seek_to_tail(file: &mut File, max: u64) -> io::Result<(u64, u64)> {
+    use std::io::{Seek, SeekFrom};
     let len = file.metadata()?.len();
     let start = len.saturating_sub(max);
     file.seek(SeekFrom::Start(start))?;
+    Ok((start, len))
+}
+
+/// The last `max` bytes of a file, starting after the first line break
+/// when the cut falls mid-line.
+fn tail(mut file: File, max: u64) -> io::Result<String> {
+    use std::io::Read;
+    let (start, len) = seek_to_tail(&mut file, max)?;
     let mut bytes = Vec::with_capacity((len - start) as usize);
     file.read_to_end(&mut bytes)?;
     if start > 0

@@ -75,14 +75,14 @@ impl Port {
             let log = self.log();
             let to = log.head();
             let from = to.saturating_sub(max).max(log.oldest());
-            return Ok((log_pieces(self.clone(), from, to), false));
+            return Ok((log_pieces(log.clone(), from, to), false));
         };
         transcript
             .wait_written(self.log().head(), 0, CATCH_UP)
             .await;
         let opening = transcript.clone();
-        match crate::task::spawn_blocking(move || opening.open_read()).await {
-            Ok(Ok((file, len))) => Ok((file_pieces(file, len.saturating_sub(max), len), true)),
+        match crate::task::spawn_blocking(move || opening.open_tail(max)).await {
+            Ok(Ok((file, start, len))) => Ok((file_pieces(file, start, len), true)),
             Ok(Err(e)) => {
                 tracing::warn!(port = %self.name(), "reading the transcript failed: {e}");
                 Err("the transcript could not be read; the daemon's log says why".to_owned())

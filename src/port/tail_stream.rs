@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures_util::stream::{self, BoxStream, StreamExt};
 use tokio::io::AsyncReadExt;
 
-use super::Port;
+use crate::log::OutputLog;
 
 /// Bytes read or copied at a time.
 const PIECE: usize = 64 * 1024;
@@ -18,8 +18,9 @@ const PIECE: usize = 64 * 1024;
 /// The text pieces of a tail, in order.
 pub type Pieces = BoxStream<'static, io::Result<Bytes>>;
 
-/// `file` from `start` to `end`, starting after its first line break when
-/// `start` falls mid-file (the first line is then likely cut), as text.
+/// `file`, positioned at `start`, up to `end`, starting after its first
+/// line break when `start` falls mid-file (the first line is then likely
+/// cut), as text.
 pub fn file_pieces(file: std::fs::File, start: u64, end: u64) -> Pieces {
     let state = FileTail {
         file: tokio::fs::File::from_std(file),
@@ -42,13 +43,12 @@ pub fn file_pieces(file: std::fs::File, start: u64, end: u64) -> Pieces {
     .boxed()
 }
 
-/// What `port` retains from `from` to `to` of its OutputLog, as text; what
-/// retention drops meanwhile is skipped.
-pub fn log_pieces(port: Port, from: u64, to: u64) -> Pieces {
-    let state = (port, from, LossyText::default());
+/// What `log` retains from `from` to `to`, as text; what retention drops
+/// meanwhile is skipped.
+pub fn log_pieces(log: OutputLog, from: u64, to: u64) -> Pieces {
+    let state = (log, from, LossyText::default());
     stream::unfold(Some(state), move |state| async move {
-        let (port, at, mut text) = state?;
-        let log = port.log();
+        let (log, at, mut text) = state?;
         let at = at.max(log.oldest());
         if at >= to {
             let rest = text.finish();
@@ -56,7 +56,7 @@ pub fn log_pieces(port: Port, from: u64, to: u64) -> Pieces {
         }
         let until = to.min(at + PIECE as u64);
         let piece = text.push(&log.copy_range(at, until));
-        Some((Ok(Bytes::from(piece)), Some((port, until, text))))
+        Some((Ok(Bytes::from(piece)), Some((log, until, text))))
     })
     .boxed()
 }
@@ -75,11 +75,9 @@ struct FileTail {
 impl FileTail {
     /// The next piece of text; `None` at `end` (or the file's end).
     async fn next_piece(&mut self) -> io::Result<Option<Bytes>> {
-        use tokio::io::AsyncSeekExt;
         if self.at >= self.end {
             return Ok(None);
         }
-        self.file.seek(io::SeekFrom::Start(self.at)).await?;
         let want = usize::try_from(self.end - self.at).map_or(PIECE, |left| left.min(PIECE));
         let mut bytes = vec![0; want];
         let read = self.file.read(&mut bytes).await?;
@@ -178,7 +176,8 @@ mod tests {
         let len = written.len() as u64;
         let path = path.as_path();
         let read = |start: u64| async move {
-            let file = std::fs::File::open(path).unwrap();
+            let mut file = std::fs::File::open(path).unwrap();
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start)).unwrap();
             let pieces: Vec<Bytes> = file_pieces(file, start, len)
                 .map(|p| p.unwrap())
                 .collect()
