@@ -12,6 +12,7 @@ use super::Port;
 use super::tail_stream::{Pieces, file_pieces, log_pieces};
 
 use crate::clean::{CleanOptions, clean_output};
+use crate::transcript::Transcript;
 
 /// How long the transcript may take to catch up with what arrived.
 const CATCH_UP: Duration = Duration::from_millis(500);
@@ -50,21 +51,13 @@ impl Port {
                 transcript: false,
             });
         };
-        transcript
-            .wait_written(self.log().head(), 0, CATCH_UP)
-            .await;
-        let reading = transcript.clone();
-        match crate::task::spawn_blocking(move || reading.tail(max)).await {
-            Ok(Ok(text)) => Ok(Tail {
-                text,
-                transcript: true,
-            }),
-            Ok(Err(e)) => {
-                tracing::warn!(port = %self.name(), "reading the transcript failed: {e}");
-                Err("the transcript could not be read; the daemon's log says why".to_owned())
-            }
-            Err(_) => Err("reading the transcript failed".to_owned()),
-        }
+        let text = self
+            .read_transcript(transcript, move |t| t.tail(max))
+            .await?;
+        Ok(Tail {
+            text,
+            transcript: true,
+        })
     }
 
     /// The last `max` bytes of the port's transcript, or of the output it
@@ -77,12 +70,26 @@ impl Port {
             let from = to.saturating_sub(max).max(log.oldest());
             return Ok((log_pieces(log.clone(), from, to), false));
         };
+        let (file, start, len) = self
+            .read_transcript(transcript, move |t| t.open_tail(max))
+            .await?;
+        Ok((file_pieces(file, start, len), true))
+    }
+
+    /// `read` of `transcript` on the blocking pool, once what the port has
+    /// received is written there (or [`CATCH_UP`] has passed); `Err` says
+    /// it could not be read (the daemon's log says why).
+    async fn read_transcript<T: Send + 'static>(
+        &self,
+        transcript: &Transcript,
+        read: impl FnOnce(&Transcript) -> std::io::Result<T> + Send + 'static,
+    ) -> Result<T, String> {
         transcript
             .wait_written(self.log().head(), 0, CATCH_UP)
             .await;
-        let opening = transcript.clone();
-        match crate::task::spawn_blocking(move || opening.open_tail(max)).await {
-            Ok(Ok((file, start, len))) => Ok((file_pieces(file, start, len), true)),
+        let reading = transcript.clone();
+        match crate::task::spawn_blocking(move || read(&reading)).await {
+            Ok(Ok(read)) => Ok(read),
             Ok(Err(e)) => {
                 tracing::warn!(port = %self.name(), "reading the transcript failed: {e}");
                 Err("the transcript could not be read; the daemon's log says why".to_owned())
