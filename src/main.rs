@@ -288,7 +288,11 @@ fn check_config(file: &std::path::Path) -> anyhow::Result<()> {
             ),
         }
     }
-    for note in config.absent_device_notes() {
+    for note in config
+        .absent_device_notes()
+        .into_iter()
+        .chain(config.short_secret_notes())
+    {
         println!("{note}");
     }
     Ok(())

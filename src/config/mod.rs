@@ -71,4 +71,4 @@ pub use self::server::{
 };
 pub use self::summary::Summary;
 pub use self::tls::ListenerTls;
-pub use self::tokens::{TokenConfig, TokenSecret};
+pub use self::tokens::{LONG_SECRET_BYTES, TokenConfig, TokenSecret};

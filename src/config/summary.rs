@@ -8,7 +8,7 @@ use std::fmt;
 use super::access::AuthMode;
 use super::load::Config;
 use super::tls::ListenerTls;
-use super::tokens::TokenConfig;
+use super::tokens::{LONG_SECRET_BYTES, TokenConfig};
 use crate::settings::LineEnding;
 
 impl Config {
@@ -31,6 +31,27 @@ impl Config {
                      so an adapter not plugged in yet is fine. `serialgate list-ports` lists this \
                      machine's serial devices and their stable /dev/serial/by-id paths",
                     p.device
+                )
+            })
+            .collect()
+    }
+
+    /// A note for each token whose secret is shorter than
+    /// [`LONG_SECRET_BYTES`]: the HTTP doors keep it out, with every other
+    /// short secret, while its address is held for wrong secrets (a
+    /// guesser's, or another client's stale token on the same host).
+    pub fn short_secret_notes(&self) -> Vec<String> {
+        self.tokens
+            .iter()
+            .filter(|t| !t.secret.is_long())
+            .map(|t| {
+                format!(
+                    "note: token {:?}'s secret is shorter than {LONG_SECRET_BYTES} characters, so after \
+                     10 wrong secrets from one address (a guesser's, or another client's stale token \
+                     on the same host) it is refused from there for a minute too; a long one is \
+                     always let in: `openssl rand -hex 32 > {}`",
+                    t.name,
+                    t.secret_file.display()
                 )
             })
             .collect()

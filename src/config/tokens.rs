@@ -13,21 +13,41 @@ use super::diagnostics::{ConfigError, Source};
 use super::policies::{Policy, check_policy_name};
 use super::raw::RawToken;
 
-/// A token's secret, kept only as its SHA-256 digest: compared in constant
-/// time, never shown (`Debug` prints a placeholder) and never serialized.
+/// The length from which a token's secret counts as long: 32 characters,
+/// as `openssl rand -hex 16` makes (128 random bits). The HTTP doors hold
+/// an address for its wrong secrets, but still compare a long secret sent
+/// from it: nobody guesses one, so a guesser (or a client with a stale
+/// token) that shares an engineer's address cannot keep them out.
+pub const LONG_SECRET_BYTES: usize = 32;
+
+/// A token's secret, kept only as its SHA-256 digest and whether it is
+/// long ([`LONG_SECRET_BYTES`]): compared in constant time, never shown
+/// (`Debug` prints a placeholder) and never serialized.
 #[derive(Clone)]
-pub struct TokenSecret([u8; 32]);
+pub struct TokenSecret {
+    digest: [u8; 32],
+    long: bool,
+}
 
 impl TokenSecret {
     /// The digest of `secret` (the file's content, already trimmed).
     pub fn new(secret: &[u8]) -> TokenSecret {
         use sha2::Digest;
-        TokenSecret(sha2::Sha256::digest(secret).into())
+        TokenSecret {
+            digest: sha2::Sha256::digest(secret).into(),
+            long: secret.len() >= LONG_SECRET_BYTES,
+        }
     }
 
     /// The SHA-256 digest of the secret.
     pub fn digest(&self) -> &[u8; 32] {
-        &self.0
+        &self.digest
+    }
+
+    /// Whether the secret has [`LONG_SECRET_BYTES`] or more, so that an
+    /// address held for wrong secrets may still present it.
+    pub fn is_long(&self) -> bool {
+        self.long
     }
 }
 
@@ -40,7 +60,7 @@ impl fmt::Debug for TokenSecret {
 impl PartialEq for TokenSecret {
     fn eq(&self, other: &TokenSecret) -> bool {
         use subtle::ConstantTimeEq;
-        self.0.ct_eq(&other.0).into()
+        self.digest.ct_eq(&other.digest).into()
     }
 }
 

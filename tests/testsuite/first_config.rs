@@ -116,3 +116,40 @@ async fn each_first_mistake_is_answered_with_its_fix() {
         "{stdout}"
     );
 }
+
+/// A token with a short secret is accepted with a note of what it costs
+/// (a held address keeps it out too) and how to make a long one; a long
+/// secret gets no note.
+#[tokio::test]
+async fn a_short_token_secret_is_noted_with_how_to_make_a_long_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let device = dir.path().join("ttyUSB0");
+    std::fs::write(&device, "").expect("a device path that exists");
+    let config = |secret: &str| {
+        let file = dir.path().join("agent.secret");
+        std::fs::write(&file, format!("{secret}\n")).expect("write the secret");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
+        format!(
+            "[ports.rtr1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n[[tokens]]\nname = \"agent\"\n\
+             secret_file = \"agent.secret\"\nports = [\"*\"]\naccess = \"write\"\n",
+            device.display()
+        )
+    };
+    let short = check(&dir, &config("hunter2-hunter2")).await;
+    let stdout = String::from_utf8_lossy(&short.stdout);
+    assert!(
+        short.status.success(),
+        "{}",
+        String::from_utf8_lossy(&short.stderr)
+    );
+    assert!(
+        stdout.contains("note: token \"agent\"'s secret is shorter than 32 characters")
+            && stdout.contains("openssl rand -hex 32 > agent.secret"),
+        "{stdout}"
+    );
+    let long = check(&dir, &config(&"0123456789abcdef".repeat(4))).await;
+    let stdout = String::from_utf8_lossy(&long.stdout);
+    assert!(long.status.success(), "{stdout}");
+    assert!(!stdout.contains("note:"), "{stdout}");
+}

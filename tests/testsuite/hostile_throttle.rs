@@ -5,7 +5,7 @@
 //! that made none, its sign-ins do not end another token's browser login,
 //! and wrong bearer tokens on `/mcp` and the console WebSocket are
 //! throttled like the web sign-in while a valid token from another source
-//! goes on working.
+//! goes on working, and a long secret from the held address too.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, COOKIE, ORIGIN, RETRY_AFTER};
 use serialgate_testkit::console::ConsoleConn;
-use serialgate_testkit::web::{AUDIT, LAB, NOC, WebSite};
+use serialgate_testkit::web::{AGENT, AUDIT, LAB, NOC, WebSite};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 
@@ -263,4 +263,51 @@ async fn wrong_bearer_tokens_are_throttled_and_others_go_on() {
         .send_json(&serde_json::json!({"type": "hello", "port": "sw1", "mode": "attach"}))
         .await;
     person.until_json("attached").await;
+}
+
+/// An MCP `initialize` to `to` with `token`, on a connection of its own.
+fn initialize(to: SocketAddr, token: &str) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"held","version":"1"}}}"#;
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {to}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// An engineer whose client shares its address with a guesser (or with an
+/// agent whose token is stale) is not kept out when their secret is long:
+/// from the held address a long secret opens `/mcp`, a console and the web
+/// view, while a short valid one and long wrong guesses get `429`.
+#[tokio::test]
+async fn a_held_address_still_lets_a_long_secret_in() {
+    let site = WebSite::start().await;
+    let to = listen_addr(&site);
+    let from = source(3);
+    let codes = wrong_tokens(from, to, 11, |t| initialize(to, t)).await;
+    assert_eq!(codes[10], 429, "the address is held: {codes:?}");
+    assert!(AGENT.len() >= 32 && AUDIT.len() < 32);
+
+    let short = send_from(from, to, &initialize(to, AUDIT)).await;
+    assert_eq!(status(&short), 429, "a short secret is held: {short}");
+    assert!(
+        short.contains("let in meanwhile"),
+        "says what gets in: {short}"
+    );
+    for i in 0..20 {
+        let guess = format!("a-long-guess-{i:02}-0123456789abcdefghij");
+        let head = send_from(from, to, &initialize(to, &guess)).await;
+        assert_eq!(status(&head), 429, "long guess {i}: {head}");
+    }
+
+    let long = send_from(from, to, &initialize(to, AGENT)).await;
+    assert_eq!(status(&long), 200, "the long secret opens /mcp: {long}");
+    let console = format!(
+        "GET /ports/sw1/console HTTP/1.1\r\nHost: {to}\r\nAuthorization: Bearer {AGENT}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    let upgraded = send_from(from, to, &console).await;
+    assert_eq!(status(&upgraded), 101, "and a console: {upgraded}");
+    let signed_in = send_from(from, to, &sign_in_request(to, AGENT)).await;
+    assert_eq!(status(&signed_in), 303, "and the web view: {signed_in}");
+    let held = send_from(from, to, &sign_in_request(to, AUDIT)).await;
+    assert_eq!(status(&held), 429, "the read token's sign-in: {held}");
 }

@@ -17,8 +17,10 @@ pub const AUDIT: &str = "audit-secret-0123456789";
 /// An admin token's secret that reaches no port of the site (`lab`,
 /// ports `lab-*`).
 pub const LAB: &str = "lab-secret-0123456789";
-/// The agent's write token (`agent`, ports `sw*`).
-pub const AGENT: &str = "agent-secret-0123456789";
+/// The agent's write token (`agent`, ports `sw*`), the site's one long
+/// secret (32 characters or more), which an address held for wrong
+/// secrets may still present.
+pub const AGENT: &str = "agent-secret-0123456789-abcdefghij";
 
 /// The daemon, its devices and where it listens.
 pub struct WebSite {

@@ -16,8 +16,9 @@
 //! Wrong bearer tokens are counted by source in the listener's one
 //! failure throttle ([`crate::daemon::http::throttle`], shared with the
 //! web view's sign-in): a source past its failures gets `429` with
-//! `Retry-After` before its secret is compared, on `/mcp`, `/metrics` and
-//! the console WebSockets alike. Other sources are not slowed.
+//! `Retry-After` for every secret but a long one ([`Reach`]), on `/mcp`,
+//! `/metrics` and the console WebSockets alike. Other sources are not
+//! slowed.
 //!
 //! Once the caller is known, the same middleware holds it to its share of
 //! the connections ([`crate::daemon::http::listener`], `429`), to the MCP
@@ -76,15 +77,39 @@ enum Refusal {
     Unknown,
 }
 
-/// The token whose secret is `presented`, found in constant time: every
-/// token's digest is compared, and the loop never stops early. The web
-/// view's sign-in uses it too.
-pub fn find_token<'a>(tokens: &'a [TokenConfig], presented: &[u8]) -> Option<&'a TokenConfig> {
+/// Which tokens a presented secret may be: any, or (from an address held
+/// for wrong secrets) only those whose secret is long enough that nobody
+/// guesses it ([`crate::config::LONG_SECRET_BYTES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Every token.
+    All,
+    /// Tokens with a long secret only.
+    LongSecrets,
+}
+
+impl Reach {
+    /// What a request from an address held (or not) may reach.
+    pub fn from_address(held: bool) -> Reach {
+        if held { Reach::LongSecrets } else { Reach::All }
+    }
+}
+
+/// The token whose secret is `presented`, among those `reach` allows,
+/// found in constant time: every token's digest is compared, and the loop
+/// never stops early. The web view's sign-in uses it too.
+pub fn find_token<'a>(
+    tokens: &'a [TokenConfig],
+    presented: &[u8],
+    reach: Reach,
+) -> Option<&'a TokenConfig> {
     let digest: [u8; 32] = sha2::Sha256::digest(presented).into();
     let mut found = u64::MAX;
     for (i, token) in tokens.iter().enumerate() {
         let equal = token.secret.digest()[..].ct_eq(&digest[..]);
-        found.conditional_assign(&(i as u64), equal);
+        let reachable =
+            subtle::Choice::from(u8::from(reach == Reach::All || token.secret.is_long()));
+        found.conditional_assign(&(i as u64), equal & reachable);
     }
     usize::try_from(found).ok().and_then(|i| tokens.get(i))
 }
@@ -108,7 +133,7 @@ fn bearer(headers: &HeaderMap) -> Result<&[u8], Refusal> {
 }
 
 impl Auth {
-    fn check(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    fn check(&self, headers: &HeaderMap, reach: Reach) -> Result<Caller, Refusal> {
         match self {
             Auth::None(gateway) => {
                 Ok(Caller::anonymous().with_policy(gateway.config().server.policy.clone()))
@@ -116,7 +141,7 @@ impl Auth {
             Auth::Tokens(gateway) => {
                 let presented = bearer(headers)?;
                 let config = gateway.config();
-                find_token(&config.tokens, presented)
+                find_token(&config.tokens, presented, reach)
                     .map(Caller::from_token)
                     .ok_or(Refusal::Unknown)
             }
@@ -212,30 +237,50 @@ impl Gatekeeper {
                 });
             }
         }
-        // A source that guessed too often is held before its secret is
-        // compared; one that sends no secret has nothing to guess with.
-        if matches!(self.auth, Auth::Tokens(_))
-            && headers.contains_key(header::AUTHORIZATION)
-            && let Err(held) = self.throttle.check(peer.ip())
-        {
-            tracing::warn!(
-                "{peer}: refused {} {}: too many wrong bearer tokens from this address",
-                request.method(),
-                request.uri()
-            );
-            return Err(Box::new(held.response()));
-        }
-        self.auth.check(headers).map_err(|refusal| {
-            if refusal == Refusal::Unknown {
-                self.throttle.failed(peer.ip());
+        // A source that guessed too often is held: of its secrets only a
+        // long one is compared, which nobody guesses, so an engineer who
+        // shares the address with a guesser (or with a client whose token
+        // is stale) is not kept out. One that sends no secret has nothing
+        // to guess with.
+        let held = match self.auth {
+            Auth::Tokens(_) if headers.contains_key(header::AUTHORIZATION) => {
+                self.throttle.check(peer.ip()).err()
             }
-            tracing::warn!(
-                "{peer}: refused {} {}: {refusal:?} bearer token",
-                request.method(),
-                request.uri()
-            );
-            Box::new(unauthorized(&refusal))
-        })
+            _ => None,
+        };
+        let reach = Reach::from_address(held.is_some());
+        match (self.auth.check(headers, reach), held) {
+            (Ok(caller), held) => {
+                if held.is_some() {
+                    tracing::info!(
+                        "{peer}: {} {}: token {:?} let in with its long secret from an address held for wrong ones",
+                        request.method(),
+                        request.uri(),
+                        caller.name
+                    );
+                }
+                Ok(caller)
+            }
+            (Err(refusal), held) => {
+                if refusal == Refusal::Unknown {
+                    self.throttle.failed(peer.ip());
+                }
+                if let Some(held) = held {
+                    tracing::warn!(
+                        "{peer}: refused {} {}: too many wrong bearer tokens from this address",
+                        request.method(),
+                        request.uri()
+                    );
+                    return Err(Box::new(held.response()));
+                }
+                tracing::warn!(
+                    "{peer}: refused {} {}: {refusal:?} bearer token",
+                    request.method(),
+                    request.uri()
+                );
+                Err(Box::new(unauthorized(&refusal)))
+            }
+        }
     }
 }
 
@@ -392,17 +437,27 @@ mod tests {
     #[test]
     fn tokens_are_found_by_secret() {
         let tokens = [token("a", "alpha-secret"), token("b", "beta-secret")];
-        assert_eq!(
-            find_token(&tokens, b"beta-secret").map(|t| t.name.as_str()),
-            Some("b")
-        );
-        assert_eq!(
-            find_token(&tokens, b"alpha-secret").map(|t| t.name.as_str()),
-            Some("a")
-        );
-        assert!(find_token(&tokens, b"alpha-secre").is_none());
-        assert!(find_token(&tokens, b"").is_none());
-        assert!(find_token(&[], b"alpha-secret").is_none());
+        let find = |secret: &[u8]| find_token(&tokens, secret, Reach::All).map(|t| t.name.clone());
+        assert_eq!(find(b"beta-secret").as_deref(), Some("b"));
+        assert_eq!(find(b"alpha-secret").as_deref(), Some("a"));
+        assert!(find(b"alpha-secre").is_none());
+        assert!(find(b"").is_none());
+        assert!(find_token(&[], b"alpha-secret", Reach::All).is_none());
+    }
+
+    #[test]
+    fn a_held_address_reaches_the_long_secrets_only() {
+        let long = "0123456789abcdef0123456789abcdef";
+        assert_eq!(long.len(), crate::config::LONG_SECRET_BYTES);
+        let short = &long[1..];
+        let tokens = [token("short", short), token("long", long)];
+        let find = |secret: &str, reach| {
+            find_token(&tokens, secret.as_bytes(), reach).map(|t| t.name.clone())
+        };
+        assert_eq!(find(long, Reach::LongSecrets).as_deref(), Some("long"));
+        assert_eq!(find(short, Reach::LongSecrets), None);
+        assert_eq!(find(short, Reach::All).as_deref(), Some("short"));
+        assert_eq!(find(long, Reach::All).as_deref(), Some("long"));
     }
 
     #[test]

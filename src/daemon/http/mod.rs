@@ -214,6 +214,9 @@ pub async fn serve_http(
     if config.server.auth == AuthMode::None {
         tracing::warn!("auth = \"none\": every local process may use every port over HTTP");
     }
+    for note in config.short_secret_notes() {
+        tracing::warn!("{note}");
+    }
     let tls = match &config.server.tls {
         ListenerTls::Files { cert, key, .. } => {
             let (tls, summary) = ServerTls::load(cert, key)
@@ -234,6 +237,9 @@ pub async fn serve_http(
         let tls = tls.clone();
         move |running, new| {
             reload_check(running, new, &listen, loopback)?;
+            for note in new.short_secret_notes() {
+                tracing::warn!("{note}");
+            }
             reload_tls(tls.as_ref(), new)
         }
     });

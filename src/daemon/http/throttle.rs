@@ -12,6 +12,11 @@
 //! success clears nothing: a guesser who holds a valid (say, read-only)
 //! token cannot wipe its own failures by using it.
 //!
+//! A held source may still present a long secret
+//! ([`crate::config::LONG_SECRET_BYTES`]): each door compares it with the
+//! long secrets only, so the hold stops guessing at short secrets without
+//! keeping out an engineer whose address a guesser shares.
+//!
 //! The table is bounded ([`MAX_SOURCES`]); when it is full, a new source
 //! takes the place of the entry whose debt ends soonest, so a full table
 //! never makes sources share one count, and a source that failed nothing
@@ -24,6 +29,8 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+
+use crate::config::LONG_SECRET_BYTES;
 
 /// Failures a source may make in a row before it is held.
 pub const MAX_FAILURES: u32 = 10;
@@ -86,7 +93,7 @@ impl Held {
             StatusCode::TOO_MANY_REQUESTS,
             [(header::RETRY_AFTER, HeaderValue::from(seconds))],
             format!(
-                "too many wrong tokens from this address: try again in {seconds} seconds (at most {MAX_FAILURES} failures a minute)\n"
+                "too many wrong tokens from this address: try again in {seconds} seconds (at most {MAX_FAILURES} failures a minute); a token whose secret has {LONG_SECRET_BYTES} characters or more is let in meanwhile\n"
             ),
         )
             .into_response()
@@ -94,8 +101,8 @@ impl Held {
 }
 
 impl Throttle {
-    /// Whether `ip` may try a secret now; `Err` says for how long it is
-    /// held. Asked before the secret is compared.
+    /// Whether `ip` may try any secret now; `Err` says for how long it is
+    /// held to long secrets. Asked before the secret is compared.
     pub fn check(&self, ip: IpAddr) -> Result<(), Held> {
         self.check_at(Source::of(ip), Instant::now())
     }

@@ -6,7 +6,7 @@
 //! the web view's own origin ([`super::origin`]); failed sign-ins are
 //! logged with the client's address (never what was typed) and throttled
 //! by source with the bearer tokens' failures ([`crate::daemon::http::throttle`]):
-//! a held source is answered `429` before its secret is compared.
+//! a held source is answered `429` for every secret but a long one.
 
 use std::net::SocketAddr;
 
@@ -19,7 +19,8 @@ use serde::Deserialize;
 use super::browser_login::{self, LoginRefused, MAX_LOGINS};
 use super::origin;
 use super::state::WebState;
-use crate::daemon::http::auth::find_token;
+use crate::config::LONG_SECRET_BYTES;
+use crate::daemon::http::auth::{Reach, find_token};
 
 /// The largest sign-in form accepted (an oversized body is `413`).
 pub const MAX_FORM_BYTES: usize = 8 * 1024;
@@ -60,29 +61,34 @@ pub async fn sign_in(
         );
     }
     let ip = peer.ip();
-    if let Err(held) = state.throttle.check(ip) {
-        tracing::warn!("{peer}: web sign-in refused: too many failed sign-ins from this address");
-        let seconds = held.seconds();
-        let mut response = page(
-            StatusCode::TOO_MANY_REQUESTS,
-            Some(&format!(
-                "Too many failed sign-ins from this address; try again in {seconds} seconds."
-            )),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        return response;
-    }
+    // A held address may still sign in with a long secret (see `auth`).
+    let held = state.throttle.check(ip).err();
     let secret = form.token.trim().as_bytes();
     let config = state.gateway.config();
     let token = (secret.len() <= MAX_TOKEN_BYTES)
-        .then(|| find_token(&config.tokens, secret))
+        .then(|| find_token(&config.tokens, secret, Reach::from_address(held.is_some())))
         .flatten()
         // A metrics token only scrapes: it signs in to nothing.
         .filter(|t| t.access != crate::config::TokenAccess::Metrics);
     let Some(token) = token else {
         state.throttle.failed(ip);
+        if let Some(held) = held {
+            tracing::warn!(
+                "{peer}: web sign-in refused: too many failed sign-ins from this address"
+            );
+            let seconds = held.seconds();
+            let mut response = page(
+                StatusCode::TOO_MANY_REQUESTS,
+                Some(&format!(
+                    "Too many failed sign-ins from this address; try again in {seconds} seconds \
+                     (a token whose secret has {LONG_SECRET_BYTES} characters or more is let in meanwhile)."
+                )),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            return response;
+        }
         tracing::warn!(
             "{peer}: web sign-in refused: {}",
             if secret.len() > MAX_TOKEN_BYTES {
