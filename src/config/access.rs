@@ -43,4 +43,18 @@ impl TokenAccess {
             TokenAccess::Admin => "admin",
         }
     }
+
+    /// Of `total` places that callers of every access share (a door's
+    /// connections, a port's session watches), how many the callers of
+    /// this access and of every weaker one may hold together: half for
+    /// read (and metrics), three quarters for write, all for admin. So
+    /// callers of one access, however many, always leave room for those
+    /// above them.
+    pub fn share_of(self, total: usize) -> usize {
+        match self {
+            TokenAccess::Metrics | TokenAccess::Read => total / 2,
+            TokenAccess::Write => total * 3 / 4,
+            TokenAccess::Admin => total,
+        }
+    }
 }

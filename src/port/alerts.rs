@@ -42,21 +42,10 @@ pub const MAX_SESSION_ALERTS: usize = 256;
 pub const SESSION_WATCH_RATE: u32 = 10;
 /// Watches one session may add to one port.
 pub const MAX_SESSION_WATCHES: usize = 16;
-/// Session watches one port takes from all sessions together.
+/// Session watches one port takes from all sessions together; the
+/// callers of each access hold their share of them
+/// ([`TokenAccess::share_of`]).
 pub const MAX_PORT_SESSION_WATCHES: usize = 64;
-
-/// Of a port's session watches, how many the callers of `access` and of
-/// any weaker access may hold together: half for read, three quarters
-/// for write, all for admin. So no caller can fill the port's watches
-/// against one whose access is higher (a read token opening session after
-/// session leaves an operator's and an admin's room).
-pub fn session_watch_share(access: TokenAccess) -> usize {
-    match access {
-        TokenAccess::Metrics | TokenAccess::Read => MAX_PORT_SESSION_WATCHES / 2,
-        TokenAccess::Write => MAX_PORT_SESSION_WATCHES * 3 / 4,
-        TokenAccess::Admin => MAX_PORT_SESSION_WATCHES,
-    }
-}
 
 /// The window [`SESSION_WATCH_RATE`] counts in.
 const RATE_WINDOW: Duration = Duration::from_secs(1);
@@ -155,7 +144,8 @@ struct State {
 #[derive(Clone)]
 struct SessionWatch {
     session: u64,
-    /// The access of the caller that added it, for [`session_watch_share`].
+    /// The access of the caller that added it, for its share of the
+    /// port's session watches ([`TokenAccess::share_of`]).
     access: TokenAccess,
     watch: Watch,
     /// When the current rate window began; `None` before the first alert.
@@ -485,7 +475,7 @@ impl Alerts {
                         "the port has {MAX_PORT_SESSION_WATCHES} session watches already; try later"
                     ));
                 }
-                let share = session_watch_share(access);
+                let share = access.share_of(MAX_PORT_SESSION_WATCHES);
                 if session_list.iter().filter(|w| w.access <= access).count() >= share {
                     return Err(format!(
                         "the port's session watches open to {} access ({share} of {MAX_PORT_SESSION_WATCHES}) are taken; try later, or ask for a watch in the port's config",

@@ -17,6 +17,15 @@ use tokio::net::TcpStream;
 const READER: (&str, &str, &str, &str) = ("ro", "read-only-secret-0123456789", r#"["*"]"#, "read");
 const WRITER: (&str, &str, &str, &str) =
     ("rw", "read-write-secret-0123456789", r#"["*"]"#, "write");
+/// Two more read tokens: other agents, or the same leak twice over.
+const READER2: (&str, &str, &str, &str) =
+    ("ro2", "read-only-secret-two-0123456789", r#"["*"]"#, "read");
+const READER3: (&str, &str, &str, &str) = (
+    "ro3",
+    "read-only-secret-three-0123456789",
+    r#"["*"]"#,
+    "read",
+);
 const SCRAPER: (&str, &str, &str, &str) = (
     "scrape",
     "metrics-scrape-secret-0123456789",
@@ -39,7 +48,7 @@ async fn switch() -> (TempDir, SimHandle, std::path::PathBuf) {
     let config = format!(
         "[ports.sw1]\ndevice = {:?}\npreset = \"cisco-ios\"\n\n{}",
         link.display(),
-        tokens_toml(dir.path(), &[READER, WRITER, SCRAPER])
+        tokens_toml(dir.path(), &[READER, WRITER, SCRAPER, READER2, READER3])
     );
     let path = dir.path().join("serialgate.toml");
     std::fs::write(&path, config).expect("write the config");
@@ -524,22 +533,20 @@ async fn no_log_directive_brings_back_rmcp_requests() {
     }
 }
 
-/// A read token (leaked, or an agent gone wrong) that opens a thousand
-/// kept-alive connections gets a quarter of the slots and `429` beyond
-/// them; an agent with another token still gets in.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_token_cannot_take_every_connection() {
-    raise_own_fd_limit(4096);
-    let (dir, _sim, config) = switch().await;
-    let (_daemon, _notify, url) = daemon_with_fd_limit(&dir, &config, 1024, 1024).await;
-    let addr = authority(&url);
+/// Opens connections with `secret`, each kept alive after a request for
+/// the event stream, until one is refused (at most `most`); those held
+/// and the refusal's text, if one came.
+async fn hold_until_refused(
+    addr: &str,
+    secret: &str,
+    most: usize,
+) -> (Vec<TcpStream>, Option<String>) {
     let request = format!(
-        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
-        READER.1
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {secret}\r\nAccept: text/event-stream\r\n\r\n"
     );
-    let (mut held, mut refused) = (Vec::new(), 0);
-    for _ in 0..1000 {
-        let connect = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(&addr));
+    let mut held = Vec::new();
+    for _ in 0..most {
+        let connect = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr));
         let Ok(Ok(mut stream)) = connect.await else {
             break;
         };
@@ -547,16 +554,52 @@ async fn one_token_cannot_take_every_connection() {
         let mut head = [0u8; 12];
         let read = tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut head));
         match read.await {
-            Ok(Ok(_)) if &head[9..12] == b"429" => refused += 1,
+            Ok(Ok(_)) if &head[9..12] == b"429" => {
+                // A refusal closes its connection: read it to the end.
+                let mut rest = Vec::new();
+                let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest))
+                    .await;
+                return (held, Some(String::from_utf8_lossy(&rest).into_owned()));
+            }
             Ok(Ok(_)) => held.push(stream),
             _ => break, // closed without an answer: the slots are gone
         }
     }
-    assert!(refused > 0, "no connection refused; {} held", held.len());
+    (held, None)
+}
+
+/// Read tokens (leaked, or agents gone wrong) that open connection after
+/// connection and keep them: one token gets a quarter of the slots, the
+/// read tokens together half, and then `429` saying which share is full;
+/// an agent with a write token still gets in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_tokens_cannot_take_every_connection() {
+    raise_own_fd_limit(4096);
+    let (dir, _sim, config) = switch().await;
+    let (_daemon, _notify, url) = daemon_with_fd_limit(&dir, &config, 1024, 1024).await;
+    let addr = authority(&url);
+
+    let (first, refused) = hold_until_refused(&addr, READER.1, 1000).await;
+    let refused = refused.unwrap_or_else(|| panic!("{} held, none refused", first.len()));
+    assert!(refused.contains("this token holds"), "{refused}");
     assert!(
-        held.len() < 500,
+        first.len() < 500,
         "one token holds {} connections",
-        held.len()
+        first.len()
+    );
+    let (second, refused) = hold_until_refused(&addr, READER2.1, 1000).await;
+    assert!(refused.is_some(), "{} held, none refused", second.len());
+    let (third, refused) = hold_until_refused(&addr, READER3.1, 1000).await;
+    let refused = refused.expect("the third read token is refused");
+    assert!(
+        third.is_empty() && refused.contains("the tokens of read access (and weaker) hold"),
+        "{} held, then: {refused}",
+        third.len()
+    );
+    assert!(
+        first.len() + second.len() < 500,
+        "read tokens hold {} connections",
+        first.len() + second.len()
     );
 
     let agent = tokio::time::timeout(
@@ -564,7 +607,7 @@ async fn one_token_cannot_take_every_connection() {
         GateClient::connect_http(&url, Some(WRITER.1)),
     )
     .await
-    .expect("another token's agent gets an MCP session within 10 s")
+    .expect("a write token's agent gets an MCP session within 10 s")
     .expect("an MCP session");
     let listed = tokio::time::timeout(Duration::from_secs(10), agent.call("list_ports", json!({})))
         .await
@@ -572,5 +615,5 @@ async fn one_token_cannot_take_every_connection() {
         .expect("MCP transport")
         .ok();
     assert_eq!(listed["ports"][0]["name"], "sw1", "{listed}");
-    drop(held);
+    drop((first, second));
 }

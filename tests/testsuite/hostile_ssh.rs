@@ -280,21 +280,28 @@ async fn a_flood_before_authentication_does_not_keep_a_person_with_her_key_out()
     drop(idle);
 }
 
+/// People who hold connections open (`ssh -N`, a script gone wrong):
+/// one person gets a quarter of the door, the people of read access
+/// together half of the room that the unauthenticated leave, and each
+/// refused one is told which; the people of write and admin access
+/// still attach at once.
 #[tokio::test]
-async fn one_person_holding_connections_open_takes_a_quarter_of_the_door_and_no_more() {
+async fn people_holding_connections_open_take_their_share_of_the_door_and_no_more() {
     if !have_openssh() {
         return;
     }
     let mut door = Door::start().await;
-    // The door's 256 connections at once; a quarter for any one person.
-    const SHARE: usize = 64;
+    // The door's 256 connections at once; a quarter for any one person;
+    // of the 192 that the 64 unauthenticated leave, half for read.
+    const PERSON: usize = 64;
+    const READ: usize = 96;
 
     // bob (read, sw1 only) signs in again and again and keeps every
     // connection open with no session at all (ssh -N).
-    let _held: Vec<_> = (0..SHARE)
+    let mut held: Vec<_> = (0..PERSON)
         .map(|_| door.ssh(None, "bob", "bob", &["-N"]))
         .collect();
-    for _ in 0..SHARE {
+    for _ in 0..PERSON {
         door.daemon.stderr.wait_for("ssh: person signed in").await;
     }
 
@@ -312,10 +319,29 @@ async fn one_person_holding_connections_open_takes_a_quarter_of_the_door_and_no_
         .wait_for("ssh: person holds 64 connections already; this one is refused")
         .await;
 
-    // alice, with her key, attaches at once.
-    let mut terminal = Terminal::open();
-    let mut ssh = door.ssh(Some(&terminal), "alice:sw1", "alice", &["-tt"]);
-    terminal.read_until("you hold the write").await;
-    terminal.type_keys(b"\x1d.");
-    assert_eq!(exit_code(&mut ssh).await, Some(0));
+    // dave, of read access too, gets what is left of read's half.
+    held.extend((PERSON..READ).map(|_| door.ssh(None, "dave", "dave", &["-N"])));
+    for _ in PERSON..READ {
+        door.daemon.stderr.wait_for("ssh: person signed in").await;
+    }
+    let mut one_more = door.ssh(None, "dave", "dave", &["-T", "127.0.0.1", "sw1"]);
+    assert_eq!(exit_code(&mut one_more).await, Some(1));
+    let out = one_more.wait_with_output().await.expect("output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "the people of read access (and weaker) hold 96 connections to this door together"
+        ),
+        "{stderr}"
+    );
+
+    // carol (write) and alice (admin), with their keys, attach at once.
+    for person in ["carol", "alice"] {
+        let mut terminal = Terminal::open();
+        let mut ssh = door.ssh(Some(&terminal), &format!("{person}:sw1"), person, &["-tt"]);
+        terminal.read_until("you hold the write").await;
+        terminal.type_keys(b"\x1d.");
+        assert_eq!(exit_code(&mut ssh).await, Some(0), "{person}");
+    }
+    drop(held);
 }

@@ -58,14 +58,15 @@ pub(super) fn have_openssh() -> bool {
 }
 
 /// The `[[people]]` of every door: alice (admin, every port, not an
-/// approver), bob (read, sw1 only), carol (write, every port, approves),
-/// each with a key of their own in the test's directory.
+/// approver), bob and dave (read, sw1 only), carol (write, every port,
+/// approves), each with a key of their own in the test's directory.
 pub(super) fn people_toml(dir: &Path) -> String {
     let mut toml = String::new();
     for (name, ports, access, approve) in [
         ("alice", r#"["*"]"#, "admin", false),
         ("bob", r#"["sw1"]"#, "read", false),
         ("carol", r#"["*"]"#, "write", true),
+        ("dave", r#"["sw1"]"#, "read", false),
     ] {
         keygen(dir, name);
         let keys = dir.join(format!("{name}.keys"));

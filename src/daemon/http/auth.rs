@@ -20,8 +20,9 @@
 //! `/metrics` and the console WebSockets alike. Other sources are not
 //! slowed.
 //!
-//! Once the caller is known, the same middleware holds it to its share of
-//! the connections ([`crate::daemon::http::listener`], `429`), to the MCP
+//! Once the caller is known, the same middleware holds it to its token's
+//! and its access's shares of the connections
+//! ([`crate::daemon::http::listener`], `429`), to the MCP
 //! sessions it owns ([`crate::daemon::http::session_owners`], `403`), and counts
 //! the response for the shutdown drain ([`crate::daemon::http::drain`]).
 //!
@@ -185,10 +186,6 @@ pub(super) struct Gatekeeper {
     pub(super) sessions: Arc<LocalSessionManager>,
     /// Largest request body rmcp accepts (a body is read here first).
     pub(super) max_body: usize,
-    /// Connections one token may hold ([`ListenerLimits::max_per_token`]).
-    ///
-    /// [`ListenerLimits::max_per_token`]: crate::daemon::http::listener::ListenerLimits::max_per_token
-    pub(super) max_connections_per_token: usize,
     /// In front of the console WebSockets: the web view's browser logins, whose
     /// cookie stands in for a bearer token (with the origin checked);
     /// `None` in front of `/mcp`, which takes bearer tokens only.
@@ -313,24 +310,15 @@ pub(super) async fn authenticate(
             .into_response();
     }
     if let Some(admission) = request.extensions().get::<Admission>()
-        && !admission.authenticated(&caller.name, gate.max_connections_per_token)
+        && let Err(crowded) = admission.authenticated(&caller.name, caller.access)
     {
         tracing::warn!(
-            "{peer}: refused {} {}: token {:?} already holds {} connections",
+            "{peer}: refused {} {}: token {:?}'s connection: {crowded:?}",
             request.method(),
             request.uri(),
             caller.name,
-            gate.max_connections_per_token
         );
-        return (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::CONNECTION, HeaderValue::from_static("close"))],
-            format!(
-                "too many connections: this token holds {} already; reuse them (HTTP keep-alive) or close some\n",
-                gate.max_connections_per_token
-            ),
-        )
-            .into_response();
+        return crowded.response();
     }
     tracing::debug!(
         "{peer}: {} {} as {:?}",

@@ -22,6 +22,11 @@
 //!   slots); a request on one more is answered `429` and its connection
 //!   closed, so that one agent's long waits (or a leaked read token) cannot
 //!   take every slot.
+//! - **Room for higher access**: the tokens of one access and every
+//!   weaker one hold at most their share of the slots together
+//!   ([`TokenAccess::share_of`]: half for read, three quarters for
+//!   write), so that many read tokens together never keep an operator or
+//!   an admin out.
 //!
 //! - **TLS** (with `[server] tls_cert`): each connection's handshake must
 //!   also end within the header timeout, and is made with the certificate
@@ -44,6 +49,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -53,6 +60,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::config::TokenAccess;
 use crate::tls::server::ServerTls;
 
 /// How long a client may take to send a request's headers.
@@ -108,31 +116,87 @@ impl ListenerLimits {
 pub struct Admission {
     slot: Arc<Slot>,
     book: Arc<Book>,
+    limits: ListenerLimits,
+}
+
+/// Why a connection that showed a token is refused: the token, or the
+/// tokens of its access and weaker ones together, hold their share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crowded {
+    /// The token holds [`ListenerLimits::max_per_token`] connections.
+    Token {
+        /// The most one token may hold.
+        most: usize,
+    },
+    /// The tokens of `access` and weaker ones hold their share.
+    Access {
+        /// The caller's access.
+        access: TokenAccess,
+        /// The most they may hold together.
+        share: usize,
+    },
+}
+
+impl Crowded {
+    /// The `429` that refuses the request and closes its connection,
+    /// saying which share is full and what to do.
+    pub fn response(&self) -> Response {
+        let text = match self {
+            Crowded::Token { most } => format!(
+                "too many connections: this token holds {most} already, the most one token may; \
+                 reuse them (HTTP keep-alive) or close some (or some browser tabs)\n"
+            ),
+            Crowded::Access { access, share } => format!(
+                "too many connections: the tokens of {} access (and weaker) hold {share} together, \
+                 the most they may; try again when some close\n",
+                access.name()
+            ),
+        };
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::CONNECTION, HeaderValue::from_static("close"))],
+            text,
+        )
+            .into_response()
+    }
 }
 
 impl Admission {
-    /// The connection carried a request authenticated as `token`: from
-    /// its first such request on, it no longer counts against
-    /// [`ListenerLimits::max_unauthenticated`], is not closed to make room,
-    /// and counts as one of `token`'s connections. False when `token`
-    /// already holds `max_per_token` others: the caller refuses the
-    /// request and closes the connection.
-    pub fn authenticated(&self, token: &str, max_per_token: usize) -> bool {
+    /// The connection carried a request authenticated as `token` of
+    /// `access`: from its first such request on, it no longer counts
+    /// against [`ListenerLimits::max_unauthenticated`], is not closed to
+    /// make room, and counts as one of `token`'s connections and of
+    /// `access`'s. `Err` when the token, or its access, holds its share
+    /// already: the caller refuses the request and closes the connection.
+    pub fn authenticated(&self, token: &str, access: TokenAccess) -> Result<(), Crowded> {
         let mut counts = self.book.lock();
         if counts.waiting.contains_key(&self.slot.id) {
             let held = counts.per_token.get(token).copied().unwrap_or(0);
-            if held >= max_per_token {
-                return false;
+            if held >= self.limits.max_per_token {
+                return Err(Crowded::Token {
+                    most: self.limits.max_per_token,
+                });
+            }
+            let share = access.share_of(self.limits.max_connections);
+            // Metrics tokens share the read tokens' half.
+            let held_at_or_below: usize = counts
+                .per_access
+                .range(..=access.max(TokenAccess::Read))
+                .map(|(_, n)| n)
+                .sum();
+            if held_at_or_below >= share {
+                return Err(Crowded::Access { access, share });
             }
             counts.waiting.remove(&self.slot.id);
             self.slot.authenticated.store(true, Ordering::Relaxed);
             counts.authenticated += 1;
             *counts.per_token.entry(token.to_owned()).or_insert(0) += 1;
-            if let Ok(mut owner) = self.slot.token.lock() {
-                *owner = Some(token.to_owned());
+            *counts.per_access.entry(access).or_insert(0) += 1;
+            if let Ok(mut owner) = self.slot.owner.lock() {
+                *owner = Some((token.to_owned(), access));
             }
         }
-        true
+        Ok(())
     }
 }
 
@@ -141,8 +205,9 @@ struct Slot {
     id: u64,
     /// Set (under the book's lock) when it moves out of `waiting`.
     authenticated: AtomicBool,
-    /// The token whose connection it counts as, once authenticated.
-    token: Mutex<Option<String>>,
+    /// The token (and its access) whose connection it counts as, once
+    /// authenticated.
+    owner: Mutex<Option<(String, TokenAccess)>>,
     /// Cancelled to close the connection and make room.
     evicted: CancellationToken,
 }
@@ -163,6 +228,8 @@ struct Counts {
     authenticated: usize,
     /// Of those, how many each token holds.
     per_token: std::collections::HashMap<String, usize>,
+    /// And how many the tokens of each access hold.
+    per_access: BTreeMap<TokenAccess, usize>,
     next_id: u64,
     /// New connections closed at once because every slot was taken by
     /// authenticated ones.
@@ -213,7 +280,7 @@ impl Book {
         let slot = Arc::new(Slot {
             id: counts.next_id,
             authenticated: AtomicBool::new(false),
-            token: Mutex::new(None),
+            owner: Mutex::new(None),
             evicted: CancellationToken::new(),
         });
         counts.waiting.insert(slot.id, slot.clone());
@@ -228,13 +295,16 @@ impl Book {
                 && slot.authenticated.load(Ordering::Relaxed)
             {
                 counts.authenticated = counts.authenticated.saturating_sub(1);
-                let token = slot.token.lock().ok().and_then(|mut t| t.take());
-                if let Some(token) = token
-                    && let Some(held) = counts.per_token.get_mut(&token)
-                {
-                    *held = held.saturating_sub(1);
-                    if *held == 0 {
-                        counts.per_token.remove(&token);
+                let owner = slot.owner.lock().ok().and_then(|mut t| t.take());
+                if let Some((token, access)) = owner {
+                    if let Some(held) = counts.per_token.get_mut(&token) {
+                        *held = held.saturating_sub(1);
+                        if *held == 0 {
+                            counts.per_token.remove(&token);
+                        }
+                    }
+                    if let Some(held) = counts.per_access.get_mut(&access) {
+                        *held = held.saturating_sub(1);
                     }
                 }
             }
@@ -431,6 +501,7 @@ async fn http1<S>(
     let admission = Admission {
         slot: held.slot.clone(),
         book: held.book.clone(),
+        limits,
     };
     let router = TowerToHyperService::new(app);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
@@ -497,12 +568,15 @@ mod tests {
         }
     }
 
-    fn admission(book: &Arc<Book>, slot: &Arc<Slot>) -> Admission {
+    fn admission(book: &Arc<Book>, slot: &Arc<Slot>, limits: ListenerLimits) -> Admission {
         Admission {
             slot: slot.clone(),
             book: book.clone(),
+            limits,
         }
     }
+
+    const ADMIN: TokenAccess = TokenAccess::Admin;
 
     #[test]
     fn the_cap_leaves_room_for_the_ports() {
@@ -535,7 +609,11 @@ mod tests {
         let limits = limits(2, 2);
         let slots: Vec<_> = (0..2).map(|_| book.admit(&limits).unwrap()).collect();
         for slot in &slots {
-            assert!(admission(&book, slot).authenticated("a", 2));
+            assert!(
+                admission(&book, slot, limits)
+                    .authenticated("a", ADMIN)
+                    .is_ok()
+            );
         }
         assert!(book.admit(&limits).is_none(), "every slot is authenticated");
         assert!(slots.iter().all(|s| !s.evicted.is_cancelled()));
@@ -547,21 +625,70 @@ mod tests {
     #[test]
     fn one_token_holds_at_most_its_share() {
         let book = Arc::new(Book::default());
-        let limits = limits(8, 8);
+        let limits = ListenerLimits {
+            max_per_token: 2,
+            ..limits(8, 8)
+        };
         let slots: Vec<_> = (0..4).map(|_| book.admit(&limits).unwrap()).collect();
-        assert!(admission(&book, &slots[0]).authenticated("greedy", 2));
-        assert!(admission(&book, &slots[1]).authenticated("greedy", 2));
-        assert!(!admission(&book, &slots[2]).authenticated("greedy", 2));
-        assert!(admission(&book, &slots[3]).authenticated("other", 2));
-        assert!(
-            admission(&book, &slots[0]).authenticated("greedy", 2),
-            "counted once"
-        );
+        let admit =
+            |i: usize, token: &str| admission(&book, &slots[i], limits).authenticated(token, ADMIN);
+        assert_eq!(admit(0, "greedy"), Ok(()));
+        assert_eq!(admit(1, "greedy"), Ok(()));
+        assert_eq!(admit(2, "greedy"), Err(Crowded::Token { most: 2 }));
+        assert_eq!(admit(3, "other"), Ok(()));
+        assert_eq!(admit(0, "greedy"), Ok(()), "counted once");
         book.release(&slots[0]);
-        assert!(
-            admission(&book, &slots[2]).authenticated("greedy", 2),
-            "a freed share"
-        );
+        assert_eq!(admit(2, "greedy"), Ok(()), "a freed share");
         assert_eq!(book.lock().per_token["greedy"], 2);
+    }
+
+    #[test]
+    fn the_tokens_of_an_access_hold_its_share_together_and_leave_room_above() {
+        let book = Arc::new(Book::default());
+        let limits = limits(8, 8);
+        let slots: Vec<_> = (0..8).map(|_| book.admit(&limits).unwrap()).collect();
+        let admit = |i: usize, token: &str, access| {
+            admission(&book, &slots[i], limits).authenticated(token, access)
+        };
+        let (read, write) = (TokenAccess::Read, TokenAccess::Write);
+        // Four read tokens of one connection each: half of the eight.
+        for i in 0..4 {
+            assert_eq!(admit(i, &format!("reader{i}"), read), Ok(()));
+        }
+        assert_eq!(
+            admit(4, "reader4", read),
+            Err(Crowded::Access {
+                access: read,
+                share: 4
+            })
+        );
+        assert_eq!(
+            admit(4, "scraper", TokenAccess::Metrics),
+            Err(Crowded::Access {
+                access: TokenAccess::Metrics,
+                share: 4
+            }),
+            "metrics counts with read"
+        );
+        // Write tokens: up to three quarters with the readers.
+        assert_eq!(admit(4, "writer", write), Ok(()));
+        assert_eq!(admit(5, "writer2", write), Ok(()));
+        assert_eq!(
+            admit(6, "writer3", write),
+            Err(Crowded::Access {
+                access: write,
+                share: 6
+            })
+        );
+        // The admin gets the rest.
+        assert_eq!(admit(6, "admin", ADMIN), Ok(()));
+        assert_eq!(admit(7, "admin", ADMIN), Ok(()));
+        // A reader's connection closes: a reader gets its place back.
+        book.release(&slots[0]);
+        let again = book.admit(&limits).unwrap();
+        assert_eq!(
+            admission(&book, &again, limits).authenticated("reader9", read),
+            Ok(())
+        );
     }
 }

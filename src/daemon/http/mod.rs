@@ -104,7 +104,6 @@ fn app(
     gateway: &Gateway,
     stateless: Stateless,
     in_flight: InFlight,
-    limits: &ListenerLimits,
     cancel: CancellationToken,
     fleet: Option<crate::fleet::link::Fleet>,
 ) -> anyhow::Result<Router> {
@@ -143,7 +142,6 @@ fn app(
         in_flight,
         sessions,
         max_body,
-        max_connections_per_token: limits.max_per_token,
         browsers: None,
         throttle: throttle.clone(),
     };
@@ -175,7 +173,6 @@ fn app(
         open: config.server.auth == AuthMode::None,
         throttle,
         cancel: cancel.clone(),
-        max_connections_per_token: limits.max_per_token,
         tls,
     });
     // `/mcp` and every unknown path pass the bearer-token middleware (a
@@ -264,15 +261,16 @@ pub async fn serve_http(
         &gateway,
         stateless.clone(),
         in_flight.clone(),
-        &limits,
         cancel.clone(),
         fleet,
     )?;
     tracing::info!(
-        "HTTP: at most {} connections ({} without a token yet, {} per token), {:?} to send a request's headers",
+        "HTTP: at most {} connections ({} without a token yet, {} per token, {} for read tokens together, {} with write tokens), {:?} to send a request's headers",
         limits.max_connections,
         limits.max_unauthenticated,
         limits.max_per_token,
+        crate::config::TokenAccess::Read.share_of(limits.max_connections),
+        crate::config::TokenAccess::Write.share_of(limits.max_connections),
         limits.header_timeout
     );
     let mut server = crate::task::spawn(listener::serve(

@@ -17,7 +17,7 @@ use russh::{ChannelId, ChannelOpenFailure, MethodKind, MethodSet};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::limits::{Admission, Gate, PersonSlot, over_cap_message};
+use super::limits::{Admission, Crowded, Gate, PersonSlot};
 use super::target::{Login, parse_exec, parse_user};
 use super::terminal::{self, Requests, Start, WindowSize};
 use crate::access::Caller;
@@ -32,9 +32,10 @@ struct SignedIn {
     login: Login,
     caller: Caller,
     key: PublicKey,
-    /// Its place among the person's connections; `None` when they held
-    /// their share already, and this one may only be told so.
-    slot: Option<PersonSlot>,
+    /// Its place among the person's connections; `Err` when they (or the
+    /// people of their access) held their share already, and this one
+    /// may only be told so.
+    slot: Result<PersonSlot, Crowded>,
 }
 
 /// One SSH connection.
@@ -150,7 +151,9 @@ impl Connection {
         session: &mut Session,
     ) -> Result<(), russh::Error> {
         let start = match &self.signed_in {
-            Some(signed_in) if signed_in.slot.is_none() => Start::Refused(over_cap_message()),
+            Some(SignedIn {
+                slot: Err(crowded), ..
+            }) => Start::Refused(crowded.message()),
             _ => start,
         };
         match self.start.take() {
@@ -232,25 +235,33 @@ impl russh::server::Handler for Connection {
             key = %key.public_key.fingerprint(russh::keys::HashAlg::Sha256),
             "ssh: person signed in"
         );
-        let slot = self.gate.sign_in(&caller.name);
+        let slot = self.gate.sign_in(&caller.name, caller.access);
         match (&slot, &self.admission) {
-            (Some(_), _) => {
+            (Ok(_), _) => {
                 if let Some(admission) = self.admission.take() {
                     admission.authenticated();
                 }
             }
             // Still among the unauthenticated: closed at their deadline,
             // or sooner to make room, and told why either way.
-            (None, Some(admission)) => {
-                tracing::warn!(
-                    peer = %self.peer,
-                    person = %caller.name,
-                    "ssh: person holds {} connections already; this one is refused",
-                    super::limits::MAX_PER_PERSON
-                );
-                admission.over_cap.cancel();
+            (Err(crowded), Some(admission)) => {
+                match crowded {
+                    Crowded::Person => tracing::warn!(
+                        peer = %self.peer,
+                        person = %caller.name,
+                        "ssh: person holds {} connections already; this one is refused",
+                        super::limits::MAX_PER_PERSON
+                    ),
+                    Crowded::Access { access, share } => tracing::warn!(
+                        peer = %self.peer,
+                        person = %caller.name,
+                        "ssh: the people of {} access hold {share} connections already; this one is refused",
+                        access.name()
+                    ),
+                }
+                admission.over_cap.refuse(*crowded);
             }
-            (None, None) => {}
+            (Err(_), None) => {}
         }
         self.signed_in = Some(SignedIn {
             login,

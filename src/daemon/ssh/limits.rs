@@ -4,7 +4,11 @@
 //! make room, so a flood of idle connections never keeps an engineer
 //! out), a quarter of the door for any one person (so that one person's
 //! connections, `ssh -N` left open, never fill it for everyone else), a
-//! deadline to authenticate, and failed attempts counted by source
+//! share of the signed-in room for the people of each access and weaker
+//! ([`TokenAccess::share_of`]: half for read, three quarters for write,
+//! of the room the unauthenticated leave), so that people of read access
+//! together never keep an operator or an admin out, a deadline to
+//! authenticate, and failed attempts counted by source
 //! address and by user name ([`crate::daemon::http::throttle`]'s rule: a
 //! few in a row, then one every few seconds).
 //!
@@ -13,13 +17,14 @@
 //! person's is always checked, so that nobody can lock an engineer out by failing in their
 //! name or from their address (a valid signature is no guess).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::config::TokenAccess;
 use crate::daemon::http::throttle::{DECAY, Held, Throttle, WINDOW};
 
 /// SSH connections served at once.
@@ -29,6 +34,9 @@ pub const MAX_UNAUTHENTICATED: usize = 64;
 /// Of those, connections one person may hold signed in: a quarter, as
 /// the HTTP listener allows one token.
 pub const MAX_PER_PERSON: usize = MAX_CONNECTIONS / 4;
+/// Connections signed in at most, when the unauthenticated take all of
+/// theirs: the room the people of each access hold their share of.
+pub const SIGNED_IN_ROOM: usize = MAX_CONNECTIONS - MAX_UNAUTHENTICATED;
 /// How long a connection may take to authenticate.
 pub const AUTH_DEADLINE: Duration = Duration::from_secs(20);
 /// User names whose failures are tracked at once.
@@ -38,10 +46,65 @@ const MAX_USERS: usize = 4096;
 #[derive(Clone, Default)]
 pub struct Gate {
     inner: Arc<Mutex<Pending>>,
-    /// Connections signed in, by person (names of `[[people]]` entries).
-    people: Arc<Mutex<HashMap<String, usize>>>,
+    /// Connections signed in, by person and by access.
+    people: Arc<Mutex<SignedIn>>,
     by_address: Throttle,
     by_user: UserThrottle,
+}
+
+/// The connections signed in.
+#[derive(Default)]
+struct SignedIn {
+    /// By person (names of `[[people]]` entries).
+    by_person: HashMap<String, usize>,
+    /// By the access the person signed in with.
+    by_access: BTreeMap<TokenAccess, usize>,
+}
+
+/// Why a person's connection is refused though their key was right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crowded {
+    /// They hold [`MAX_PER_PERSON`] connections.
+    Person,
+    /// The people of `access` and weaker hold `share` together.
+    Access {
+        /// The person's access.
+        access: TokenAccess,
+        /// The most those people may hold together.
+        share: usize,
+    },
+}
+
+impl Crowded {
+    /// What the person is told.
+    pub fn message(&self) -> String {
+        match self {
+            Crowded::Person => format!(
+                "you hold {MAX_PER_PERSON} connections to this door already, the most one person may; close one and try again"
+            ),
+            Crowded::Access { access, share } => format!(
+                "the people of {} access (and weaker) hold {share} connections to this door together, the most they may; try again when some close",
+                access.name()
+            ),
+        }
+    }
+}
+
+/// Why a connection whose person's key was right is refused, once it is:
+/// what it is told when it is closed. A cheap handle.
+#[derive(Clone, Default)]
+pub struct OverCap(Arc<OnceLock<Crowded>>);
+
+impl OverCap {
+    /// The connection is refused for `why`.
+    pub fn refuse(&self, why: Crowded) {
+        let _ = self.0.set(why);
+    }
+
+    /// What the connection is told, once refused.
+    pub fn message(&self) -> Option<String> {
+        self.0.get().map(Crowded::message)
+    }
 }
 
 /// The connections not yet authenticated, oldest first.
@@ -60,10 +123,10 @@ pub struct Admission {
     pub evicted: CancellationToken,
     /// Cancelled when the connection authenticates.
     pub signed_in: CancellationToken,
-    /// Cancelled when its person's key was right but they hold
-    /// [`MAX_PER_PERSON`] connections already: it stays among the
+    /// Set when its person's key was right but they (or the people of
+    /// their access) hold their share already: it stays among the
     /// unauthenticated, to be told so and closed.
-    pub over_cap: CancellationToken,
+    pub over_cap: OverCap,
 }
 
 impl Admission {
@@ -78,25 +141,22 @@ impl Admission {
 pub struct PersonSlot {
     gate: Gate,
     person: String,
+    access: TokenAccess,
 }
 
 impl Drop for PersonSlot {
     fn drop(&mut self) {
         let mut people = crate::sync::lock(&self.gate.people);
-        if let Some(held) = people.get_mut(&self.person) {
+        if let Some(held) = people.by_person.get_mut(&self.person) {
             *held = held.saturating_sub(1);
             if *held == 0 {
-                people.remove(&self.person);
+                people.by_person.remove(&self.person);
             }
         }
+        if let Some(held) = people.by_access.get_mut(&self.access) {
+            *held = held.saturating_sub(1);
+        }
     }
-}
-
-/// What a person holding [`MAX_PER_PERSON`] connections is told.
-pub fn over_cap_message() -> String {
-    format!(
-        "you hold {MAX_PER_PERSON} connections to this door already, the most one person may; close one and try again"
-    )
 }
 
 impl Drop for Admission {
@@ -124,22 +184,34 @@ impl Gate {
             gate: self.clone(),
             evicted,
             signed_in: CancellationToken::new(),
-            over_cap: CancellationToken::new(),
+            over_cap: OverCap::default(),
         }
     }
 
-    /// Counts a connection `person` signed in on, until the slot drops;
-    /// `None` when they hold [`MAX_PER_PERSON`] already.
-    pub fn sign_in(&self, person: &str) -> Option<PersonSlot> {
+    /// Counts a connection `person` signed in on with `access`, until the
+    /// slot drops; `Err` when they hold [`MAX_PER_PERSON`] already, or the
+    /// people of their access and weaker hold their share of
+    /// [`SIGNED_IN_ROOM`].
+    pub fn sign_in(&self, person: &str, access: TokenAccess) -> Result<PersonSlot, Crowded> {
         let mut people = crate::sync::lock(&self.people);
-        let held = people.entry(person.to_owned()).or_insert(0);
-        if *held >= MAX_PER_PERSON {
-            return None;
+        if people.by_person.get(person).copied().unwrap_or(0) >= MAX_PER_PERSON {
+            return Err(Crowded::Person);
         }
-        *held += 1;
-        Some(PersonSlot {
+        let share = access.share_of(SIGNED_IN_ROOM);
+        let held_at_or_below: usize = people
+            .by_access
+            .range(..=access.max(TokenAccess::Read))
+            .map(|(_, n)| n)
+            .sum();
+        if held_at_or_below >= share {
+            return Err(Crowded::Access { access, share });
+        }
+        *people.by_person.entry(person.to_owned()).or_insert(0) += 1;
+        *people.by_access.entry(access).or_insert(0) += 1;
+        Ok(PersonSlot {
             gate: self.clone(),
             person: person.to_owned(),
+            access,
         })
     }
 
@@ -225,18 +297,65 @@ mod tests {
     #[test]
     fn a_person_holds_a_quarter_of_the_door_and_gets_a_place_back_as_one_ends() {
         let gate = Gate::default();
+        let admin = TokenAccess::Admin;
         let mut bobs: Vec<PersonSlot> = (0..MAX_PER_PERSON)
-            .map(|_| gate.sign_in("bob").expect("within bob's share"))
+            .map(|_| gate.sign_in("bob", admin).expect("within bob's share"))
             .collect();
-        assert!(gate.sign_in("bob").is_none(), "one more than bob's share");
+        assert_eq!(
+            gate.sign_in("bob", admin).err(),
+            Some(Crowded::Person),
+            "one more than bob's share"
+        );
         assert!(
-            gate.sign_in("alice").is_some(),
+            gate.sign_in("alice", admin).is_ok(),
             "alice is not counted as bob"
         );
         bobs.pop();
-        assert!(gate.sign_in("bob").is_some(), "an ended connection's place");
+        assert!(
+            gate.sign_in("bob", admin).is_ok(),
+            "an ended connection's place"
+        );
         drop(bobs);
-        assert!(crate::sync::lock(&gate.people).get("bob").is_none());
+        assert!(
+            !crate::sync::lock(&gate.people)
+                .by_person
+                .contains_key("bob")
+        );
+    }
+
+    #[test]
+    fn the_people_of_an_access_hold_its_share_and_leave_room_above() {
+        let gate = Gate::default();
+        let (read, write) = (TokenAccess::Read, TokenAccess::Write);
+        let mut held = Vec::new();
+        for i in 0.. {
+            match gate.sign_in(&format!("reader{}", i / MAX_PER_PERSON), read) {
+                Ok(slot) => held.push(slot),
+                Err(crowded) => {
+                    let share = SIGNED_IN_ROOM / 2;
+                    assert_eq!(
+                        crowded,
+                        Crowded::Access {
+                            access: read,
+                            share
+                        }
+                    );
+                    assert!(crowded.message().contains("read access"));
+                    break;
+                }
+            }
+        }
+        assert_eq!(held.len(), SIGNED_IN_ROOM / 2);
+        for i in 0..SIGNED_IN_ROOM / 4 {
+            held.push(
+                gate.sign_in(&format!("writer{}", i % 2), write)
+                    .expect("write's room"),
+            );
+        }
+        assert!(gate.sign_in("writer9", write).is_err(), "three quarters");
+        assert!(gate.sign_in("admin", TokenAccess::Admin).is_ok());
+        held.remove(0);
+        assert!(gate.sign_in("reader9", read).is_ok(), "a place back");
     }
 
     #[test]

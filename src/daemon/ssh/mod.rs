@@ -72,10 +72,13 @@ pub(crate) async fn start(gateway: &Gateway, shutdown: &CancellationToken) -> an
     });
     eprintln!("serialgate: ssh at {local} (host key {fingerprint})");
     tracing::info!(
-        "SSH door at {local}, host key {fingerprint}, {} person(s); at most {} connections, {} not yet authenticated, {:?} to authenticate",
+        "SSH door at {local}, host key {fingerprint}, {} person(s); at most {} connections, {} not yet authenticated, {} per person, {} for people of read access together, {} with write, {:?} to authenticate",
         config.people.len(),
         limits::MAX_CONNECTIONS,
         limits::MAX_UNAUTHENTICATED,
+        limits::MAX_PER_PERSON,
+        crate::config::TokenAccess::Read.share_of(limits::SIGNED_IN_ROOM),
+        crate::config::TokenAccess::Write.share_of(limits::SIGNED_IN_ROOM),
         limits::AUTH_DEADLINE
     );
     crate::task::spawn(accept(listener, ssh, gateway.clone(), shutdown.clone()));
@@ -137,25 +140,19 @@ async fn accept(
 
 /// Runs one connection: closed when it does not authenticate within
 /// [`limits::AUTH_DEADLINE`] or a newer one takes its place among the
-/// unauthenticated (as is one whose person holds their share of the
-/// door already, `over_cap`).
+/// unauthenticated (as is one whose person, or the people of their
+/// access, hold their share of the door already: `over_cap`).
 async fn serve(
     ssh: Arc<SshConfig>,
     stream: tokio::net::TcpStream,
     handler: handler::Connection,
     evicted: CancellationToken,
     signed_in: CancellationToken,
-    over_cap: CancellationToken,
+    over_cap: limits::OverCap,
     shutdown: CancellationToken,
 ) {
     // A person over their share is told so, however it ends.
-    let unless_over_cap = |why: String| {
-        if over_cap.is_cancelled() {
-            limits::over_cap_message()
-        } else {
-            why
-        }
-    };
+    let unless_over_cap = |why: String| over_cap.message().unwrap_or(why);
     let deadline = tokio::time::Instant::now() + limits::AUTH_DEADLINE;
     // The session first: its first step sends the door's version, which a
     // connection evicted before it was ever polled (many arriving at

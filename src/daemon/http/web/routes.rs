@@ -73,7 +73,7 @@ fn login_caller(state: &WebState, request: &Request) -> Option<Caller> {
 /// In front of the pages: without a login, the sign-in form.
 async fn page_login(State(state): State<WebState>, request: Request, next: Next) -> Response {
     match login_caller(&state, &request) {
-        Some(caller) => admitted(&state, caller, request, next).await,
+        Some(caller) => admitted(caller, request, next).await,
         None => Redirect::to("/web/signin").into_response(),
     }
 }
@@ -95,21 +95,22 @@ async fn api_login(State(state): State<WebState>, request: Request, next: Next) 
         )
             .into_response();
     }
-    admitted(&state, caller, request, next).await
+    admitted(caller, request, next).await
 }
 
-/// Counts the connection as the caller's (the listener's per-token share)
+/// Counts the connection as the caller's (the listener's shares of its
+/// token and its access)
 /// and hands the caller to the route.
-async fn admitted(state: &WebState, caller: Caller, mut request: Request, next: Next) -> Response {
+async fn admitted(caller: Caller, mut request: Request, next: Next) -> Response {
     if let Some(admission) = request.extensions().get::<Admission>()
-        && !admission.authenticated(&caller.name, state.max_connections_per_token)
+        && let Err(crowded) = admission.authenticated(&caller.name, caller.access)
     {
-        return (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::CONNECTION, HeaderValue::from_static("close"))],
-            "too many connections for this token; close some tabs\n",
-        )
-            .into_response();
+        tracing::warn!(
+            "refused {}: token {:?}'s connection: {crowded:?}",
+            crate::error::shown(request.uri().path()),
+            caller.name
+        );
+        return crowded.response();
     }
     request.extensions_mut().insert(Arc::new(caller));
     next.run(request).await

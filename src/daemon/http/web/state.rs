@@ -24,8 +24,6 @@ pub struct WebState {
     pub throttle: Throttle,
     /// Ends the live WebSockets at shutdown.
     pub cancel: CancellationToken,
-    /// Connections one token may hold (the listener's share).
-    pub max_connections_per_token: usize,
     /// The listener speaks TLS: answers carry `Strict-Transport-Security`
     /// and the login cookie is `Secure`.
     pub tls: bool,
