@@ -161,7 +161,7 @@ pub async fn forward(
             .zip(progress.clone())
             .map(|(relay, token)| relay.track(call.call, token));
         async move {
-            let revoked = access_lost(gateway, caller, &call.tool);
+            let revoked = super::revoked::access_lost(gateway, caller, &call.tool);
             let answer = ask(fleet, site, &call, deadline, cancel, revoked, allowed).await;
             drop(tracked);
             answer
@@ -509,30 +509,6 @@ async fn ask(
                 )
             }),
         CallAnswer::Refused(message) => Err(coded(&message)),
-    }
-}
-
-/// Returns once a reload of this gateway's config leaves `caller` without
-/// the access `tool` needs (its token removed or lowered); never for a
-/// caller that is no `[[tokens]]` entry here.
-async fn access_lost(gateway: &Gateway, caller: &Caller, tool: &str) {
-    if !caller.is_config_token() {
-        return std::future::pending().await;
-    }
-    let needs = rules::classify(tool).0;
-    let keeps = || {
-        gateway
-            .config()
-            .token_named(&caller.name)
-            .is_some_and(|t| t.access >= needs)
-    };
-    let mut config = gateway.watch_config();
-    config.borrow_and_update();
-    // A reload between the call's authorisation and here counts too.
-    while keeps() {
-        if config.changed().await.is_err() {
-            return std::future::pending().await;
-        }
     }
 }
 

@@ -211,8 +211,11 @@ impl ServerHandler for GateServer {
             );
         }
         let tool = request.name.clone();
+        let cancel = context.ct.clone();
         let tcc = ToolCallContext::new(&*target, request, context);
-        counted(&target.tool_router, &tool, target.tool_router.call(tcc)).await
+        let call = target.tool_router.call(tcc);
+        let call = super::revoked::unless_revoked(&target.gateway, &caller, &tool, &cancel, call);
+        counted(&target.tool_router, &tool, call).await
     }
 
     async fn list_tools(

@@ -43,6 +43,7 @@ mod mode;
 mod parsed;
 mod power;
 mod resources;
+mod revoked;
 mod router;
 pub mod scope;
 mod sends;

@@ -5,8 +5,9 @@
 //! port is neither attachable nor listed for a write token; a token
 //! removed by a reload, or a browser signed out, has its open consoles
 //! and feeds closed with a `bye`; a token lowered to read has its
-//! typing refused from the reload on; and an agent's write hold ends when
-//! a reload removes its token or takes its write access.
+//! typing refused from the reload on; an agent's write hold ends when
+//! a reload removes its token or takes its write access, and a call it
+//! has running then is stopped before it sends another line.
 
 use std::time::Duration;
 
@@ -396,6 +397,64 @@ async fn a_reload_lets_go_of_the_write_hold_of_a_lowered_or_removed_tokens_agent
     let connected = ok(&noc, "connect", json!({"port": "sw1"})).await;
     assert!(connected["writer"].is_null(), "{connected}");
     ok(&noc, "send_text", json!({"text": "\r"})).await;
+}
+
+/// An agent's `expect` script waits for the switch, then would send
+/// `write erase`; a reload lowers its token to read while it waits. The
+/// call ends at the reload, saying why, and when the switch prints what
+/// the script waited for, nothing more is sent.
+#[tokio::test]
+async fn a_call_running_when_a_reload_takes_its_access_is_stopped_before_its_next_line() {
+    let mut site = Site::start().await;
+    let noc = site.agent(NOC).await;
+    ok(&noc, "connect", json!({"port": "sw1"})).await;
+    let script = json!({"steps": [
+        {"expect": "Press RETURN to get started", "timeout": 60},
+        {"send": "write erase"},
+    ]});
+    let lower = async {
+        site.daemon.stderr.wait_for("calls expect on").await;
+        site.reload(&[
+            ("noc", NOC, "read"),
+            ("audit", AUDIT, "write"),
+            ("boss", BOSS, "admin"),
+        ])
+        .await;
+        site.sw1
+            .inject(b"\r\nPress RETURN to get started\r\n")
+            .await;
+    };
+    let started = std::time::Instant::now();
+    let (stopped, ()) = tokio::join!(
+        tokio::time::timeout(Duration::from_secs(30), noc.call("expect", script)),
+        lower
+    );
+    let stopped = stopped
+        .expect("the call ends within 30 s")
+        .expect("MCP")
+        .err();
+    assert!(
+        stopped.starts_with("forbidden: a reload of this gateway's config took from token \"noc\"")
+            && stopped.contains("stopped"),
+        "{stopped}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // The switch printed what the script waited for; had the call gone on,
+    // its next line would reach the switch before an admin's command does.
+    let audit = site.agent(AUDIT).await;
+    ok(&audit, "connect", json!({"port": "sw1"})).await;
+    let seen = ok(&audit, "read_output", json!({"cursor": 0, "wait_ms": 5000})).await;
+    assert!(seen.to_string().contains("Press RETURN"), "{seen}");
+    let boss = site.agent(BOSS).await;
+    ok(&boss, "connect", json!({"port": "sw1"})).await;
+    ok(&boss, "send_command", json!({"command": "show clock"})).await;
+    let received = site.sw1.received();
+    assert_eq!(serialgate_testkit::rig::count(&received, b"show clock"), 1);
+    assert_eq!(
+        serialgate_testkit::rig::count(&received, b"write erase"),
+        0,
+        "a line was sent after the reload"
+    );
 }
 
 async fn ok(agent: &GateClient, tool: &str, args: Value) -> Value {
