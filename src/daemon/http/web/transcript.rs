@@ -5,19 +5,25 @@
 //! [`MAX_DOWNLOAD_BYTES`]); without, the output the daemon still retains,
 //! as text, and the file name says `output` instead of `transcript`. Either
 //! is read a piece at a time as the client takes it: a client that does
-//! not read holds a connection, never a copy of the transcript. At a
-//! serving gateway, another site's port (`site/port`) comes from its site,
-//! its last 960 KiB.
+//! not read holds a connection, never a copy of the transcript. A download
+//! still streaming when its caller is revoked (its token removed, lowered
+//! to metrics or narrowed off the port, its browser login ended) is cut
+//! off there: the connection closes before the rest is sent. At a serving
+//! gateway, another site's port (`site/port`) comes from its site, its
+//! last 960 KiB, sent whole.
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 
-use super::state::WebState;
+use super::state::{WebState, login_standing};
 use crate::access::Caller;
+use crate::access::standing::Standing;
+use crate::port::tail_stream::Pieces;
 
 /// The most of a transcript's end one download carries.
 pub const MAX_DOWNLOAD_BYTES: u64 = 16 << 20;
@@ -29,6 +35,7 @@ pub async fn download(
     State(state): State<WebState>,
     Extension(caller): Extension<Arc<Caller>>,
     Path(name): Path<String>,
+    headers: HeaderMap,
 ) -> Response {
     let reachable = name.len() <= MAX_NAME && caller.may_use_port(&name);
     let found = reachable.then(|| state.gateway.port(&name)).flatten();
@@ -47,7 +54,11 @@ pub async fn download(
             .port
             .tail_pieces(MAX_DOWNLOAD_BYTES)
             .await
-            .map(|(pieces, transcript)| (Body::from_stream(pieces), transcript))
+            .map(|(pieces, transcript)| {
+                let standing = standing(&state, &caller, &headers);
+                let pieces = until_revoked(pieces, standing, name.clone());
+                (Body::from_stream(pieces), transcript)
+            })
             .map_err(|why| (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n"))),
         // Another site's port (`site/port`): its site sends the end.
         // One its site never announced is `404`, as a local one that does
@@ -92,4 +103,49 @@ pub async fn download(
         text,
     )
         .into_response()
+}
+
+/// The caller's standing: its browser login's, its bearer token's, or
+/// (`auth = "none"`) one nothing revokes.
+fn standing(state: &WebState, caller: &Caller, headers: &HeaderMap) -> Standing {
+    let caller = caller.clone();
+    if state.open {
+        return Standing::fixed(caller, &state.gateway);
+    }
+    match login_standing(&state.logins, &state.gateway, caller.clone(), headers) {
+        Some(standing) => standing,
+        None => Standing::token(caller, &state.gateway),
+    }
+}
+
+/// `pieces` until they end, or until `standing` says its caller may no
+/// longer read `port`: then one error, which closes the connection before
+/// the body's end, so the client sees a cut-off download, not a whole one.
+fn until_revoked(pieces: Pieces, mut standing: Standing, port: String) -> Pieces {
+    let revoked = Box::pin(async move {
+        loop {
+            match standing.changed().await {
+                Err(why) => return why,
+                Ok(_) if !standing.caller().may_use_port(&port) => {
+                    return format!(
+                        "token {:?} no longer reaches port {port}",
+                        standing.caller().name
+                    );
+                }
+                Ok(_) => {}
+            }
+        }
+    });
+    futures_util::stream::unfold(Some((pieces, revoked)), |state| async move {
+        let (mut pieces, mut revoked) = state?;
+        tokio::select! {
+            biased;
+            why = &mut revoked => {
+                tracing::info!("a transcript download was cut off: {why}");
+                Some((Err(std::io::Error::other(why)), None))
+            }
+            piece = pieces.next() => piece.map(|piece| (piece, Some((pieces, revoked)))),
+        }
+    })
+    .boxed()
 }
