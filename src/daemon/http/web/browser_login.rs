@@ -9,10 +9,14 @@
 //!
 //! Bounded, so that one token's sign-ins never end another token's
 //! logins: a token keeps at most [`MAX_LOGINS_PER_TOKEN`], and a sign-in
-//! beyond that ends the same token's login idle longest; all tokens
-//! together keep at most [`MAX_LOGINS`], and a sign-in when they are
-//! reached ends the signing-in token's own login idle longest, or, if it
-//! has none, is refused ([`LoginRefused::Full`]). A login ends after
+//! beyond that ends the same token's login idle longest; the tokens of
+//! one access and every weaker one together keep at most their share of
+//! [`MAX_LOGINS`] ([`TokenAccess::share_of`]: half for read, three
+//! quarters with write), and all tokens together all of it. A sign-in at
+//! one of those ends the signing-in token's own login idle longest, or,
+//! if it has none, is refused ([`LoginRefused::Crowded`],
+//! [`LoginRefused::Full`]): so read tokens, however many, never keep an
+//! operator or an admin from signing in. A login ends after
 //! [`IDLE_EXPIRY`] without a request, [`ABSOLUTE_EXPIRY`] after sign-in,
 //! or at sign-out.
 //!
@@ -32,7 +36,7 @@ use sha2::Digest;
 use subtle::ConstantTimeEq;
 
 use crate::access::Caller;
-use crate::config::TokenConfig;
+use crate::config::{TokenAccess, TokenConfig};
 use crate::gateway::Gateway;
 use crate::logfile::LogDir;
 
@@ -87,6 +91,14 @@ pub enum LoginRefused {
     /// Every one of the [`MAX_LOGINS`] is taken, none by the signing-in
     /// token (whose own would be the one to end).
     Full,
+    /// The tokens of the signing-in token's access and weaker ones hold
+    /// their share, none of it the signing-in token's.
+    Crowded {
+        /// The signing-in token's access.
+        access: TokenAccess,
+        /// The most those tokens keep together.
+        share: usize,
+    },
 }
 
 /// The browser logins of the web view, shared by its routes and by the
@@ -147,10 +159,15 @@ impl BrowserLogins {
         })
     }
 
-    /// Starts a login for `token`; returns the id for the cookie. At a
-    /// cap, only `token`'s own login idle longest may end (see the
-    /// module doc); nothing is stored when it is refused.
-    pub fn create(&self, token: &TokenConfig) -> Result<String, LoginRefused> {
+    /// Starts a login for `token`, one of the config's `tokens` (which say
+    /// the other logins' access); returns the id for the cookie. At a cap,
+    /// only `token`'s own login idle longest may end (see the module doc);
+    /// nothing is stored when it is refused.
+    pub fn create(
+        &self,
+        token: &TokenConfig,
+        tokens: &[TokenConfig],
+    ) -> Result<String, LoginRefused> {
         let mut raw = [0u8; 32];
         getrandom::fill(&mut raw).map_err(|_| LoginRefused::NoRandomness)?;
         let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
@@ -166,14 +183,40 @@ impl BrowserLogins {
             .values()
             .filter(|e| e.token == token.name)
             .count();
-        if own >= MAX_LOGINS_PER_TOKEN || (store.entries.len() >= MAX_LOGINS && own > 0) {
+        // A login whose token is gone counts as the weakest; metrics
+        // tokens (which sign in to nothing) would share read's half.
+        let class = |access: TokenAccess| access.max(TokenAccess::Read);
+        let access_of = |name: &str| {
+            tokens
+                .iter()
+                .find(|t| t.name == name)
+                .map_or(TokenAccess::Read, |t| class(t.access))
+        };
+        let share = token.access.share_of(MAX_LOGINS);
+        let at_or_below = store
+            .entries
+            .values()
+            .filter(|e| access_of(&e.token) <= class(token.access))
+            .count();
+        let full = store.entries.len() >= MAX_LOGINS;
+        if own >= MAX_LOGINS_PER_TOKEN || ((full || at_or_below >= share) && own > 0) {
             self.tell_ended();
             evict_idlest(&mut store.entries, Some(&token.name));
             tracing::info!(
                 "web sessions: token {:?} signed in again at a cap, its own login idle longest was ended",
                 token.name
             );
-        } else if store.entries.len() >= MAX_LOGINS {
+        } else if at_or_below >= share {
+            tracing::warn!(
+                "web sessions: the {share} open to {} tokens are taken by others; refused a sign-in of token {:?}",
+                token.access.name(),
+                token.name
+            );
+            return Err(LoginRefused::Crowded {
+                access: token.access,
+                share,
+            });
+        } else if full {
             tracing::warn!(
                 "web sessions: all {MAX_LOGINS} taken by other tokens; refused a sign-in of token {:?}",
                 token.name
@@ -483,13 +526,26 @@ mod tests {
         }
     }
 
+    fn token_of(name: &str, access: TokenAccess) -> TokenConfig {
+        TokenConfig {
+            access,
+            ..read_token(name)
+        }
+    }
+
     #[test]
     fn a_token_at_a_cap_ends_only_its_own_logins() {
         let logins = BrowserLogins::default();
-        let admin = read_token("admin");
-        let admin_id = logins.create(&admin).unwrap();
+        let admin = token_of("admin", TokenAccess::Admin);
+        let guesser = read_token("guesser");
+        let mut tokens = vec![admin.clone(), guesser.clone(), read_token("newcomer")];
+        tokens.extend(
+            (0..MAX_LOGINS / MAX_LOGINS_PER_TOKEN)
+                .map(|t| token_of(&format!("t{t}"), TokenAccess::Admin)),
+        );
+        let admin_id = logins.create(&admin, &tokens).unwrap();
         for _ in 0..MAX_LOGINS_PER_TOKEN + 10 {
-            logins.create(&read_token("guesser")).unwrap();
+            logins.create(&guesser, &tokens).unwrap();
         }
         let count = |name: &str| {
             crate::sync::lock(&logins.store)
@@ -504,26 +560,59 @@ mod tests {
                 .entries
                 .contains_key(&digest(&admin_id))
         );
-        // Fill the whole store with other tokens: a token with no login
-        // is refused, one with a login ends its own.
+        // Fill the whole store with other admin tokens: a token with no
+        // login is refused, one with a login ends its own.
         for t in 0..MAX_LOGINS / MAX_LOGINS_PER_TOKEN {
             for _ in 0..MAX_LOGINS_PER_TOKEN {
-                let _ = logins.create(&read_token(&format!("t{t}")));
+                let _ = logins.create(&tokens[3 + t], &tokens);
             }
         }
         assert_eq!(crate::sync::lock(&logins.store).entries.len(), MAX_LOGINS);
         assert_eq!(
-            logins.create(&read_token("newcomer")),
-            Err(LoginRefused::Full)
+            logins.create(&read_token("newcomer"), &tokens),
+            Err(LoginRefused::Full),
         );
-        assert!(
-            crate::sync::lock(&logins.store)
-                .entries
-                .contains_key(&digest(&admin_id))
-        );
-        logins.create(&admin).unwrap();
+        logins.create(&admin, &tokens).unwrap();
         assert_eq!(count("admin"), 1);
         assert_eq!(crate::sync::lock(&logins.store).entries.len(), MAX_LOGINS);
+    }
+
+    #[test]
+    fn read_tokens_together_keep_half_the_logins_and_leave_room_above() {
+        let logins = BrowserLogins::default();
+        let readers: Vec<TokenConfig> = (0..8).map(|i| read_token(&format!("r{i}"))).collect();
+        let noc = token_of("noc", TokenAccess::Write);
+        let admin = token_of("admin", TokenAccess::Admin);
+        let mut tokens = readers.clone();
+        tokens.extend([noc.clone(), admin.clone()]);
+        let mut refused = None;
+        'fill: for reader in &readers {
+            for _ in 0..MAX_LOGINS_PER_TOKEN {
+                if let Err(e) = logins.create(reader, &tokens) {
+                    refused = Some((reader.name.clone(), e));
+                    break 'fill;
+                }
+            }
+        }
+        assert_eq!(
+            refused,
+            Some((
+                "r4".to_owned(),
+                LoginRefused::Crowded {
+                    access: TokenAccess::Read,
+                    share: MAX_LOGINS / 2
+                }
+            ))
+        );
+        assert_eq!(
+            crate::sync::lock(&logins.store).entries.len(),
+            MAX_LOGINS / 2
+        );
+        // A reader with logins signs in again in place of its own idlest.
+        logins.create(&readers[0], &tokens).unwrap();
+        // The operator and the admin sign in.
+        logins.create(&noc, &tokens).unwrap();
+        logins.create(&admin, &tokens).unwrap();
     }
 
     #[test]
@@ -580,7 +669,9 @@ mod tests {
             policy: None,
             approve: false,
         };
-        let id = sessions.create(&token).unwrap();
+        let id = sessions
+            .create(&token, std::slice::from_ref(&token))
+            .unwrap();
         let file = state.join(STORE_FILE);
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);

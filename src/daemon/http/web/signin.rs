@@ -102,13 +102,28 @@ pub async fn sign_in(
             Some("That is not the secret of one of this gateway's tokens."),
         );
     };
-    let id = match state.logins.create(token) {
+    let id = match state.logins.create(token, &config.tokens) {
         Ok(id) => id,
         Err(LoginRefused::NoRandomness) => {
             tracing::error!("web sign-in failed: the OS gave no random bytes for a login id");
             return page(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some("The gateway cannot sign you in now; try again."),
+            );
+        }
+        Err(LoginRefused::Crowded { access, share }) => {
+            tracing::warn!(
+                "{peer}: web sign-in of token {:?} refused: the browser logins open to {} tokens are taken by others",
+                token.name,
+                access.name()
+            );
+            return page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(&format!(
+                    "The gateway keeps {share} browser sign-ins for tokens of {} access (and weaker) and all are \
+                     taken by other tokens; try again when some are signed out or expire.",
+                    access.name()
+                )),
             );
         }
         Err(LoginRefused::Full) => {
