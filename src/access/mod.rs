@@ -20,6 +20,7 @@ pub(crate) mod policy;
 #[cfg(test)]
 mod policy_tests;
 pub(crate) mod rules;
+pub(crate) mod shares;
 pub(crate) mod standing;
 
 pub use caller::Caller;

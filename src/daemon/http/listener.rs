@@ -60,6 +60,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::access::shares::HeldByAccess;
 use crate::config::TokenAccess;
 use crate::tls::server::ServerTls;
 
@@ -177,21 +178,14 @@ impl Admission {
                     most: self.limits.max_per_token,
                 });
             }
-            let share = access.share_of(self.limits.max_connections);
-            // Metrics tokens share the read tokens' half.
-            let held_at_or_below: usize = counts
+            counts
                 .per_access
-                .range(..=access.max(TokenAccess::Read))
-                .map(|(_, n)| n)
-                .sum();
-            if held_at_or_below >= share {
-                return Err(Crowded::Access { access, share });
-            }
+                .take(access, self.limits.max_connections)
+                .map_err(|share| Crowded::Access { access, share })?;
             counts.waiting.remove(&self.slot.id);
             self.slot.authenticated.store(true, Ordering::Relaxed);
             counts.authenticated += 1;
             *counts.per_token.entry(token.to_owned()).or_insert(0) += 1;
-            *counts.per_access.entry(access).or_insert(0) += 1;
             if let Ok(mut owner) = self.slot.owner.lock() {
                 *owner = Some((token.to_owned(), access));
             }
@@ -229,7 +223,7 @@ struct Counts {
     /// Of those, how many each token holds.
     per_token: std::collections::HashMap<String, usize>,
     /// And how many the tokens of each access hold.
-    per_access: BTreeMap<TokenAccess, usize>,
+    per_access: HeldByAccess,
     next_id: u64,
     /// New connections closed at once because every slot was taken by
     /// authenticated ones.
@@ -303,9 +297,7 @@ impl Book {
                             counts.per_token.remove(&token);
                         }
                     }
-                    if let Some(held) = counts.per_access.get_mut(&access) {
-                        *held = held.saturating_sub(1);
-                    }
+                    counts.per_access.release(access);
                 }
             }
         }

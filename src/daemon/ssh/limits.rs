@@ -17,13 +17,14 @@
 //! person's is always checked, so that nobody can lock an engineer out by failing in their
 //! name or from their address (a valid signature is no guess).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::access::shares::HeldByAccess;
 use crate::config::TokenAccess;
 use crate::daemon::http::throttle::{DECAY, Held, Throttle, WINDOW};
 
@@ -58,7 +59,7 @@ struct SignedIn {
     /// By person (names of `[[people]]` entries).
     by_person: HashMap<String, usize>,
     /// By the access the person signed in with.
-    by_access: BTreeMap<TokenAccess, usize>,
+    by_access: HeldByAccess,
 }
 
 /// Why a person's connection is refused though their key was right.
@@ -153,9 +154,7 @@ impl Drop for PersonSlot {
                 people.by_person.remove(&self.person);
             }
         }
-        if let Some(held) = people.by_access.get_mut(&self.access) {
-            *held = held.saturating_sub(1);
-        }
+        people.by_access.release(self.access);
     }
 }
 
@@ -197,17 +196,11 @@ impl Gate {
         if people.by_person.get(person).copied().unwrap_or(0) >= MAX_PER_PERSON {
             return Err(Crowded::Person);
         }
-        let share = access.share_of(SIGNED_IN_ROOM);
-        let held_at_or_below: usize = people
+        people
             .by_access
-            .range(..=access.max(TokenAccess::Read))
-            .map(|(_, n)| n)
-            .sum();
-        if held_at_or_below >= share {
-            return Err(Crowded::Access { access, share });
-        }
+            .take(access, SIGNED_IN_ROOM)
+            .map_err(|share| Crowded::Access { access, share })?;
         *people.by_person.entry(person.to_owned()).or_insert(0) += 1;
-        *people.by_access.entry(access).or_insert(0) += 1;
         Ok(PersonSlot {
             gate: self.clone(),
             person: person.to_owned(),

@@ -36,6 +36,7 @@ use sha2::Digest;
 use subtle::ConstantTimeEq;
 
 use crate::access::Caller;
+use crate::access::shares::HeldByAccess;
 use crate::config::{TokenAccess, TokenConfig};
 use crate::gateway::Gateway;
 use crate::logfile::LogDir;
@@ -183,30 +184,23 @@ impl BrowserLogins {
             .values()
             .filter(|e| e.token == token.name)
             .count();
-        // A login whose token is gone counts as the weakest; metrics
-        // tokens (which sign in to nothing) would share read's half.
-        let class = |access: TokenAccess| access.max(TokenAccess::Read);
-        let access_of = |name: &str| {
-            tokens
-                .iter()
-                .find(|t| t.name == name)
-                .map_or(TokenAccess::Read, |t| class(t.access))
-        };
+        // A login whose token is gone counts as the weakest.
+        let mut held = HeldByAccess::default();
+        for entry in store.entries.values() {
+            let access = tokens.iter().find(|t| t.name == entry.token);
+            held.add(access.map_or(TokenAccess::Read, |t| t.access));
+        }
         let share = token.access.share_of(MAX_LOGINS);
-        let at_or_below = store
-            .entries
-            .values()
-            .filter(|e| access_of(&e.token) <= class(token.access))
-            .count();
+        let crowded = held.at_or_below(token.access) >= share;
         let full = store.entries.len() >= MAX_LOGINS;
-        if own >= MAX_LOGINS_PER_TOKEN || ((full || at_or_below >= share) && own > 0) {
+        if own >= MAX_LOGINS_PER_TOKEN || ((full || crowded) && own > 0) {
             self.tell_ended();
             evict_idlest(&mut store.entries, Some(&token.name));
             tracing::info!(
                 "web sessions: token {:?} signed in again at a cap, its own login idle longest was ended",
                 token.name
             );
-        } else if at_or_below >= share {
+        } else if crowded {
             tracing::warn!(
                 "web sessions: the {share} open to {} tokens are taken by others; refused a sign-in of token {:?}",
                 token.access.name(),

@@ -1,0 +1,77 @@
+//! Places that callers of every access share (a door's connections, the
+//! web view's browser logins), counted by access: the callers of one
+//! access and every weaker one hold at most their share together
+//! ([`TokenAccess::share_of`]: half for read, three quarters with write),
+//! so that callers of one access, however many, always leave room for
+//! those above them. Metrics tokens count as read.
+
+use std::collections::BTreeMap;
+
+use crate::config::TokenAccess;
+
+/// The places held now, by access.
+#[derive(Debug, Default)]
+pub struct HeldByAccess(BTreeMap<TokenAccess, usize>);
+
+/// The class an access is counted in: metrics with read.
+fn class(access: TokenAccess) -> TokenAccess {
+    access.max(TokenAccess::Read)
+}
+
+impl HeldByAccess {
+    /// Counts one more place of `access`, if the callers of `access` and
+    /// weaker ones hold less than their share of `total`; `Err` is that
+    /// share, when they hold it all.
+    pub fn take(&mut self, access: TokenAccess, total: usize) -> Result<(), usize> {
+        let share = access.share_of(total);
+        if self.at_or_below(access) >= share {
+            return Err(share);
+        }
+        self.add(access);
+        Ok(())
+    }
+
+    /// Counts one more place of `access`, share or not (a place held
+    /// already, counted again).
+    pub fn add(&mut self, access: TokenAccess) {
+        *self.0.entry(class(access)).or_insert(0) += 1;
+    }
+
+    /// A place of `access` was given back.
+    pub fn release(&mut self, access: TokenAccess) {
+        if let Some(held) = self.0.get_mut(&class(access)) {
+            *held = held.saturating_sub(1);
+        }
+    }
+
+    /// The places the callers of `access` and of weaker ones hold.
+    pub fn at_or_below(&self, access: TokenAccess) -> usize {
+        self.0.range(..=class(access)).map(|(_, n)| n).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_access_holds_its_share_with_the_weaker_ones_and_leaves_room_above() {
+        let (read, write, admin) = (TokenAccess::Read, TokenAccess::Write, TokenAccess::Admin);
+        let mut held = HeldByAccess::default();
+        for _ in 0..3 {
+            held.take(read, 8).expect("read's half");
+        }
+        held.take(TokenAccess::Metrics, 8)
+            .expect("metrics counts as read");
+        assert_eq!(held.take(read, 8), Err(4));
+        assert_eq!(held.take(TokenAccess::Metrics, 8), Err(4));
+        held.take(write, 8).expect("write's three quarters");
+        held.take(write, 8).expect("write's three quarters");
+        assert_eq!(held.take(write, 8), Err(6));
+        held.take(admin, 8).expect("the admin's room");
+        held.take(admin, 8).expect("the admin's room");
+        held.release(TokenAccess::Metrics);
+        held.take(read, 8).expect("a place given back");
+        assert_eq!(held.at_or_below(admin), 8);
+    }
+}
