@@ -1,7 +1,9 @@
 //! How many forwarded calls may be in flight at once, so that one site
 //! whose switch answers slowly, or one token's flood, cannot take what the
 //! others need: at a serving gateway per site (and per token, and for the
-//! read-only tokens together), at a site per token of a serving gateway.
+//! tokens of each access and weaker ones together: half for read, three
+//! quarters with write, [`TokenAccess::share_of`]), at a site per token of
+//! a serving gateway.
 //! A call beyond a bound is answered at once with `busy`, never queued:
 //! a queue would only turn the flood into everybody's wait.
 
@@ -9,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::access::shares::HeldByAccess;
 use crate::config::TokenAccess;
 
 /// The bounds of one [`InFlight`].
@@ -18,9 +21,6 @@ pub struct Limits {
     pub total: usize,
     /// Most calls of one token in one scope.
     pub per_token: usize,
-    /// Most calls of read-only tokens together in one scope: the rest is
-    /// kept for the tokens that may write.
-    pub read_only: usize,
 }
 
 /// Which bound a call met.
@@ -28,8 +28,14 @@ pub struct Limits {
 pub enum Full {
     /// The token's own.
     Token(usize),
-    /// The read-only tokens' together.
-    ReadOnly(usize),
+    /// The tokens' of `access` and weaker ones together: `share` of the
+    /// scope's total.
+    Access {
+        /// The calling token's access.
+        access: TokenAccess,
+        /// The most those tokens may have in flight together.
+        share: usize,
+    },
     /// The scope's, all tokens together.
     Total(usize),
 }
@@ -37,7 +43,7 @@ pub enum Full {
 #[derive(Default)]
 struct Scope {
     total: usize,
-    read_only: usize,
+    by_access: HeldByAccess,
     by_token: HashMap<String, usize>,
 }
 
@@ -53,7 +59,7 @@ pub struct Slot {
     in_flight: InFlight,
     scope: String,
     token: String,
-    read_only: bool,
+    access: TokenAccess,
 }
 
 impl InFlight {
@@ -66,16 +72,16 @@ impl InFlight {
         access: TokenAccess,
         limits: &Limits,
     ) -> Result<Slot, Full> {
-        let read_only = access < TokenAccess::Write;
         let mut scopes = crate::sync::lock(&self.scopes);
         let counts = scopes.entry(scope.to_owned()).or_default();
         let mine = counts.by_token.get(token).copied().unwrap_or(0);
+        let share = access.share_of(limits.total);
         let full = if mine >= limits.per_token {
             Some(Full::Token(limits.per_token))
-        } else if read_only && counts.read_only >= limits.read_only {
-            Some(Full::ReadOnly(limits.read_only))
         } else if counts.total >= limits.total {
             Some(Full::Total(limits.total))
+        } else if counts.by_access.at_or_below(access) >= share {
+            Some(Full::Access { access, share })
         } else {
             None
         };
@@ -86,13 +92,13 @@ impl InFlight {
             return Err(full);
         }
         counts.total += 1;
-        counts.read_only += usize::from(read_only);
+        counts.by_access.add(access);
         *counts.by_token.entry(token.to_owned()).or_default() += 1;
         Ok(Slot {
             in_flight: self.clone(),
             scope: scope.to_owned(),
             token: token.to_owned(),
-            read_only,
+            access,
         })
     }
 
@@ -119,9 +125,7 @@ impl Drop for Slot {
             return;
         };
         counts.total = counts.total.saturating_sub(1);
-        if self.read_only {
-            counts.read_only = counts.read_only.saturating_sub(1);
-        }
+        counts.by_access.release(self.access);
         if let Some(n) = counts.by_token.get_mut(&self.token) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -141,7 +145,6 @@ mod tests {
     const LIMITS: Limits = Limits {
         total: 8,
         per_token: 3,
-        read_only: 4,
     };
 
     #[test]
@@ -171,18 +174,35 @@ mod tests {
             in_flight
                 .start("dc1", "auditor", TokenAccess::Read, &LIMITS)
                 .err(),
-            Some(Full::ReadOnly(4))
+            Some(Full::Access {
+                access: TokenAccess::Read,
+                share: 4
+            })
         );
-        // the tokens that write keep the rest
-        let writers: Vec<Slot> = ["ops", "ops", "ops", "root"]
+        // the tokens that write have three quarters with the readers
+        let writers: Vec<Slot> = ["ops", "ops"]
             .iter()
             .map(|t| in_flight.start("dc1", t, TokenAccess::Write, &LIMITS))
             .collect::<Result<_, _>>()
             .expect("the writers' share");
+        assert_eq!(
+            in_flight
+                .start("dc1", "root", TokenAccess::Write, &LIMITS)
+                .err(),
+            Some(Full::Access {
+                access: TokenAccess::Write,
+                share: 6
+            })
+        );
+        // and an admin the rest
+        let admins: Vec<Slot> = (0..2)
+            .map(|_| in_flight.start("dc1", "admin", TokenAccess::Admin, &LIMITS))
+            .collect::<Result<_, _>>()
+            .expect("the admin's room");
         assert_eq!(in_flight.count("dc1"), 8);
         assert_eq!(
             in_flight
-                .start("dc1", "admin", TokenAccess::Admin, &LIMITS)
+                .start("dc1", "admin2", TokenAccess::Admin, &LIMITS)
                 .err(),
             Some(Full::Total(8))
         );
@@ -193,7 +213,7 @@ mod tests {
                 .start("dc1", "auditor", TokenAccess::Read, &LIMITS)
                 .is_ok()
         );
-        drop((flood, writers));
+        drop((flood, writers, admins));
         assert_eq!(in_flight.count("dc1"), 0);
         assert!(crate::sync::lock(&in_flight.scopes).is_empty());
     }

@@ -23,12 +23,12 @@ pub const CONNECT_DEADLINE: Duration = Duration::from_secs(5);
 /// Most calls this gateway forwards to one site at once: a site whose
 /// switch answers slowly, or that is flooded, holds at most these, and
 /// the other sites' calls go on as before. One token may have a quarter
-/// of them, the read-only tokens together half, so that neither one
-/// token's flood nor a reader's starves the calls of a token that writes.
+/// of them, the read-only tokens together half and with the write tokens
+/// three quarters, so that neither one token's flood nor many readers' or
+/// writers' starve the calls of a token above them.
 pub const FORWARD_LIMITS: Limits = Limits {
     total: 128,
     per_token: 32,
-    read_only: 64,
 };
 
 /// This gateway in the fleet. A cheap clonable handle.
@@ -253,8 +253,9 @@ impl Fleet {
             Full::Token(n) => format!(
                 "token {token:?} has {n} calls to site {site} in flight through this gateway, the most one token may have"
             ),
-            Full::ReadOnly(n) => format!(
-                "read-only tokens have {n} calls to site {site} in flight through this gateway, the most they may have together (the rest is kept for tokens that write)"
+            Full::Access { access, share } => format!(
+                "tokens of {} access (and weaker) have {share} calls to site {site} in flight through this gateway, the most they may have together (the rest is kept for the tokens above them)",
+                access.name()
             ),
             Full::Total(n) => format!(
                 "{n} calls to site {site} are in flight through this gateway, the most one site may have"

@@ -42,12 +42,12 @@ const MAX_SESSIONS: usize = 1024;
 
 /// Most forwarded calls this site runs at once: one token of a serving
 /// gateway may have 32 (as many as that gateway lets it send), the
-/// read-only tokens together half of all, so that a flood from one
-/// caller leaves the others their calls.
+/// read-only tokens together half of all and with the write tokens three
+/// quarters, so that a flood from one caller, or from many of one access,
+/// leaves the others their calls.
 const RUN_LIMITS: Limits = Limits {
     total: 256,
     per_token: 32,
-    read_only: 128,
 };
 
 type Key = (String, u64, String);
@@ -330,8 +330,9 @@ fn busy(in_flight: &InFlight, caller: &str, full: Full) -> CallAnswer {
         Full::Token(n) => format!(
             "{caller} has {n} calls running at this site, the most one token of a serving gateway may have"
         ),
-        Full::ReadOnly(n) => format!(
-            "read-only tokens have {n} calls running at this site, the most they may have together (the rest is kept for tokens that write)"
+        Full::Access { access, share } => format!(
+            "tokens of {} access (and weaker) have {share} calls running at this site, the most they may have together (the rest is kept for the tokens above them)",
+            access.name()
         ),
         Full::Total(n) => {
             format!("{n} forwarded calls are running at this site, the most it runs at once")
