@@ -362,9 +362,9 @@ pub(super) async fn authenticate(
             }
         }
     };
-    let name = caller.name.clone();
+    let caller = Arc::new(caller);
     request.headers_mut().remove(header::AUTHORIZATION);
-    request.extensions_mut().insert(Arc::new(caller));
+    request.extensions_mut().insert(caller.clone());
     // A tool call in a session is read here first, to know what to cancel
     // if its connection closes before the result is written.
     let mut call = None;
@@ -395,7 +395,7 @@ pub(super) async fn authenticate(
     gate.owners.answered(
         &gate.sessions,
         session.as_deref(),
-        &name,
+        &caller,
         secret,
         is_delete,
         &mut response,

@@ -4,9 +4,14 @@
 //! An MCP session belongs to the token that opened it: a request with
 //! another token into it (a call, its SSE stream, a DELETE) gets `403`, and
 //! a reload that removes the token or gives it a new secret ends it. One
-//! token keeps at most [`SESSIONS_PER_TOKEN`] sessions and all tokens
-//! together at most [`MAX_SESSIONS`]; opening one more ends the least
-//! recently used. A DELETE that ends a session is confirmed with `200`.
+//! token keeps at most [`SESSIONS_PER_TOKEN`] sessions, the tokens of one
+//! access and every weaker one together their share of [`MAX_SESSIONS`]
+//! ([`TokenAccess::share_of`]: half for read, three quarters with write),
+//! and all tokens together all of it. Opening one more ends the least
+//! recently used session of the opener's token, or of its access or a
+//! weaker one, never one of a higher access: when only those are left to
+//! end, the new session is refused (`503`). A DELETE that ends a session
+//! is confirmed with `200`.
 //!
 //! Clients that speak MCP sessions (`Mcp-Session-Id`, protocol versions
 //! before `2026-07-28`) keep their connections and consume cursors for the
@@ -22,6 +27,9 @@ use std::time::{Duration, Instant};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+use crate::access::Caller;
+use crate::config::TokenAccess;
 
 /// How long an MCP session may stay idle before the server ends it (its
 /// connections are then detached). Agents think between calls; a short
@@ -46,12 +54,19 @@ pub(super) struct SessionOwners {
     owners: Arc<Mutex<HashMap<String, Owner>>>,
 }
 
-/// The token that opened a session, by name and by the digest of the
-/// secret it showed then (`None` without auth), and when it was last used.
+/// The token that opened a session, by name, access and the digest of
+/// the secret it showed then (`None` without auth), and when it was last
+/// used.
 struct Owner {
     token: String,
+    access: TokenAccess,
     secret: Option<[u8; 32]>,
     seen: Instant,
+}
+
+/// The class an access is counted in for the shares: metrics with read.
+fn class(access: TokenAccess) -> TokenAccess {
+    access.max(TokenAccess::Read)
 }
 
 impl SessionOwners {
@@ -72,14 +87,17 @@ impl SessionOwners {
         }
     }
 
-    /// Records a session `caller` opened with the secret of digest
-    /// `secret`; returns the sessions to end so that the caller keeps at
-    /// most `per_token` and everyone at most `total`, least recently used
-    /// first.
+    /// Records a session `caller` (of `access`) opened with the secret of
+    /// digest `secret`; returns the sessions to end so that the caller
+    /// keeps at most `per_token`, the tokens of its access and weaker ones
+    /// their share of `total`, and everyone at most `total`, least
+    /// recently used first and never one of a higher access. `id` itself
+    /// is among them when nothing else may end.
     fn opened(
         &self,
         id: &str,
         caller: &str,
+        access: TokenAccess,
         secret: Option<[u8; 32]>,
         per_token: usize,
         total: usize,
@@ -91,38 +109,39 @@ impl SessionOwners {
             id.to_owned(),
             Owner {
                 token: caller.to_owned(),
+                access,
                 secret,
                 seen: now,
             },
         );
+        let mine = |owner: &Owner| owner.token == caller;
+        let at_or_below = |owner: &Owner| class(owner.access) <= class(access);
         let mut ended = Vec::new();
-        let end_oldest = |owners: &mut HashMap<String, Owner>, mine: bool| {
+        // The oldest session `among` picks, other than the new one; the
+        // new one when there is no other.
+        let end_oldest = |owners: &mut HashMap<String, Owner>, among: &dyn Fn(&Owner) -> bool| {
             let oldest = owners
                 .iter()
-                .filter(|(other, owner)| other.as_str() != id && (!mine || owner.token == caller))
+                .filter(|(other, owner)| other.as_str() != id && among(owner))
                 .min_by_key(|(_, owner)| owner.seen)
-                .map(|(other, _)| other.clone());
-            if let Some(oldest) = &oldest {
-                owners.remove(oldest);
-            }
+                .map_or_else(|| id.to_owned(), |(other, _)| other.clone());
+            owners.remove(&oldest);
             oldest
         };
-        while owners
-            .values()
-            .filter(|owner| owner.token == caller)
-            .count()
-            > per_token
-        {
-            match end_oldest(&mut owners, true) {
-                Some(oldest) => ended.push(oldest),
-                None => break,
-            }
-        }
-        while owners.len() > total {
-            match end_oldest(&mut owners, false) {
-                Some(oldest) => ended.push(oldest),
-                None => break,
-            }
+        let share = access.share_of(total);
+        let over = |owners: &HashMap<String, Owner>| {
+            owners.values().filter(|o| mine(o)).count() > per_token
+                || owners.values().filter(|o| at_or_below(o)).count() > share
+                || owners.len() > total
+        };
+        while owners.contains_key(id) && over(&owners) {
+            let among: &dyn Fn(&Owner) -> bool =
+                if owners.values().filter(|o| mine(o)).count() > per_token {
+                    &mine
+                } else {
+                    &at_or_below
+                };
+            ended.push(end_oldest(&mut owners, among));
         }
         ended
     }
@@ -181,7 +200,7 @@ impl SessionOwners {
         self.lock().remove(id);
     }
 
-    /// Bookkeeping once rmcp answered `name`'s request into `session`
+    /// Bookkeeping once rmcp answered `caller`'s request into `session`
     /// (`None`: the request named none): a session the response opened is
     /// recorded, ending the least recently used ones beyond the caps; a
     /// session a DELETE ended is forgotten, and its end confirmed with 200.
@@ -189,21 +208,31 @@ impl SessionOwners {
         &self,
         sessions: &Arc<LocalSessionManager>,
         session: Option<&str>,
-        name: &str,
+        caller: &Caller,
         secret: Option<[u8; 32]>,
         is_delete: bool,
         response: &mut Response,
     ) {
         match (session, response.headers().get(SESSION_ID)) {
             (None, Some(id)) => {
-                if let Ok(id) = id.to_str() {
-                    let ended = self.opened(id, name, secret, SESSIONS_PER_TOKEN, MAX_SESSIONS);
-                    for old in ended {
-                        tracing::info!(
-                            "token {name:?} opened MCP session {id}: ending its least recently used session {old} (at most {SESSIONS_PER_TOKEN} per token, {MAX_SESSIONS} in all)"
+                let Ok(id) = id.to_str().map(str::to_owned) else {
+                    return;
+                };
+                let (name, access) = (&caller.name, caller.access);
+                let ended =
+                    self.opened(&id, name, access, secret, SESSIONS_PER_TOKEN, MAX_SESSIONS);
+                for old in ended {
+                    if old == id {
+                        tracing::warn!(
+                            "token {name:?} opened MCP session {id}: refused, every session that may end to make room is of a higher access"
                         );
-                        end_session(sessions, old);
+                        *response = crowded(access);
+                    } else {
+                        tracing::info!(
+                            "token {name:?} opened MCP session {id}: ending the least recently used session {old} of its token or access (at most {SESSIONS_PER_TOKEN} per token, {MAX_SESSIONS} in all)"
+                        );
                     }
+                    end_session(sessions, old);
                 }
             }
             (Some(id), _) if is_delete && response.status().is_success() => {
@@ -225,6 +254,19 @@ pub(super) fn named(headers: &HeaderMap) -> Option<String> {
         .get(SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
+}
+
+/// The answer to a request that opened a session when every session
+/// that could end to make room for it is of a higher access.
+fn crowded(access: TokenAccess) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "the MCP sessions this gateway keeps for tokens of {} access are all taken by other tokens; try again when some end\n",
+            access.name()
+        ),
+    )
+        .into_response()
 }
 
 /// The answer to a request into an MCP session another token opened.
@@ -252,11 +294,64 @@ fn end_session(sessions: &Arc<LocalSessionManager>, id: String) {
 mod tests {
     use super::*;
 
+    const ADMIN: TokenAccess = TokenAccess::Admin;
+
+    #[test]
+    fn read_tokens_end_only_sessions_of_read_tokens_and_a_full_house_refuses_them() {
+        let (read, write) = (TokenAccess::Read, TokenAccess::Write);
+        let owners = SessionOwners::default();
+        // An admin's session and a writer's, used long ago.
+        assert!(
+            owners
+                .opened("admin1", "admin", ADMIN, None, 2, 8)
+                .is_empty()
+        );
+        assert!(owners.opened("noc1", "noc", write, None, 2, 8).is_empty());
+        // Readers fill their half (four of eight), then end their own.
+        for i in 0..4 {
+            let id = format!("r{i}");
+            assert!(
+                owners
+                    .opened(&id, &format!("reader{i}"), read, None, 2, 8)
+                    .is_empty()
+            );
+        }
+        assert_eq!(owners.opened("r4", "reader4", read, None, 2, 8), ["r0"]);
+        let open = |id: &str| owners.lock().contains_key(id);
+        assert!(open("admin1") && open("noc1"));
+        // Writers up to three quarters with them, then the oldest of those
+        // ends (a writer's, here), never the admin's.
+        assert!(owners.opened("noc2", "noc2", write, None, 2, 8).is_empty());
+        assert_eq!(owners.opened("noc3", "noc3", write, None, 2, 8), ["noc1"]);
+        assert!(open("admin1"));
+        // Admins may end anyone's to make room.
+        assert!(
+            owners
+                .opened("admin2", "admin2", ADMIN, None, 2, 8)
+                .is_empty()
+        );
+        assert_eq!(
+            owners.opened("admin3", "admin3", ADMIN, None, 2, 8),
+            ["admin1"]
+        );
+
+        // A house full of admins' sessions: a reader's new one is the one
+        // that ends (the client is told to try again), not an admin's.
+        let owners = SessionOwners::default();
+        for i in 0..4 {
+            let (id, token) = (format!("a{i}"), format!("admin{i}"));
+            assert!(owners.opened(&id, &token, ADMIN, None, 2, 4).is_empty());
+        }
+        assert_eq!(owners.opened("r", "reader", read, None, 2, 4), ["r"]);
+        assert_eq!(owners.lock().len(), 4);
+        assert!(!owners.lock().contains_key("r"));
+    }
+
     #[test]
     fn sessions_belong_to_their_opener() {
         let owners = SessionOwners::default();
         assert!(owners.allows("s1", "a"), "unknown sessions: rmcp decides");
-        assert!(owners.opened("s1", "a", None, 2, 10).is_empty());
+        assert!(owners.opened("s1", "a", ADMIN, None, 2, 10).is_empty());
         assert!(owners.allows("s1", "a"));
         assert!(!owners.allows("s1", "b"));
         owners.closed("s1");
@@ -276,9 +371,9 @@ mod tests {
         };
         let digest = |t: &crate::config::TokenConfig| Some(*t.secret.digest());
         let owners = SessionOwners::default();
-        owners.opened("a1", "a", digest(&token("a", b"one")), 8, 8);
-        owners.opened("b1", "b", digest(&token("b", b"two")), 8, 8);
-        owners.opened("open", "anonymous", None, 8, 8);
+        owners.opened("a1", "a", ADMIN, digest(&token("a", b"one")), 8, 8);
+        owners.opened("b1", "b", ADMIN, digest(&token("b", b"two")), 8, 8);
+        owners.opened("open", "anonymous", ADMIN, None, 8, 8);
         let same = with(vec![token("a", b"one"), token("b", b"two")]);
         assert!(owners.revoked(&same).is_empty());
         // a's secret replaced, b removed; the session without a secret stays.
@@ -301,13 +396,13 @@ mod tests {
     #[test]
     fn a_token_keeps_its_newest_sessions() {
         let owners = SessionOwners::default();
-        assert!(owners.opened("a1", "a", None, 2, 3).is_empty());
-        assert!(owners.opened("a2", "a", None, 2, 3).is_empty());
+        assert!(owners.opened("a1", "a", ADMIN, None, 2, 3).is_empty());
+        assert!(owners.opened("a2", "a", ADMIN, None, 2, 3).is_empty());
         assert!(owners.allows("a1", "a"), "a1 is now the most recently used");
-        assert_eq!(owners.opened("a3", "a", None, 2, 3), ["a2"]);
-        assert!(owners.opened("b1", "b", None, 2, 3).is_empty());
+        assert_eq!(owners.opened("a3", "a", ADMIN, None, 2, 3), ["a2"]);
+        assert!(owners.opened("b1", "b", ADMIN, None, 2, 3).is_empty());
         assert_eq!(
-            owners.opened("b2", "b", None, 2, 3),
+            owners.opened("b2", "b", ADMIN, None, 2, 3),
             ["a1"],
             "the oldest of all"
         );
