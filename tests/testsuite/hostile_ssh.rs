@@ -280,6 +280,15 @@ async fn a_flood_before_authentication_does_not_keep_a_person_with_her_key_out()
     drop(idle);
 }
 
+/// One more connection of `person` to sw1, which must open nothing and
+/// exit 1; what their `ssh` printed.
+async fn one_more_refused(door: &Door, person: &str) -> String {
+    let mut one_more = door.ssh(None, person, person, &["-T", "127.0.0.1", "sw1"]);
+    assert_eq!(exit_code(&mut one_more).await, Some(1), "{person}");
+    let out = one_more.wait_with_output().await.expect("output");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// People who hold connections open (`ssh -N`, a script gone wrong):
 /// one person gets a quarter of the door, the people of read access
 /// together half of the room that the unauthenticated leave, and each
@@ -306,10 +315,7 @@ async fn people_holding_connections_open_take_their_share_of_the_door_and_no_mor
     }
 
     // One more of bob's is told why and opens nothing.
-    let mut one_more = door.ssh(None, "bob", "bob", &["-T", "127.0.0.1", "sw1"]);
-    assert_eq!(exit_code(&mut one_more).await, Some(1));
-    let out = one_more.wait_with_output().await.expect("output");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = one_more_refused(&door, "bob").await;
     assert!(
         stderr.contains("you hold 64 connections to this door already, the most one person may"),
         "{stderr}"
@@ -324,10 +330,7 @@ async fn people_holding_connections_open_take_their_share_of_the_door_and_no_mor
     for _ in PERSON..READ {
         door.daemon.stderr.wait_for("ssh: person signed in").await;
     }
-    let mut one_more = door.ssh(None, "dave", "dave", &["-T", "127.0.0.1", "sw1"]);
-    assert_eq!(exit_code(&mut one_more).await, Some(1));
-    let out = one_more.wait_with_output().await.expect("output");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = one_more_refused(&door, "dave").await;
     assert!(
         stderr.contains(
             "the people of read access (and weaker) hold 96 connections to this door together"
