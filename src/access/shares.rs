@@ -13,8 +13,8 @@ use crate::config::TokenAccess;
 #[derive(Debug, Default)]
 pub struct HeldByAccess(BTreeMap<TokenAccess, usize>);
 
-/// The class an access is counted in: metrics with read.
-fn class(access: TokenAccess) -> TokenAccess {
+/// The class an access is counted in for the shares: metrics with read.
+pub fn counted_as(access: TokenAccess) -> TokenAccess {
     access.max(TokenAccess::Read)
 }
 
@@ -34,19 +34,19 @@ impl HeldByAccess {
     /// Counts one more place of `access`, share or not (a place held
     /// already, counted again).
     pub fn add(&mut self, access: TokenAccess) {
-        *self.0.entry(class(access)).or_insert(0) += 1;
+        *self.0.entry(counted_as(access)).or_insert(0) += 1;
     }
 
     /// A place of `access` was given back.
     pub fn release(&mut self, access: TokenAccess) {
-        if let Some(held) = self.0.get_mut(&class(access)) {
+        if let Some(held) = self.0.get_mut(&counted_as(access)) {
             *held = held.saturating_sub(1);
         }
     }
 
     /// The places the callers of `access` and of weaker ones hold.
     pub fn at_or_below(&self, access: TokenAccess) -> usize {
-        self.0.range(..=class(access)).map(|(_, n)| n).sum()
+        self.0.range(..=counted_as(access)).map(|(_, n)| n).sum()
     }
 }
 

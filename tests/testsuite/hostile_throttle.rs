@@ -199,6 +199,13 @@ async fn another_tokens_sign_ins_do_not_sign_the_admin_out() {
     assert_eq!(whoami(&site, &last).await, StatusCode::OK);
 }
 
+/// A WebSocket upgrade to sw1's console at `to` with bearer `token`.
+fn console_upgrade(to: SocketAddr, token: &str) -> String {
+    format!(
+        "GET /ports/sw1/console HTTP/1.1\r\nHost: {to}\r\nAuthorization: Bearer {token}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+}
+
 /// `count` requests from `from`, each with a wrong bearer token made by
 /// `request`; the statuses answered.
 async fn wrong_tokens(
@@ -225,11 +232,7 @@ async fn wrong_bearer_tokens_are_throttled_and_others_go_on() {
             "POST /mcp HTTP/1.1\r\nHost: {to}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
         )
     };
-    let console = |token: &str| {
-        format!(
-            "GET /ports/sw1/console HTTP/1.1\r\nHost: {to}\r\nAuthorization: Bearer {token}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-        )
-    };
+    let console = |token: &str| console_upgrade(to, token);
     for (door, from, request) in [
         ("/mcp", source(1), &mcp as &dyn Fn(&str) -> String),
         ("the console", source(2), &console),
@@ -301,10 +304,7 @@ async fn a_held_address_still_lets_a_long_secret_in() {
 
     let long = send_from(from, to, &initialize(to, AGENT)).await;
     assert_eq!(status(&long), 200, "the long secret opens /mcp: {long}");
-    let console = format!(
-        "GET /ports/sw1/console HTTP/1.1\r\nHost: {to}\r\nAuthorization: Bearer {AGENT}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-    );
-    let upgraded = send_from(from, to, &console).await;
+    let upgraded = send_from(from, to, &console_upgrade(to, AGENT)).await;
     assert_eq!(status(&upgraded), 101, "and a console: {upgraded}");
     let signed_in = send_from(from, to, &sign_in_request(to, AGENT)).await;
     assert_eq!(status(&signed_in), 303, "and the web view: {signed_in}");

@@ -29,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use crate::access::Caller;
+use crate::access::shares::counted_as;
 use crate::config::TokenAccess;
 
 /// How long an MCP session may stay idle before the server ends it (its
@@ -62,11 +63,6 @@ struct Owner {
     access: TokenAccess,
     secret: Option<[u8; 32]>,
     seen: Instant,
-}
-
-/// The class an access is counted in for the shares: metrics with read.
-fn class(access: TokenAccess) -> TokenAccess {
-    access.max(TokenAccess::Read)
 }
 
 impl SessionOwners {
@@ -115,7 +111,7 @@ impl SessionOwners {
             },
         );
         let mine = |owner: &Owner| owner.token == caller;
-        let at_or_below = |owner: &Owner| class(owner.access) <= class(access);
+        let at_or_below = |owner: &Owner| counted_as(owner.access) <= counted_as(access);
         let mut ended = Vec::new();
         // The oldest session `among` picks, other than the new one; the
         // new one when there is no other.

@@ -30,7 +30,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::state::{WebState, login_standing};
+use super::state::WebState;
 use crate::access::Caller;
 use crate::access::rules::{may_decide_approval, may_read_port};
 use crate::access::standing::{Recheck, Standing};
@@ -138,15 +138,7 @@ pub async fn live(
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let caller = Caller::clone(&caller);
-    let standing = if state.open {
-        Standing::fixed(caller, &state.gateway)
-    } else {
-        match login_standing(&state.logins, &state.gateway, caller.clone(), &headers) {
-            Some(standing) => standing,
-            None => Standing::token(caller, &state.gateway),
-        }
-    };
+    let standing = state.standing(&caller, &headers);
     upgrade
         .max_message_size(MAX_PAGE_MESSAGE_BYTES)
         .on_upgrade(move |socket| feed(socket, state, standing))

@@ -29,6 +29,20 @@ pub struct WebState {
     pub tls: bool,
 }
 
+impl WebState {
+    /// How a caller of the web view is re-checked while its connection
+    /// (a ports feed, a download) is open: without auth, never; with a
+    /// browser login's cookie, against that login; else by its bearer
+    /// token's name at every reload.
+    pub fn standing(&self, caller: &Caller, headers: &HeaderMap) -> Standing {
+        if self.open {
+            return Standing::fixed(caller.clone(), &self.gateway);
+        }
+        login_standing(&self.logins, &self.gateway, caller.clone(), headers)
+            .unwrap_or_else(|| Standing::token(caller.clone(), &self.gateway))
+    }
+}
+
 /// The standing of a caller who came with a browser login's cookie in
 /// `headers`: re-checked at every reload, whenever a login ends and at
 /// the login's absolute expiry, by

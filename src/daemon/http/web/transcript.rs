@@ -20,7 +20,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
-use super::state::{WebState, login_standing};
+use super::state::WebState;
 use crate::access::Caller;
 use crate::access::standing::Standing;
 use crate::port::tail_stream::Pieces;
@@ -55,7 +55,7 @@ pub async fn download(
             .tail_pieces(MAX_DOWNLOAD_BYTES)
             .await
             .map(|(pieces, transcript)| {
-                let standing = standing(&state, &caller, &headers);
+                let standing = state.standing(&caller, &headers);
                 let pieces = until_revoked(pieces, standing, name.clone());
                 (Body::from_stream(pieces), transcript)
             })
@@ -103,19 +103,6 @@ pub async fn download(
         text,
     )
         .into_response()
-}
-
-/// The caller's standing: its browser login's, its bearer token's, or
-/// (`auth = "none"`) one nothing revokes.
-fn standing(state: &WebState, caller: &Caller, headers: &HeaderMap) -> Standing {
-    let caller = caller.clone();
-    if state.open {
-        return Standing::fixed(caller, &state.gateway);
-    }
-    match login_standing(&state.logins, &state.gateway, caller.clone(), headers) {
-        Some(standing) => standing,
-        None => Standing::token(caller, &state.gateway),
-    }
 }
 
 /// `pieces` until they end, or until `standing` says its caller may no
