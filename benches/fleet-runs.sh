@@ -1,20 +1,26 @@
 #!/bin/sh
-# Runs the fleet bench RUNS times (default 20), each a full run with its
-# own NATS servers and gateways, and prints each run's time added by the
-# fleet (the p50 through the fleet less the p50 of the local call), then
-# the median over the runs and how many were within the 0.5 ms goal.
-# One run says how fast the machine was in its minute; many say how the
-# fleet does. Build first: cargo build --release.
+# Runs the fleet bench N times (its argument; 20 without), each a full
+# run with its own NATS servers and gateways, and prints each run's time
+# added by the fleet (the p50 through the fleet less the p50 of the local
+# call), then the median over the runs and how many were within the
+# 0.5 ms goal. One run says how fast the machine was in its minute; many
+# say how the fleet does. Build first: cargo build --release.
 #
 #   benches/fleet-runs.sh 40 > /tmp/fleet-runs.txt
 set -eu
 runs=${1:-20}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+log=$(mktemp)
+trap 'rm -f "$out" "$log"' EXIT
 i=0
 while [ "$i" -lt "$runs" ]; do
     i=$((i + 1))
-    cargo bench --locked --bench fleet 2>/dev/null | grep '^{' >> "$out"
+    if ! cargo bench --locked --bench fleet > "$log" 2>&1; then
+        echo "run $i of the fleet bench failed; the end of its output:" >&2
+        tail -n 20 "$log" >&2
+        exit 1
+    fi
+    grep '^{' "$log" >> "$out"
 done
 python3 - "$out" <<'PY'
 import json, statistics, sys
