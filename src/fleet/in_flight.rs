@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::access::shares::HeldByAccess;
+use crate::access::shares::{Bound, HeldByName};
 use crate::config::TokenAccess;
 
 /// The bounds of one [`InFlight`].
@@ -43,8 +43,7 @@ pub enum Full {
 #[derive(Default)]
 struct Scope {
     total: usize,
-    by_access: HeldByAccess,
-    by_token: HashMap<String, usize>,
+    held: HeldByName,
 }
 
 /// The calls in flight, by scope and token. A cheap clonable handle.
@@ -74,26 +73,26 @@ impl InFlight {
     ) -> Result<Slot, Full> {
         let mut scopes = crate::sync::lock(&self.scopes);
         let counts = scopes.entry(scope.to_owned()).or_default();
-        let mine = counts.by_token.get(token).copied().unwrap_or(0);
-        let share = access.share_of(limits.total);
-        let full = if mine >= limits.per_token {
-            Some(Full::Token(limits.per_token))
-        } else if counts.total >= limits.total {
-            Some(Full::Total(limits.total))
-        } else if counts.by_access.at_or_below(access) >= share {
-            Some(Full::Access { access, share })
+        // The token's own bound is named first, then the scope's total.
+        let taken = if counts.held.held_by(token) < limits.per_token && counts.total >= limits.total
+        {
+            Err(Full::Total(limits.total))
         } else {
-            None
+            counts
+                .held
+                .take(token, access, limits.per_token, limits.total)
+                .map_err(|bound| match bound {
+                    Bound::Name(most) => Full::Token(most),
+                    Bound::Access { access, share } => Full::Access { access, share },
+                })
         };
-        if let Some(full) = full {
+        if let Err(full) = taken {
             if counts.total == 0 {
                 scopes.remove(scope);
             }
             return Err(full);
         }
         counts.total += 1;
-        counts.by_access.add(access);
-        *counts.by_token.entry(token.to_owned()).or_default() += 1;
         Ok(Slot {
             in_flight: self.clone(),
             scope: scope.to_owned(),
@@ -125,13 +124,7 @@ impl Drop for Slot {
             return;
         };
         counts.total = counts.total.saturating_sub(1);
-        counts.by_access.release(self.access);
-        if let Some(n) = counts.by_token.get_mut(&self.token) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                counts.by_token.remove(&self.token);
-            }
-        }
+        counts.held.release(&self.token, self.access);
         if counts.total == 0 {
             scopes.remove(&self.scope);
         }

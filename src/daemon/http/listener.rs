@@ -60,7 +60,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::access::shares::HeldByAccess;
+use crate::access::shares::{Bound, HeldByName};
 use crate::config::TokenAccess;
 use crate::tls::server::ServerTls;
 
@@ -172,20 +172,21 @@ impl Admission {
     pub fn authenticated(&self, token: &str, access: TokenAccess) -> Result<(), Crowded> {
         let mut counts = self.book.lock();
         if counts.waiting.contains_key(&self.slot.id) {
-            let held = counts.per_token.get(token).copied().unwrap_or(0);
-            if held >= self.limits.max_per_token {
-                return Err(Crowded::Token {
-                    most: self.limits.max_per_token,
-                });
-            }
             counts
-                .per_access
-                .take(access, self.limits.max_connections)
-                .map_err(|share| Crowded::Access { access, share })?;
+                .held
+                .take(
+                    token,
+                    access,
+                    self.limits.max_per_token,
+                    self.limits.max_connections,
+                )
+                .map_err(|bound| match bound {
+                    Bound::Name(most) => Crowded::Token { most },
+                    Bound::Access { access, share } => Crowded::Access { access, share },
+                })?;
             counts.waiting.remove(&self.slot.id);
             self.slot.authenticated.store(true, Ordering::Relaxed);
             counts.authenticated += 1;
-            *counts.per_token.entry(token.to_owned()).or_insert(0) += 1;
             if let Ok(mut owner) = self.slot.owner.lock() {
                 *owner = Some((token.to_owned(), access));
             }
@@ -220,10 +221,9 @@ struct Counts {
     waiting: BTreeMap<u64, Arc<Slot>>,
     /// Connections that carried an authenticated request.
     authenticated: usize,
-    /// Of those, how many each token holds.
-    per_token: std::collections::HashMap<String, usize>,
-    /// And how many the tokens of each access hold.
-    per_access: HeldByAccess,
+    /// Of those, how many each token holds, and the tokens of each
+    /// access.
+    held: HeldByName,
     next_id: u64,
     /// New connections closed at once because every slot was taken by
     /// authenticated ones.
@@ -291,13 +291,7 @@ impl Book {
                 counts.authenticated = counts.authenticated.saturating_sub(1);
                 let owner = slot.owner.lock().ok().and_then(|mut t| t.take());
                 if let Some((token, access)) = owner {
-                    if let Some(held) = counts.per_token.get_mut(&token) {
-                        *held = held.saturating_sub(1);
-                        if *held == 0 {
-                            counts.per_token.remove(&token);
-                        }
-                    }
-                    counts.per_access.release(access);
+                    counts.held.release(&token, access);
                 }
             }
         }
@@ -631,7 +625,7 @@ mod tests {
         assert_eq!(admit(0, "greedy"), Ok(()), "counted once");
         book.release(&slots[0]);
         assert_eq!(admit(2, "greedy"), Ok(()), "a freed share");
-        assert_eq!(book.lock().per_token["greedy"], 2);
+        assert_eq!(book.lock().held.held_by("greedy"), 2);
     }
 
     #[test]

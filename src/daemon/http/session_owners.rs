@@ -125,17 +125,17 @@ impl SessionOwners {
             oldest
         };
         let share = access.share_of(total);
-        let over = |owners: &HashMap<String, Owner>| {
-            owners.values().filter(|o| mine(o)).count() > per_token
-                || owners.values().filter(|o| at_or_below(o)).count() > share
-                || owners.len() > total
-        };
-        while owners.contains_key(id) && over(&owners) {
+        // Until the new one is within every bound, or is itself ended.
+        while owners.contains_key(id) {
             let among: &dyn Fn(&Owner) -> bool =
                 if owners.values().filter(|o| mine(o)).count() > per_token {
                     &mine
-                } else {
+                } else if owners.values().filter(|o| at_or_below(o)).count() > share
+                    || owners.len() > total
+                {
                     &at_or_below
+                } else {
+                    break;
                 };
             ended.push(end_oldest(&mut owners, among));
         }

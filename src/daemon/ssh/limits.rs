@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::access::shares::HeldByAccess;
+use crate::access::shares::{Bound, HeldByName};
 use crate::config::TokenAccess;
 use crate::daemon::http::throttle::{DECAY, Held, Throttle, WINDOW};
 
@@ -48,18 +48,9 @@ const MAX_USERS: usize = 4096;
 pub struct Gate {
     inner: Arc<Mutex<Pending>>,
     /// Connections signed in, by person and by access.
-    people: Arc<Mutex<SignedIn>>,
+    people: Arc<Mutex<HeldByName>>,
     by_address: Throttle,
     by_user: UserThrottle,
-}
-
-/// The connections signed in.
-#[derive(Default)]
-struct SignedIn {
-    /// By person (names of `[[people]]` entries).
-    by_person: HashMap<String, usize>,
-    /// By the access the person signed in with.
-    by_access: HeldByAccess,
 }
 
 /// Why a person's connection is refused though their key was right.
@@ -147,14 +138,7 @@ pub struct PersonSlot {
 
 impl Drop for PersonSlot {
     fn drop(&mut self) {
-        let mut people = crate::sync::lock(&self.gate.people);
-        if let Some(held) = people.by_person.get_mut(&self.person) {
-            *held = held.saturating_sub(1);
-            if *held == 0 {
-                people.by_person.remove(&self.person);
-            }
-        }
-        people.by_access.release(self.access);
+        crate::sync::lock(&self.gate.people).release(&self.person, self.access);
     }
 }
 
@@ -192,15 +176,12 @@ impl Gate {
     /// people of their access and weaker hold their share of
     /// [`SIGNED_IN_ROOM`].
     pub fn sign_in(&self, person: &str, access: TokenAccess) -> Result<PersonSlot, Crowded> {
-        let mut people = crate::sync::lock(&self.people);
-        if people.by_person.get(person).copied().unwrap_or(0) >= MAX_PER_PERSON {
-            return Err(Crowded::Person);
-        }
-        people
-            .by_access
-            .take(access, SIGNED_IN_ROOM)
-            .map_err(|share| Crowded::Access { access, share })?;
-        *people.by_person.entry(person.to_owned()).or_insert(0) += 1;
+        crate::sync::lock(&self.people)
+            .take(person, access, MAX_PER_PERSON, SIGNED_IN_ROOM)
+            .map_err(|bound| match bound {
+                Bound::Name(_) => Crowded::Person,
+                Bound::Access { access, share } => Crowded::Access { access, share },
+            })?;
         Ok(PersonSlot {
             gate: self.clone(),
             person: person.to_owned(),
@@ -309,11 +290,7 @@ mod tests {
             "an ended connection's place"
         );
         drop(bobs);
-        assert!(
-            !crate::sync::lock(&gate.people)
-                .by_person
-                .contains_key("bob")
-        );
+        assert_eq!(crate::sync::lock(&gate.people).held_by("bob"), 0);
     }
 
     #[test]
